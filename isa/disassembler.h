@@ -1,0 +1,14 @@
+// Program -> trace text in canonical form; assemble(disassemble(p)) == p (tested).
+#pragma once
+
+#include <string>
+
+#include "isa/program.h"
+
+namespace attnsim::isa {
+
+std::string disassemble(const Program& program);
+std::string format_instruction(const Program& program, const Instruction& instruction);
+std::string format_operand(const Program& program, const Operand& operand);
+
+}  // namespace attnsim::isa

@@ -1,0 +1,49 @@
+// The one ISA of attnsim. Scalars are 1x1 tiles: the same opcodes run on registers (the toy machine) and,
+// with tile operands, on SRAM buffers. Operand order follows seed 002: sources first, destination last.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace attnsim::isa {
+
+enum class Opcode : uint8_t { Load, Store, MacZ, Mac, Max, Sub, Exp, Add, Mul, Div, Mov };
+inline constexpr int kOpcodeCount = 11;
+
+// What each operand position must be in the scalar form.
+enum class OperandRole : uint8_t { Reg, Mem };
+
+struct OpcodeInfo {
+  Opcode op;
+  std::string_view mnemonic;
+  std::string_view semantics;  // one line, for --help and errors
+  uint8_t operand_count;
+  std::array<OperandRole, 4> roles;
+};
+
+inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
+    {Opcode::Load, "LOAD", "LOAD src, Rd: Rd = DRAM[src]", 2, {OperandRole::Mem, OperandRole::Reg}},
+    {Opcode::Store, "STORE", "STORE Rs, dst: DRAM[dst] = Rs", 2, {OperandRole::Reg, OperandRole::Mem}},
+    {Opcode::MacZ, "MAC_Z", "MAC_Z Ra, Rb, Rd: Rd = Ra * Rb", 3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Mac, "MAC", "MAC Ra, Rb, Rc, Rd: Rd = Ra * Rb + Rc", 4,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Max, "MAX", "MAX Ra, Rb, Rd: Rd = max(Ra, Rb)", 3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Sub, "SUB", "SUB Ra, Rb, Rd: Rd = Ra - Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Exp, "EXP", "EXP Ra, Rd: Rd = exp(Ra)", 2, {OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Add, "ADD", "ADD Ra, Rb, Rd: Rd = Ra + Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Mul, "MUL", "MUL Ra, Rb, Rd: Rd = Ra * Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Div, "DIV", "DIV Ra, Rb, Rd: Rd = Ra / Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Mov, "MOV", "MOV Rs, Rd: Rd = Rs", 2, {OperandRole::Reg, OperandRole::Reg}},
+}};
+
+constexpr const OpcodeInfo& info(Opcode op) { return kOpcodes[static_cast<size_t>(op)]; }
+constexpr std::string_view mnemonic(Opcode op) { return info(op).mnemonic; }
+
+// Case-insensitive lookup, so `load` and `LOAD` both assemble.
+std::optional<Opcode> find_opcode(std::string_view text);
+
+}  // namespace attnsim::isa

@@ -1,0 +1,115 @@
+// The in-order sequencer: decodes a Program against the machine (resolving registers, addresses and
+// latencies once), then executes it in an SC_THREAD. Time is kept as a local cycle count and handed to the
+// SystemC kernel only once per quantum (TLM-2.0 quantum-keeper style), so the scalar path does not pay a
+// context switch per instruction; cycle counts stay exact because the final sync covers the remainder.
+#pragma once
+
+#include <array>
+#include <exception>
+#include <vector>
+
+#include "isa/program.h"
+#include "models/alu/alu.h"
+#include "models/common/component.h"
+#include "models/dram/dram.h"
+#include "models/mac/mac.h"
+#include "models/regfile/regfile.h"
+
+namespace attnsim {
+
+// Told after every executed instruction, e.g. to record a register table. Costs one branch when absent.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  virtual void after_step(size_t instruction_index, uint64_t issue_cycle, uint64_t done_cycle) = 0;
+};
+
+class Sequencer : public Component {
+ public:
+  enum class Issue : uint8_t {
+    Blocking,   // the next instruction issues when the previous one completes (seed 002's machine)
+    Pipelined,  // one issue per cycle in order; a scoreboard stalls on register hazards and busy units
+  };
+  struct Params {
+    Issue issue = Issue::Blocking;
+    int64_t quantum_cycles = 1'000'000;
+    double clock_ghz = 1.0;
+  };
+
+  SC_HAS_PROCESS(Sequencer);
+  Sequencer(sc_core::sc_module_name instance, const Params& params, Dram& dram, RegisterFile& regfile,
+            MacUnit& mac, Alu& alu);
+
+  // Decodes against this machine; throws InputError (with the trace location) for registers beyond the
+  // register file. Also lays out DRAM and clears the register file.
+  void load(const isa::Program& program, Dtype dtype, bool symbolic);
+  void set_observer(StepObserver* observer) { observer_ = observer; }
+
+  // After sc_start(): rethrows an error raised while executing (e.g. an uninitialized register read).
+  void rethrow_if_failed() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+  const Params& params() const { return params_; }
+  uint64_t cycles() const { return cycles_; }
+  uint64_t instructions() const { return instructions_; }
+  const std::array<uint64_t, isa::kOpcodeCount>& per_opcode() const { return per_opcode_; }
+  const symbolic::Aliases& aliases() const { return aliases_; }
+  uint64_t kernel_syncs() const { return kernel_syncs_; }
+
+ private:
+  struct Decoded {
+    isa::Opcode op;
+    bool round_on_store;  // STORE into a tensor whose dtype differs from the registers'
+    int32_t dst;          // register written, -1 for STORE
+    std::array<int32_t, 3> src;
+    uint8_t source_count;
+    uint8_t unit;         // index into unit_free_ for the pipelined scoreboard
+    int32_t tensor;
+    int64_t address;
+    uint32_t latency;
+  };
+
+  void run_thread();
+  template <Dtype D, Issue kIssue>
+  void execute_numeric();
+  template <Issue kIssue>
+  void execute_symbolic();
+  void execute();
+  [[noreturn]] void uninitialized_read(size_t index, int source) const;
+  void finish(uint64_t end_cycle);
+
+  // Advances local time; syncs with the kernel when a quantum has accumulated.
+  void keep_quantum(uint64_t now) {
+    if (now - synced_cycle_ >= quantum_) sync(now);
+  }
+  void sync(uint64_t now);
+
+  Params params_;
+  Dram& dram_;
+  RegisterFile& regfile_;
+  MacUnit& mac_;
+  Alu& alu_;
+
+  const isa::Program* program_ = nullptr;
+  std::vector<Decoded> code_;
+  Dtype dtype_ = Dtype::F32;
+  bool symbolic_ = false;
+  StepObserver* observer_ = nullptr;
+  std::exception_ptr error_;
+  symbolic::Aliases aliases_;
+
+  sc_core::sc_time period_;
+  uint64_t quantum_ = 0;
+  uint64_t synced_cycle_ = 0;
+
+  uint64_t cycles_ = 0;
+  uint64_t instructions_ = 0;
+  uint64_t kernel_syncs_ = 0;
+  uint64_t stall_cycles_ = 0;
+  std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};
+};
+
+void register_sequencer_params(ParamReader& reader, Sequencer::Params& params);
+
+}  // namespace attnsim

@@ -1,0 +1,199 @@
+// The attnsim command line: run, gen, disasm, config. Every subcommand has --help. Input errors print
+// `file:line:col: error: ...` and exit with status 2; a failed value check exits with 1.
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include "isa/assembler.h"
+#include "isa/disassembler.h"
+#include "models/common/registry.h"
+#include "sim/machine.h"
+#include "sim/run.h"
+#include "traces/scalar.h"
+
+namespace po = boost::program_options;
+using namespace attnsim;
+
+namespace {
+
+constexpr int kExitCheckFailed = 1;
+constexpr int kExitInputError = 2;
+
+const char* kUsage = R"(usage: attnsim <command> [options]
+
+commands:
+  run      run a trace on a machine config and print cycles, counts and checks
+  gen      generate a trace (softmax-safe, softmax-online, online-attention)
+  disasm   assemble a trace and print it back in canonical form
+  config   print a machine's effective parameters with units and descriptions
+
+`attnsim <command> --help` describes each command's options.
+)";
+
+struct Parsed {
+  po::variables_map vars;
+  bool help = false;
+};
+
+Parsed parse(const std::string& command, po::options_description& options,
+             po::positional_options_description& positional, const std::vector<std::string>& args,
+             const char* synopsis) {
+  options.add_options()("help,h", "show this help");
+  Parsed parsed;
+  try {
+    po::store(po::command_line_parser(args).options(options).positional(positional).run(), parsed.vars);
+    if (parsed.vars.count("help")) {
+      std::cout << "usage: attnsim " << command << " " << synopsis << "\n\n" << options << "\n";
+      parsed.help = true;
+      return parsed;
+    }
+    po::notify(parsed.vars);
+  } catch (const po::error& e) {
+    throw InputError("attnsim " + command, {}, std::string(e.what()) + " (see attnsim " + command + " --help)");
+  }
+  return parsed;
+}
+
+int cmd_run(const std::vector<std::string>& args) {
+  RunOptions options;
+  std::string trace;
+  po::options_description desc("run options");
+  desc.add_options()("config,c", po::value(&options.config_path)->required(), "machine YAML (configs/*.yaml)")(
+      "trace", po::value(&trace)->required(), "trace file")("table", po::bool_switch(&options.table),
+                                                             "print the register table after every step")(
+      "symbolic", po::bool_switch(&options.symbolic), "registers carry expressions (a00·b00) instead of numbers")(
+      "stats-json", po::value(&options.stats_json), "write all stats and the effective config as JSON")(
+      "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  auto parsed = parse("run", desc, pos, args, "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [-p K=V]...");
+  if (parsed.help) return 0;
+  isa::Program program = isa::assemble_file(trace);
+  RunResult result = run_program(program, options);
+  if (options.table) {
+    print_table(std::cout, result.table);
+    std::cout << "\n";
+  }
+  print_summary(std::cout, program, result);
+  return result.checks_passed() ? 0 : kExitCheckFailed;
+}
+
+int cmd_gen(const std::vector<std::string>& args) {
+  std::string kind, output;
+  traces::ScalarInputs in;
+  std::string x_values, v_values;
+  po::options_description desc("gen options");
+  desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
+      "n", po::value(&in.n)->default_value(8), "number of elements")(
+      "seed", po::value(&in.seed)->default_value(1), "seed of the random inputs")(
+      "lo", po::value(&in.lo)->default_value(-4.0), "random inputs: lower bound")(
+      "hi", po::value(&in.hi)->default_value(4.0), "random inputs: upper bound")(
+      "x", po::value(&x_values), "explicit x values, comma-separated (sets n)")(
+      "v", po::value(&v_values), "explicit v values, comma-separated")(
+      "output,o", po::value(&output), "write the trace here instead of stdout");
+  po::positional_options_description pos;
+  pos.add("kind", 1);
+  std::string synopsis = "KIND [--n N] [--seed S] [--x 1,2,3] [--v ...] [-o FILE]\n\nkinds:\n";
+  for (const auto& g : traces::scalar_generators())
+    synopsis += fmt::format("  {:18} {} ({} registers)\n", g.name, g.description, g.registers);
+  auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
+  if (parsed.help) return 0;
+  auto split = [](const std::string& text) {
+    std::vector<double> values;
+    size_t start = 0;
+    while (start <= text.size()) {
+      size_t comma = text.find(',', start);
+      std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      try {
+        values.push_back(std::stod(item));
+      } catch (const std::exception&) {
+        throw InputError("attnsim gen", {}, "not a number: '" + item + "'");
+      }
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    return values;
+  };
+  if (!x_values.empty()) {
+    in.x = split(x_values);
+    in.n = static_cast<int64_t>(in.x->size());
+  }
+  if (!v_values.empty()) in.v = split(v_values);
+  isa::Program program;
+  try {
+    program = traces::generate_scalar(kind, in);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim gen", {}, e.what());
+  }
+  std::string text = "# generated by: attnsim gen " + kind + " --n " + std::to_string(in.n) + "\n" +
+                     isa::disassemble(program);
+  if (output.empty()) std::cout << text;
+  else write_file_atomically(output, text);
+  return 0;
+}
+
+int cmd_disasm(const std::vector<std::string>& args) {
+  std::string trace;
+  po::options_description desc("disasm options");
+  desc.add_options()("trace", po::value(&trace)->required(), "trace file");
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  auto parsed = parse("disasm", desc, pos, args, "TRACE");
+  if (parsed.help) return 0;
+  std::cout << isa::disassemble(isa::assemble_file(trace));
+  return 0;
+}
+
+int cmd_config(const std::vector<std::string>& args) {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  bool describe = false;
+  po::options_description desc("config options");
+  desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML")(
+      "describe", po::bool_switch(&describe), "list every parameter with its type, default, unit and meaning")(
+      "param,p", po::value(&overrides)->composing(), "override a config key");
+  po::positional_options_description pos;
+  auto parsed = parse("config", desc, pos, args, "-c CONFIG [--describe] [-p K=V]...");
+  if (parsed.help) return 0;
+  Machine machine(load_config(config_path, overrides));
+  if (!describe) {
+    std::cout << machine.effective_config().dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& d : machine.param_docs())
+    std::cout << fmt::format("{:34} {:8} default {:10} {:12} {}\n", d.key, d.type, d.default_value, d.unit,
+                             d.description);
+  return 0;
+}
+
+}  // namespace
+
+int sc_main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    std::cout << kUsage;
+    return argc < 2 ? kExitInputError : 0;
+  }
+  std::string command = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "run") return cmd_run(args);
+    if (command == "gen") return cmd_gen(args);
+    if (command == "disasm") return cmd_disasm(args);
+    if (command == "config") return cmd_config(args);
+    std::cerr << "attnsim: error: unknown command '" << command << "'\n" << kUsage;
+    return kExitInputError;
+  } catch (const InputError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitInputError;
+  }
+}
+
+// Replaces libsystemc's main() only to silence the banner it prints before sc_main() runs.
+int main(int argc, char** argv) {
+  ::setenv("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE", "1", 1);
+  return sc_core::sc_elab_and_sim(argc, argv);
+}

@@ -1,0 +1,52 @@
+// A Machine is the set of SystemC models one YAML config describes, wired together. Build it once per
+// process (SystemC elaborates once), load a Program, run.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "isa/program.h"
+#include "models/alu/alu.h"
+#include "models/dram/dram.h"
+#include "models/mac/mac.h"
+#include "models/regfile/regfile.h"
+#include "models/sequencer/sequencer.h"
+#include "sim/config.h"
+
+namespace attnsim {
+
+void register_builtin_models();
+
+class Machine {
+ public:
+  explicit Machine(const MachineConfig& config);
+
+  const std::string& name() const { return name_; }
+  Dtype dtype() const { return dtype_; }
+  double clock_ghz() const { return clock_ghz_; }
+
+  void load(const isa::Program& program, bool symbolic);
+  void run();  // sc_start() until the program completes; rethrows execution errors
+
+  Dram& dram() { return *dram_; }
+  RegisterFile& regfile() { return *regfile_; }
+  Sequencer& sequencer() { return *sequencer_; }
+  const nlohmann::json& effective_config() const { return effective_; }
+  const std::vector<ParamDoc>& param_docs() const { return docs_; }
+  nlohmann::json stats_json() const;
+
+ private:
+  std::string name_;
+  Dtype dtype_ = Dtype::F32;
+  double clock_ghz_ = 1.0;
+  std::unique_ptr<Dram> dram_;
+  std::unique_ptr<RegisterFile> regfile_;
+  std::unique_ptr<MacUnit> mac_;
+  std::unique_ptr<Alu> alu_;
+  std::unique_ptr<Sequencer> sequencer_;
+  nlohmann::json effective_;
+  std::vector<ParamDoc> docs_;
+};
+
+}  // namespace attnsim

@@ -1,0 +1,96 @@
+#include "sim/reference.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace attnsim {
+
+double tolerance_for(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::F64: return 1e-12;
+    case Dtype::F32: return 1e-5;
+    case Dtype::F16: return 5e-3;
+    case Dtype::BF16: return 4e-2;
+  }
+  return 0;
+}
+
+namespace {
+
+std::vector<double> softmax_rows(const std::vector<double>& x, int64_t row_length) {
+  std::vector<double> out(x.size());
+  for (size_t start = 0; start < x.size(); start += static_cast<size_t>(row_length)) {
+    double m = -INFINITY;
+    for (int64_t j = 0; j < row_length; ++j) m = std::max(m, x[start + j]);
+    double sum = 0;
+    for (int64_t j = 0; j < row_length; ++j) sum += std::exp(x[start + j] - m);
+    for (int64_t j = 0; j < row_length; ++j) out[start + j] = std::exp(x[start + j] - m) / sum;
+  }
+  return out;
+}
+
+}  // namespace
+
+CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
+                           const std::vector<std::vector<double>>& initial,
+                           const std::vector<std::vector<double>>& final, Dtype compute_dtype) {
+  const auto& target = program.tensors[check.target];
+  auto shape_error = [&](const std::string& what) {
+    throw InputError(program.file, check.loc, check.function + "(): " + what);
+  };
+  auto arg = [&](size_t i) -> const isa::TensorDecl& { return program.tensors[check.args[i]]; };
+  std::vector<double> reference;
+  if (check.function == "matmul") {
+    const auto& a = arg(0);
+    const auto& b = arg(1);
+    if (a.shape.size() != 2 || b.shape.size() != 2 || a.shape[1] != b.shape[0])
+      shape_error("needs A[m][k] and B[k][n]");
+    const int64_t m = a.shape[0], k = a.shape[1], n = b.shape[1];
+    if (target.elements() != m * n) shape_error("the target must have m*n elements");
+    reference.assign(static_cast<size_t>(m * n), 0.0);
+    const auto& av = initial[check.args[0]];
+    const auto& bv = initial[check.args[1]];
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double sum = 0;
+        for (int64_t p = 0; p < k; ++p) sum += av[i * k + p] * bv[p * n + j];
+        reference[i * n + j] = sum;
+      }
+  } else if (check.function == "softmax") {
+    const auto& x = arg(0);
+    if (x.elements() != target.elements()) shape_error("the target must have as many elements as the input");
+    reference = softmax_rows(initial[check.args[0]], x.shape.back());
+  } else if (check.function == "attend") {
+    const auto& x = arg(0);
+    const auto& v = arg(1);
+    const int64_t n = x.elements();
+    if (v.shape[0] != n) shape_error("v's first dimension must equal the number of scores");
+    const int64_t d = v.elements() / n;
+    if (target.elements() != d) shape_error("the target must have one element per column of v");
+    auto p = softmax_rows(initial[check.args[0]], n);
+    reference.assign(static_cast<size_t>(d), 0.0);
+    const auto& vv = initial[check.args[1]];
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t c = 0; c < d; ++c) reference[c] += p[j] * vv[j * d + c];
+  }
+  const auto& got = final[check.target];
+  CheckResult result;
+  result.description = target.name + " = " + check.function + "(";
+  for (size_t i = 0; i < check.args.size(); ++i) result.description += (i ? ", " : "") + arg(i).name;
+  result.description += ")";
+  double scale = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    scale = std::max(scale, std::abs(reference[i]));
+    double err = std::abs(got[i] - reference[i]);
+    if (std::isnan(err)) err = INFINITY;
+    result.max_abs_error = std::max(result.max_abs_error, err);
+  }
+  result.max_rel_error = scale > 0 ? result.max_abs_error / scale : result.max_abs_error;
+  // The target's own storage dtype also limits accuracy.
+  Dtype storage = target.dtype.value_or(compute_dtype);
+  result.tolerance = std::max(tolerance_for(compute_dtype), tolerance_for(storage));
+  result.passed = result.max_rel_error <= result.tolerance;
+  return result;
+}
+
+}  // namespace attnsim

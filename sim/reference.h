@@ -1,0 +1,28 @@
+// Float64 references for `.check` lines: computed from the tensors' initial contents, compared with what
+// the simulated machine left in memory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace attnsim {
+
+struct CheckResult {
+  std::string description;  // "c = matmul(a, b)"
+  double max_abs_error = 0;
+  double max_rel_error = 0;  // max |y - ref| / max |ref|
+  double tolerance = 0;      // on max_rel_error, from the machine dtype
+  bool passed = false;
+};
+
+// initial[i] / final[i]: contents of tensor i before and after the run.
+CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
+                           const std::vector<std::vector<double>>& initial,
+                           const std::vector<std::vector<double>>& final, Dtype compute_dtype);
+
+// Relative tolerance for results computed in a dtype (a few ulps times a growth margin).
+double tolerance_for(Dtype dtype);
+
+}  // namespace attnsim

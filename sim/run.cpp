@@ -1,0 +1,224 @@
+#include "sim/run.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "isa/assembler.h"
+#include "isa/disassembler.h"
+#include "sim/machine.h"
+
+namespace attnsim {
+
+uint64_t RunResult::total_dram_reads() const {
+  uint64_t total = 0;
+  for (const auto& [name, count] : dram_reads) total += count;
+  return total;
+}
+uint64_t RunResult::total_dram_writes() const {
+  uint64_t total = 0;
+  for (const auto& [name, count] : dram_writes) total += count;
+  return total;
+}
+
+namespace {
+
+// Records the register file after every step; rendering waits until the run ends so that symbolic
+// values stored later can be printed by their memory names (c00), as the seed does.
+class TableRecorder : public StepObserver {
+ public:
+  TableRecorder(const isa::Program& program, RegisterFile& regs, bool symbolic)
+      : program_(program), regs_(regs), symbolic_(symbolic) {}
+
+  void after_step(size_t index, uint64_t, uint64_t) override {
+    Row row;
+    row.instruction = index;
+    row.written = regs_.written;
+    if (symbolic_) row.symbols = regs_.symbols;
+    else row.values = regs_.values;
+    rows_.push_back(std::move(row));
+  }
+
+  std::vector<std::vector<std::string>> render(const symbolic::Aliases& aliases, bool allow_uninit) const {
+    std::vector<std::vector<std::string>> table;
+    std::vector<std::string> header = {"Step", "Instruction"};
+    for (int r = 0; r < regs_.count(); ++r) header.push_back(fmt::format("R{}", r));
+    table.push_back(header);
+    for (size_t step = 0; step < rows_.size(); ++step) {
+      const Row& row = rows_[step];
+      std::vector<std::string> cells = {
+          fmt::format("{}", step + 1), isa::format_instruction(program_, program_.instructions[row.instruction])};
+      for (int r = 0; r < regs_.count(); ++r) {
+        bool shown = row.written[r] && (!allow_uninit || touched(step, r));
+        if (!shown) cells.emplace_back("");
+        else if (symbolic_) cells.push_back(symbolic::render(row.symbols[r], aliases));
+        else cells.push_back(fmt::format("{:.6g}", row.values[r]));
+      }
+      table.push_back(std::move(cells));
+    }
+    return table;
+  }
+
+ private:
+  // With uninitialized reads allowed every register counts as written; show only those written so far.
+  bool touched(size_t step, int reg) const {
+    for (size_t s = 0; s <= step; ++s) {
+      const auto& inst = program_.instructions[rows_[s].instruction];
+      if (inst.op != isa::Opcode::Store && inst.operand(inst.operand_count - 1).reg == reg) return true;
+    }
+    return false;
+  }
+
+  struct Row {
+    size_t instruction;
+    std::vector<uint8_t> written;
+    std::vector<double> values;
+    std::vector<symbolic::Expr> symbols;
+  };
+  const isa::Program& program_;
+  RegisterFile& regs_;
+  bool symbolic_;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+
+RunResult run_program(const isa::Program& program, const RunOptions& options) {
+  MachineConfig config = load_config(options.config_path, options.overrides);
+  Machine machine(config);
+  machine.load(program, options.symbolic);
+
+  std::vector<std::vector<double>> initial;
+  for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.dram().read_tensor(int(t)));
+
+  std::unique_ptr<TableRecorder> recorder;
+  if (options.table) {
+    recorder = std::make_unique<TableRecorder>(program, machine.regfile(), options.symbolic);
+    machine.sequencer().set_observer(recorder.get());
+  }
+  machine.run();
+
+  RunResult result;
+  result.machine = machine.name();
+  const Sequencer& seq = machine.sequencer();
+  result.cycles = seq.cycles();
+  result.instructions = seq.instructions();
+  for (int op = 0; op < isa::kOpcodeCount; ++op)
+    if (seq.per_opcode()[op]) result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = seq.per_opcode()[op];
+  const Dram& dram = machine.dram();
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    result.dram_reads[program.tensors[t].name] = dram.reads_per_tensor[t];
+    result.dram_writes[program.tensors[t].name] = dram.writes_per_tensor[t];
+  }
+  result.register_reads = machine.regfile().reads;
+  result.register_writes = machine.regfile().writes;
+  if (recorder)
+    result.table = recorder->render(seq.aliases(), machine.regfile().params().allow_uninitialized_read);
+
+  std::vector<std::vector<double>> final;
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    final.push_back(dram.read_tensor(int(t)));
+    result.final_values[program.tensors[t].name] = final.back();
+  }
+  // Symbolic runs carry no numbers to compare.
+  if (!options.symbolic)
+    for (const auto& check : program.checks)
+      result.checks.push_back(evaluate_check(program, check, initial, final, machine.dtype()));
+
+  result.stats = {{"machine", machine.name()},
+                  {"trace", program.file},
+                  {"config", machine.effective_config()},
+                  {"stats", machine.stats_json()}};
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : result.checks)
+    checks.push_back({{"check", c.description},
+                      {"max_abs_error", c.max_abs_error},
+                      {"max_rel_error", c.max_rel_error},
+                      {"tolerance", c.tolerance},
+                      {"passed", c.passed}});
+  result.stats["checks"] = checks;
+  if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
+  return result;
+}
+
+RunResult run_trace_file(const std::string& trace_path, const RunOptions& options) {
+  isa::Program program = isa::assemble_file(trace_path);
+  return run_program(program, options);
+}
+
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& table) {
+  if (table.empty()) return;
+  std::vector<size_t> widths(table[0].size(), 0);
+  for (const auto& row : table)
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], symbolic::display_width(row[c]));
+  auto line = [&](const std::vector<std::string>& row) {
+    std::string text;
+    for (size_t c = 0; c < row.size(); ++c) {
+      text += (c ? " | " : "") + row[c];
+      if (c + 1 < row.size()) text += std::string(widths[c] - symbolic::display_width(row[c]), ' ');
+    }
+    out << text << "\n";
+  };
+  line(table[0]);
+  std::string rule;
+  for (size_t c = 0; c < widths.size(); ++c) rule += (c ? "-|-" : "") + std::string(widths[c], '-');
+  out << rule << "\n";
+  for (size_t r = 1; r < table.size(); ++r) line(table[r]);
+}
+
+void print_summary(std::ostream& out, const isa::Program& program, const RunResult& r) {
+  auto per = [](const std::map<std::string, uint64_t>& counts) {
+    std::string text;
+    for (const auto& [name, count] : counts)
+      if (count) text += fmt::format("  {} {}", name, count);
+    return text;
+  };
+  out << fmt::format("machine           {}\n", r.machine);
+  out << fmt::format("trace             {}\n", program.file);
+  out << fmt::format("cycles            {}\n", r.cycles);
+  out << fmt::format("instructions      {}   by opcode:{}\n", r.instructions, per(r.per_opcode));
+  out << fmt::format("dram reads        {}   by tensor:{}\n", r.total_dram_reads(), per(r.dram_reads));
+  out << fmt::format("dram writes       {}   by tensor:{}\n", r.total_dram_writes(), per(r.dram_writes));
+  out << fmt::format("register reads    {}\n", r.register_reads);
+  out << fmt::format("register writes   {}\n", r.register_writes);
+  // Small written tensors are the answer a student looks for; large ones are left to --stats-json.
+  for (const auto& [name, writes] : r.dram_writes) {
+    const auto& values = r.final_values.at(name);
+    if (writes == 0 || values.size() > 16) continue;
+    std::string text;
+    for (size_t i = 0; i < values.size(); ++i) text += fmt::format("{}{:.6g}", i ? ", " : "", values[i]);
+    out << fmt::format("result {:11} [{}]\n", name, text);
+  }
+  for (const auto& c : r.checks)
+    out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n", c.description,
+                       c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path temp = target;
+  temp += fmt::format(".tmp{}", ::getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path, {}, "cannot write output file");
+    out << contents;
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(temp, ignored);
+      throw InputError(path, {}, "write failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(temp, target, ec);
+  if (ec) {
+    fs::remove(temp, ec);
+    throw InputError(path, {}, "cannot rename temporary file into place");
+  }
+}
+
+}  // namespace attnsim

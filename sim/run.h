@@ -1,0 +1,56 @@
+// `attnsim run`: one trace on one machine, with the summary, the optional register table, the value checks
+// and the stats JSON. Used by the CLI and by the lab tests (one run per process).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+#include "sim/reference.h"
+
+namespace attnsim {
+
+struct RunOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;  // -p key=value
+  bool table = false;                  // print Step | Instruction | R0 | R1 | ...
+  bool symbolic = false;               // registers carry expressions instead of numbers
+  std::string stats_json;              // write stats here (atomically) when non-empty
+};
+
+struct RunResult {
+  std::string machine;
+  uint64_t cycles = 0;
+  uint64_t instructions = 0;
+  std::map<std::string, uint64_t> per_opcode;
+  std::map<std::string, uint64_t> dram_reads;   // per tensor
+  std::map<std::string, uint64_t> dram_writes;  // per tensor
+  uint64_t register_reads = 0;
+  uint64_t register_writes = 0;
+  std::vector<CheckResult> checks;
+  std::vector<std::vector<std::string>> table;  // header row, then one row per step
+  std::map<std::string, std::vector<double>> final_values;
+  nlohmann::json stats;
+
+  bool checks_passed() const {
+    for (const auto& c : checks)
+      if (!c.passed) return false;
+    return true;
+  }
+  uint64_t total_dram_reads() const;
+  uint64_t total_dram_writes() const;
+};
+
+RunResult run_program(const isa::Program& program, const RunOptions& options);
+RunResult run_trace_file(const std::string& trace_path, const RunOptions& options);
+
+void print_summary(std::ostream& out, const isa::Program& program, const RunResult& result);
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& table);
+
+// Writes to a temporary file beside `path` and renames it, so readers never see half a file.
+void write_file_atomically(const std::string& path, const std::string& contents);
+
+}  // namespace attnsim

@@ -46,6 +46,7 @@ Machine::Machine(const MachineConfig& config) {
 void Machine::load(const isa::Program& program, bool symbolic) { sequencer_->load(program, dtype_, symbolic); }
 
 void Machine::run() {
+  sequencer_->start();
   sc_core::sc_start();
   sequencer_->rethrow_if_failed();
 }

@@ -70,6 +70,7 @@ isa::Program softmax_safe(const ScalarInputs& in) {
   int x = declare(p, "x", in.n, in.x, in, 0);
   int out = declare_output(p, "out", in.n);
   add_check(p, "softmax", out, {x});
+  p.instructions.reserve(static_cast<size_t>(11 * in.n));
   // Pass 1: m = max x (seed 002 keeps the running max in r1).
   p.emit(Opcode::Load, {Operand::m(x, 0), R(1)});
   for (int64_t i = 1; i < in.n; ++i) {
@@ -95,6 +96,7 @@ isa::Program softmax_online(const ScalarInputs& in) {
   int x = declare(p, "x", in.n, in.x, in, 0);
   int out = declare_output(p, "out", in.n);
   add_check(p, "softmax", out, {x});
+  p.instructions.reserve(static_cast<size_t>(14 * in.n));
   // Initialisation with x0: m = x0, s = e^(x0 - x0) = 1 (seed 002's five steps).
   p.emit(Opcode::Load, {Operand::m(x, 0), R(0)});
   p.emit(Opcode::Mov, {R(0), R(1)});
@@ -125,6 +127,7 @@ isa::Program online_attention(const ScalarInputs& in) {
   int v = declare(p, "v", in.n, in.v, in, 1);
   int o = declare_output(p, "o", 1);
   add_check(p, "attend", o, {x, v});
+  p.instructions.reserve(static_cast<size_t>(12 * in.n + 2));
   // R1 = m, R2 = denominator, R3 = numerator, R4 = old m then rescale factor, R5 = v_i.
   p.emit(Opcode::Load, {Operand::m(x, 0), R(0)});
   p.emit(Opcode::Mov, {R(0), R(1)});

@@ -49,7 +49,9 @@ HbmBankParams hbm2_bank() {
 // pseudo-channel and HBM2's 64-column rows. Its only HBM3 timing preset (7 ns CL/RCD/RP at
 // 2 Gb/s) is marked TODO by its authors, so HBM2's 14 ns is kept: DRAM array timings in ns
 // change little between generations.
-HbmBankParams hbm3_bank() { return hbm2_bank(); }
+HbmBankParams hbm3_bank() {
+  return hbm2_bank();
+}
 
 }  // namespace
 

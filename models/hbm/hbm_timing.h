@@ -71,8 +71,9 @@ class HbmTiming {
   uint64_t writes() const { return writes_; }
   // Data-bus time only; in bank mode activate/precharge time is not counted as busy.
   double channel_busy_cycles(uint32_t channel) const;
+  // Counted per row segment (a channel's bytes within one row), not per burst.
   uint64_t row_hits() const { return row_hits_; }
-  uint64_t row_misses() const { return row_misses_; }        // every access that needed an activate
+  uint64_t row_misses() const { return row_misses_; }        // segments that needed an activate
   uint64_t row_conflicts() const { return row_conflicts_; }  // misses that also had to precharge
 
   // The stats window runs from the earliest issue to the latest completion since the last
@@ -105,9 +106,13 @@ class HbmTiming {
   void check_range(uint64_t addr, uint64_t bytes) const;
   Ticks issue_ticks(uint64_t issue_cycle) const;
   Ticks ns_to_ticks(double ns) const;
-  uint64_t finish(Ticks data_done, uint64_t issue_cycle, bool is_write, uint64_t requested, uint64_t transferred);
+  uint64_t finish(Ticks data_done, uint64_t issue_cycle, bool is_write, uint64_t requested,
+                  uint64_t transferred);
 
-  Ticks occupy_channel(uint32_t channel, uint64_t bytes, Ticks issue);
+  // Calls visit(channel, local_begin, local_end) once per channel touched by the sector-aligned
+  // range [begin, end), with the channel-local byte range it covers (contiguous by construction).
+  template <typename Visit>
+  void for_each_channel_range(uint64_t begin, uint64_t end, Visit&& visit) const;
   Ticks occupy_banked(uint32_t channel, uint64_t local_begin, uint64_t local_end, Ticks issue);
   // Serves the sector-aligned range [begin, end); returns when its last byte leaves the channels.
   Ticks serve_range(uint64_t begin, uint64_t end, Ticks issue);

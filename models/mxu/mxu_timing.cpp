@@ -67,9 +67,11 @@ Schedule weight_stationary_schedule(int64_t m, int64_t k, int64_t n, int64_t row
            fold_gap(k_tiles.full, k_tiles.last, n_tile);
   };
   auto gap_into_n_tile = [&](int64_t n_tile) { return fold_gap(k_tiles.last, k_tiles.first(), n_tile); };
-  auto fold_end = [&](int64_t start, int64_t k_fold, int64_t n_fold) { return start + m + k_fold + n_fold - 2; };
+  auto fold_end = [&](int64_t start, int64_t k_fold, int64_t n_fold) {
+    return start + m + k_fold + n_fold - 2;
+  };
 
-  const int64_t first_fold_start = k_tiles.first() + 1;  // its tile loads one row per cycle from cycle 0
+  const int64_t first_fold_start = k_tiles.first();  // its tile loads one row per cycle from cycle 0
   int64_t last_n_tile_start = first_fold_start;
   int64_t cycles = 0;
   if (n_tiles.full_count() > 0) {
@@ -105,16 +107,18 @@ Schedule output_stationary_schedule(int64_t m, int64_t k, int64_t n, int64_t row
         m_tiles.count > 1 ? std::max<int64_t>(0, m_tiles.full - compute(m_tiles.last, n_tiles.first())) : 0;
     const int64_t last_hand_off = sum_over_tile_pairs(m_tiles, n_tiles, compute) + drain_wait;
     cycles = last_hand_off + m_tiles.last;
-    const int64_t rows_ahead_of_last = n_tiles.count > 1 ? m_tiles.last : (m_tiles.count > 1 ? m_tiles.full : 0);
+    const int64_t rows_ahead_of_last =
+        n_tiles.count > 1 ? m_tiles.last : (m_tiles.count > 1 ? m_tiles.full : 0);
     last_fold_start = last_hand_off - std::max(compute(m_tiles.last, n_tiles.last), rows_ahead_of_last);
   } else {
     // The accumulators drain themselves, so passes serialise: compute, then m rows out.
-    cycles = sum_over_tile_pairs(m_tiles, n_tiles,
-                                 [&](int64_t m_pass, int64_t n_pass) { return compute(m_pass, n_pass) + m_pass; });
+    cycles = sum_over_tile_pairs(
+        m_tiles, n_tiles, [&](int64_t m_pass, int64_t n_pass) { return compute(m_pass, n_pass) + m_pass; });
     last_fold_start = cycles - (compute(m_tiles.last, n_tiles.last) + m_tiles.last);
   }
   auto window = [&](int64_t m_pass, int64_t n_pass) { return k + std::max(m_pass, n_pass) - 1; };
-  return {cycles, last_fold_start, window(m_tiles.last, n_tiles.last), sum_over_tile_pairs(m_tiles, n_tiles, window)};
+  return {cycles, last_fold_start, window(m_tiles.last, n_tiles.last),
+          sum_over_tile_pairs(m_tiles, n_tiles, window)};
 }
 
 uint64_t checked_macs(int64_t m, int64_t k, int64_t n) {
@@ -155,8 +159,8 @@ MatmulTiming time_matmul(const MxuGeometry& geometry, int64_t m, int64_t k, int6
 }
 
 double utilisation(const MatmulTiming& timing, const MxuGeometry& geometry) {
-  const double pe_cycles =
-      static_cast<double>(geometry.rows) * static_cast<double>(geometry.cols) * static_cast<double>(timing.cycles);
+  const double pe_cycles = static_cast<double>(geometry.rows) * static_cast<double>(geometry.cols) *
+                           static_cast<double>(timing.cycles);
   return pe_cycles > 0 ? static_cast<double>(timing.macs) / pe_cycles : 0.0;
 }
 

@@ -101,6 +101,7 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic) {
   }
   period_ = sc_core::sc_time(1.0 / params_.clock_ghz, sc_core::SC_NS);
   quantum_ = static_cast<uint64_t>(params_.quantum_cycles);
+  aliases_.clear();
 }
 
 void Sequencer::uninitialized_read(size_t index, int source) const {
@@ -119,10 +120,18 @@ void Sequencer::sync(uint64_t now) {
 }
 
 void Sequencer::run_thread() {
-  try {
-    execute();
-  } catch (...) {
-    error_ = std::current_exception();
+  for (;;) {
+    if (!start_pending_) wait(start_event_);
+    start_pending_ = false;
+    error_ = nullptr;
+    run_start_ = sc_core::sc_time_stamp();
+    synced_cycle_ = 0;
+    kernel_syncs_ = 0;
+    try {
+      execute();
+    } catch (...) {
+      error_ = std::current_exception();
+    }
   }
 }
 
@@ -285,7 +294,7 @@ void Sequencer::execute_symbolic() {
 
 void Sequencer::finish(uint64_t end_cycle) {
   sync(end_cycle);
-  cycles_ = static_cast<uint64_t>(sc_core::sc_time_stamp() / period_ + 0.5);
+  cycles_ = static_cast<uint64_t>((sc_core::sc_time_stamp() - run_start_) / period_ + 0.5);
   instructions_ = 0;
   uint64_t reg_reads = 0;
   uint64_t reg_writes = 0;

@@ -44,6 +44,12 @@ class Sequencer : public Component {
   // register file. Also lays out DRAM and clears the register file.
   void load(const isa::Program& program, Dtype dtype, bool symbolic);
   void set_observer(StepObserver* observer) { observer_ = observer; }
+  // Starts the loaded program; the caller then runs the kernel (sc_start) until it is idle. A machine can
+  // run several programs one after another in one process (load, start, sc_start, repeat).
+  void start() {
+    start_pending_ = true;
+    start_event_.notify(sc_core::SC_ZERO_TIME);
+  }
 
   // After sc_start(): rethrows an error raised while executing (e.g. an uninitialized register read).
   void rethrow_if_failed() const {
@@ -99,6 +105,9 @@ class Sequencer : public Component {
   std::exception_ptr error_;
   symbolic::Aliases aliases_;
 
+  sc_core::sc_event start_event_;
+  bool start_pending_ = false;  // the first run starts at initialisation, before any wait
+  sc_core::sc_time run_start_;
   sc_core::sc_time period_;
   uint64_t quantum_ = 0;
   uint64_t synced_cycle_ = 0;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <ostream>
+#include <random>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -15,7 +16,9 @@
 namespace attnsim::hbm {
 
 // Readable test names in ctest output instead of gtest's byte dumps.
-void PrintTo(const HbmPreset& preset, std::ostream* os) { *os << preset.name; }
+void PrintTo(const HbmPreset& preset, std::ostream* os) {
+  *os << preset.name;
+}
 
 namespace {
 
@@ -68,6 +71,16 @@ HbmParams bank_params() {
   p.bank.t_rp_ns = kTrpNs;
   p.bank.t_cl_ns = kTclNs;
   return p;
+}
+
+// Bytes of [0, end) that interleaving gives `channel`: a slot per whole pass over the channels
+// plus its clipped slot in the last partial pass.
+uint64_t channel_share(const HbmParams& p, uint64_t end, uint32_t channel) {
+  const uint64_t pass_bytes = p.interleave_bytes * p.channels;
+  const uint64_t slot_begin = channel * p.interleave_bytes;
+  const uint64_t partial = end % pass_bytes;
+  const uint64_t in_partial = partial <= slot_begin ? 0 : std::min(partial - slot_begin, p.interleave_bytes);
+  return end / pass_bytes * p.interleave_bytes + in_partial;
 }
 
 uint64_t total_transferred(const HbmTiming& hbm) {
@@ -144,6 +157,33 @@ TEST(HbmTiming, RangeStartingMidChunkSplitsAtInterleaveBoundary) {
   EXPECT_DOUBLE_EQ(hbm.channel_busy_cycles(2), 0.0);
 }
 
+// Independent arithmetic for where interleaving puts each byte, checked against the model for
+// ranges of every shape: inside one chunk, across a few chunks, and across many passes.
+TEST(HbmTiming, PerChannelBytesMatchInterleaveArithmetic) {
+  constexpr uint64_t kRanges = 2000;
+  constexpr uint64_t kSeed = 12345;
+  for (const HbmParams& p : {small_params(), hbm3_h100_sxm_80gb()}) {
+    const uint64_t pass_bytes = p.interleave_bytes * p.channels;
+    std::mt19937_64 random(kSeed);
+    std::uniform_int_distribution<uint64_t> addr_of(0, 4 * pass_bytes);
+    std::uniform_int_distribution<uint64_t> size_of(1, 3 * pass_bytes);
+    for (uint64_t i = 0; i < kRanges; ++i) {
+      HbmTiming hbm(p, kClockGhz);
+      const uint64_t addr = addr_of(random);
+      const uint64_t bytes = size_of(random);
+      hbm.transfer(addr, bytes, false, kIssue);
+      const uint64_t begin = addr / p.access_granularity_bytes * p.access_granularity_bytes;
+      const uint64_t end = (addr + bytes + p.access_granularity_bytes - 1) / p.access_granularity_bytes *
+                           p.access_granularity_bytes;
+      for (uint32_t channel = 0; channel < p.channels; ++channel) {
+        const uint64_t expected = channel_share(p, end, channel) - channel_share(p, begin, channel);
+        ASSERT_DOUBLE_EQ(hbm.channel_busy_cycles(channel) * hbm.channel_bytes_per_cycle(), expected)
+            << "addr " << addr << " bytes " << bytes << " channel " << channel;
+      }
+    }
+  }
+}
+
 TEST(HbmTiming, SameChannelTransfersQueueButOtherChannelsDoNot) {
   HbmTiming hbm(small_params(), kClockGhz);
   const uint64_t same_channel_addr = kChannels * kInterleave;  // next pass, channel 0 again
@@ -151,7 +191,8 @@ TEST(HbmTiming, SameChannelTransfersQueueButOtherChannelsDoNot) {
   EXPECT_EQ(hbm.transfer(0, kSector, false, kIssue), kIssue + kLatencyCycles + kSectorCycles);
   EXPECT_EQ(hbm.transfer(same_channel_addr, kSector, false, kIssue),
             kIssue + kLatencyCycles + 2 * kSectorCycles);
-  EXPECT_EQ(hbm.transfer(other_channel_addr, kSector, false, kIssue), kIssue + kLatencyCycles + kSectorCycles);
+  EXPECT_EQ(hbm.transfer(other_channel_addr, kSector, false, kIssue),
+            kIssue + kLatencyCycles + kSectorCycles);
 }
 
 TEST(HbmTiming, LongStreamOfFractionalCycleTransfersHasNoRoundingDrift) {
@@ -167,7 +208,8 @@ TEST(HbmTiming, LongStreamOfFractionalCycleTransfersHasNoRoundingDrift) {
   HbmTiming hbm(p, kClockGhz);
   const uint64_t channel_zero_stride = kDriftChannels * kInterleave;
   uint64_t last = 0;
-  for (uint64_t i = 0; i < kDriftSectors; ++i) last = hbm.transfer(i * channel_zero_stride, kSector, false, 0);
+  for (uint64_t i = 0; i < kDriftSectors; ++i)
+    last = hbm.transfer(i * channel_zero_stride, kSector, false, 0);
   const uint64_t scaled_bytes = kDriftSectors * kSector * kDriftChannels;  // bytes * channels
   const uint64_t exact_data_cycles = (scaled_bytes + kDriftPeakBytesPerCycle - 1) / kDriftPeakBytesPerCycle;
   EXPECT_EQ(last, kLatencyCycles + exact_data_cycles);
@@ -184,7 +226,8 @@ TEST(HbmTiming, NanosecondsConvertExactlyAtFractionalClock) {
 
 // Streams kStreamBytes in kTransferBytes pieces, keeping `window` transfers outstanding, and
 // returns the achieved bytes/cycle from first issue to last completion.
-double stream_bytes_per_cycle(HbmTiming& hbm, uint64_t stream_bytes, uint64_t transfer_bytes, uint64_t window) {
+double stream_bytes_per_cycle(HbmTiming& hbm, uint64_t stream_bytes, uint64_t transfer_bytes,
+                              uint64_t window) {
   std::deque<uint64_t> outstanding;
   uint64_t now = 0;
   uint64_t last_completion = 0;
@@ -209,16 +252,6 @@ constexpr double kMinStreamingEfficiency = 0.95;
 uint64_t covering_window(const HbmTiming& hbm, double extra_latency_cycles) {
   const double in_flight_bytes = (hbm.latency_cycles() + extra_latency_cycles) * hbm.peak_bytes_per_cycle();
   return static_cast<uint64_t>(std::ceil(in_flight_bytes / kTileBytes)) + 2;
-}
-
-// Bytes of [0, end) that interleaving gives `channel`: a slot per whole pass over the channels
-// plus its clipped slot in the last partial pass.
-uint64_t channel_share(const HbmParams& p, uint64_t end, uint32_t channel) {
-  const uint64_t pass_bytes = p.interleave_bytes * p.channels;
-  const uint64_t slot_begin = channel * p.interleave_bytes;
-  const uint64_t partial = end % pass_bytes;
-  const uint64_t in_partial = partial <= slot_begin ? 0 : std::min(partial - slot_begin, p.interleave_bytes);
-  return end / pass_bytes * p.interleave_bytes + in_partial;
 }
 
 class PresetTest : public testing::TestWithParam<HbmPreset> {};
@@ -251,12 +284,15 @@ TEST_P(PresetTest, PeakBytesPerCycleIsBandwidthOverClock) {
   const HbmPreset& preset = GetParam();
   HbmTiming hbm(preset.params, kStreamClockGhz);
   const double expected = preset.params.peak_bandwidth_gbps / kStreamClockGhz;
-  EXPECT_NEAR(hbm.peak_bytes_per_cycle(), expected, expected * 1e-12);
+  constexpr double kDoubleRoundingTolerance = 1e-12;  // the model divides exact integers in double
+  EXPECT_NEAR(hbm.peak_bytes_per_cycle(), expected, expected * kDoubleRoundingTolerance);
   EXPECT_EQ(preset.params.channels, preset.stacks * preset.pseudo_channels_per_stack);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPresets, PresetTest, testing::ValuesIn(hbm_presets()),
-                         [](const testing::TestParamInfo<HbmPreset>& info) { return std::string(info.param.name); });
+                         [](const testing::TestParamInfo<HbmPreset>& info) {
+                           return std::string(info.param.name);
+                         });
 
 TEST(HbmTiming, SingleOutstandingTransferIsLatencyBound) {
   constexpr uint64_t kFewTransfersBytes = 64 * kTileBytes;
@@ -275,7 +311,9 @@ TEST(HbmPresets, NamesAreUniqueAndLookUp) {
   EXPECT_THROW(hbm_preset("no_such_part"), std::invalid_argument);
 }
 
-TEST(HbmPresets, DefaultParamsAreTheH100Preset) { EXPECT_EQ(HbmParams{}, hbm3_h100_sxm_80gb()); }
+TEST(HbmPresets, DefaultParamsAreTheH100Preset) {
+  EXPECT_EQ(HbmParams{}, hbm3_h100_sxm_80gb());
+}
 
 TEST(HbmBankMode, RowHitAndMissLatenciesAreTheTimingSums) {
   HbmTiming hbm(bank_params(), kClockGhz);
@@ -372,6 +410,17 @@ TEST(HbmTransfer2d, ContiguousRowsAreOneRange) {
   EXPECT_EQ(total_transferred(rows_model), total_transferred(range_model));
 }
 
+TEST(HbmTransfer2d, ChannelsItDoesNotTouchStayIdle) {
+  HbmTiming hbm(small_params(), kClockGhz);
+  const uint64_t rows = 8;
+  const uint64_t channel_zero_stride = kChannels * kInterleave;
+  hbm.transfer2d(0, rows, kSector, channel_zero_stride, false, kIssue);
+  // Calls may come out of issue order: an earlier request to another channel must not wait.
+  const uint64_t earlier_issue = 0;
+  EXPECT_EQ(hbm.transfer(kInterleave, kSector, false, earlier_issue),
+            earlier_issue + kLatencyCycles + kSectorCycles);
+}
+
 TEST(HbmTransfer2d, OverlappingRowsAreRejected) {
   HbmTiming hbm(small_params(), kClockGhz);
   const uint64_t rows = 2;
@@ -390,7 +439,9 @@ struct StridedCase {
   uint64_t stride;
 };
 
-void PrintTo(const StridedCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const StridedCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 namespace {
 
@@ -407,7 +458,8 @@ TEST_P(StridedTest, MatchesOneTransferPerRow) {
   const uint64_t strided_done = strided.transfer2d(c.addr, c.rows, c.row_bytes, c.stride, false, kIssue);
   uint64_t per_row_done = kIssue;
   for (uint64_t row = 0; row < c.rows; ++row) {
-    per_row_done = std::max(per_row_done, per_row.transfer(c.addr + row * c.stride, c.row_bytes, false, kIssue));
+    per_row_done =
+        std::max(per_row_done, per_row.transfer(c.addr + row * c.stride, c.row_bytes, false, kIssue));
   }
   EXPECT_EQ(strided_done, per_row_done);
   EXPECT_EQ(strided.bytes_read_transferred(), per_row.bytes_read_transferred());
@@ -426,22 +478,28 @@ HbmParams with_bank_mode(HbmParams p) {
 // rounding and the wrap-around of channel slots.
 constexpr uint64_t kOddAddr = 3 * kSector + kSmallBytes;
 constexpr uint64_t kOddStride = 1000;
+constexpr uint64_t kOddRows = 37;  // rows * stride spans many interleave passes of small_params()
+constexpr uint64_t kOddRowBytes = 3 * kSector;
+constexpr uint64_t kManyRows = 300;
+constexpr uint64_t kRaggedRowBytes = 5 * kSector + 1;  // spills one byte into a sixth sector
+constexpr uint64_t kRaggedStride = 7 * kInterleave + kSector;
 // A 64 x 64 bf16 tile of a row-major 4096-wide bf16 matrix.
+constexpr uint64_t kBf16Bytes = 2;
 constexpr uint64_t kTileRows = 64;
-constexpr uint64_t kTileRowBytes = 64 * 2;
-constexpr uint64_t kMatrixRowBytes = 4096 * 2;
+constexpr uint64_t kTileRowBytes = 64 * kBf16Bytes;
+constexpr uint64_t kMatrixRowBytes = 4096 * kBf16Bytes;
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, StridedTest,
-    testing::Values(StridedCase{"small_odd", small_params(), kClockGhz, kOddAddr, 37, 3 * kSector, kOddStride},
-                    StridedCase{"small_odd_bank", with_bank_mode(bank_params()), kClockGhz, kOddAddr, 37,
-                                3 * kSector, kOddStride},
-                    StridedCase{"h100_tile", hbm3_h100_sxm_80gb(), kStreamClockGhz, kMatrixRowBytes, kTileRows,
-                                kTileRowBytes, kMatrixRowBytes},
-                    StridedCase{"h100_tile_bank", with_bank_mode(hbm3_h100_sxm_80gb()), kStreamClockGhz,
-                                kMatrixRowBytes, kTileRows, kTileRowBytes, kMatrixRowBytes},
-                    StridedCase{"h200_odd", hbm3e_h200_141gb(), kStreamClockGhz, kOddAddr, 300, 5 * kSector + 1,
-                                kInterleave * 7 + kSector}),
+    testing::Values(
+        StridedCase{"small_odd", small_params(), kClockGhz, kOddAddr, kOddRows, kOddRowBytes, kOddStride},
+        StridedCase{"small_odd_bank", bank_params(), kClockGhz, kOddAddr, kOddRows, kOddRowBytes, kOddStride},
+        StridedCase{"h100_tile", hbm3_h100_sxm_80gb(), kStreamClockGhz, kMatrixRowBytes, kTileRows,
+                    kTileRowBytes, kMatrixRowBytes},
+        StridedCase{"h100_tile_bank", with_bank_mode(hbm3_h100_sxm_80gb()), kStreamClockGhz, kMatrixRowBytes,
+                    kTileRows, kTileRowBytes, kMatrixRowBytes},
+        StridedCase{"h200_odd", hbm3e_h200_141gb(), kStreamClockGhz, kOddAddr, kManyRows, kRaggedRowBytes,
+                    kRaggedStride}),
     [](const testing::TestParamInfo<StridedCase>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -59,8 +59,8 @@ struct WeightSlot {
 
 struct WsCell {
   WeightSlot active;
-  WeightSlot shadow;              // double buffering only; `loaded` means written but not yet swapped in
-  int64_t activations_seen = 0;   // of active.fold: a single register is free once all M have passed
+  WeightSlot shadow;             // double buffering only; `loaded` means written but not yet swapped in
+  int64_t activations_seen = 0;  // of active.fold: a single register is free once all M have passed
 };
 
 struct WsFold {
@@ -175,14 +175,16 @@ EmulatorRun run_weight_stationary(int64_t rows, int64_t cols, bool double_buffer
     // Weight loader, after the array so a row freed this tick can be rewritten this tick (the new value is
     // visible from the next one): one tile row per tick, top row first, and a tile's load begins only once
     // the fold before it has started streaming.
-    const bool may_load = next_to_load < fold_count && (next_to_load == 0 || stream_start[next_to_load - 1] >= 0);
+    const bool may_load =
+        next_to_load < fold_count && (next_to_load == 0 || stream_start[next_to_load - 1] >= 0);
     if (may_load) {
       const WsFold& fold = folds[next_to_load];
       const int64_t row = top_row(fold) + next_load_row;
       bool row_free = true;
       for (int64_t col = 0; col < fold.n_extent; ++col) {
         const WsCell& cell = cells[row][col];
-        row_free &= double_buffered ? !cell.shadow.loaded : (!cell.active.loaded || cell.activations_seen == m);
+        row_free &=
+            double_buffered ? !cell.shadow.loaded : (!cell.active.loaded || cell.activations_seen == m);
       }
       if (row_free) {
         for (int64_t col = 0; col < fold.n_extent; ++col) {
@@ -204,7 +206,8 @@ EmulatorRun run_weight_stationary(int64_t rows, int64_t cols, bool double_buffer
     }
   }
   require(next_to_stream == fold_count, "outputs complete before every fold streamed");
-  return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(), static_cast<uint64_t>(fold_count)};
+  return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(),
+          static_cast<uint64_t>(fold_count)};
 }
 
 // ---------------------------------------------------------------- output stationary
@@ -268,7 +271,8 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
       const OsPass& pass = passes[computing];
       for (int64_t row = 0; row < pass.m_extent; ++row) {
         for (int64_t col = 0; col < pass.n_extent; ++col) {
-          drain_plane[row][col] = {true, accumulators[row][col].value, pass.m_offset + row, pass.n_offset + col};
+          drain_plane[row][col] = {true, accumulators[row][col].value, pass.m_offset + row,
+                                   pass.n_offset + col};
           accumulators[row][col] = {};
         }
       }
@@ -280,8 +284,8 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
     // Sequencer: a pass starts once its accumulators are free and the previous pass's last operand entered.
     const bool accumulators_free = computing < 0 && (double_buffered || rows_to_drain == 0);
     const bool input_port_free =
-        streaming < 0 ||
-        tick >= stream_start[streaming] + k + std::max(passes[streaming].m_extent, passes[streaming].n_extent) - 1;
+        streaming < 0 || tick >= stream_start[streaming] + k +
+                                     std::max(passes[streaming].m_extent, passes[streaming].n_extent) - 1;
     if (accumulators_free && input_port_free && next_to_stream < pass_count) {
       streaming = computing = next_to_stream++;
       stream_start[streaming] = tick;
@@ -329,7 +333,8 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
         } else if (from_left.valid || from_top.valid) {
           const Token& lone = from_left.valid ? from_left : from_top;
           const OsPass& pass = passes[lone.group];
-          require(row >= pass.m_extent || col >= pass.n_extent, "operand reached its cell without its partner");
+          require(row >= pass.m_extent || col >= pass.n_extent,
+                  "operand reached its cell without its partner");
         }
       }
     }
@@ -353,7 +358,8 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
     }
   }
   require(next_to_stream == pass_count, "outputs complete before every pass streamed");
-  return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(), static_cast<uint64_t>(pass_count)};
+  return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(),
+          static_cast<uint64_t>(pass_count)};
 }
 
 }  // namespace
@@ -371,7 +377,8 @@ Matrix reference_matmul(const Matrix& a, const Matrix& b) {
   Matrix c(a.rows(), b.cols());
   for (int64_t row = 0; row < a.rows(); ++row) {
     for (int64_t col = 0; col < b.cols(); ++col) {
-      for (int64_t inner = 0; inner < a.cols(); ++inner) c.at(row, col) += a.at(row, inner) * b.at(inner, col);
+      for (int64_t inner = 0; inner < a.cols(); ++inner)
+        c.at(row, col) += a.at(row, inner) * b.at(inner, col);
     }
   }
   return c;
@@ -391,8 +398,8 @@ EmulatorRun emulate_matmul(const MxuGeometry& geometry, const Matrix& a, const M
       return run_output_stationary(geometry.rows, geometry.cols, double_buffered, a, b);
     case Dataflow::kInputStationary: {
       // The same machine fed the other way round: A^T is stationary and B^T streams, giving C^T.
-      EmulatorRun run =
-          run_weight_stationary(geometry.rows, geometry.cols, double_buffered, b.transposed(), a.transposed());
+      EmulatorRun run = run_weight_stationary(geometry.rows, geometry.cols, double_buffered, b.transposed(),
+                                              a.transposed());
       run.product = run.product.transposed();
       return run;
     }

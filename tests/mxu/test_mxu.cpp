@@ -36,7 +36,8 @@ int64_t uniform(std::mt19937_64& rng, int64_t low, int64_t high) {
 Matrix random_matrix(std::mt19937_64& rng, int64_t rows, int64_t cols) {
   Matrix matrix(rows, cols);
   for (int64_t row = 0; row < rows; ++row) {
-    for (int64_t col = 0; col < cols; ++col) matrix.at(row, col) = static_cast<double>(uniform(rng, -kMaxAbsElement, kMaxAbsElement));
+    for (int64_t col = 0; col < cols; ++col)
+      matrix.at(row, col) = static_cast<double>(uniform(rng, -kMaxAbsElement, kMaxAbsElement));
   }
   return matrix;
 }
@@ -62,7 +63,9 @@ std::string dataflow_name(Dataflow dataflow) {
   return "Unknown";
 }
 
-int64_t ceil_div(int64_t numerator, int64_t denominator) { return (numerator + denominator - 1) / denominator; }
+int64_t ceil_div(int64_t numerator, int64_t denominator) {
+  return (numerator + denominator - 1) / denominator;
+}
 
 // ------------------------------------------------------------------ seed 003's single pass
 
@@ -162,7 +165,8 @@ TEST_P(MxuEmulatorAgreement, RandomShapesMatchCyclesStallsFoldsAndValues) {
     const int64_t m = uniform(rng, 1, kMaxEmulatedExtent);
     const int64_t k = uniform(rng, 1, kMaxEmulatedExtent);
     const int64_t n = uniform(rng, 1, kMaxEmulatedExtent);
-    const MxuGeometry geometry = array_geometry(rows, cols, configuration.dataflow, configuration.double_buffered);
+    const MxuGeometry geometry =
+        array_geometry(rows, cols, configuration.dataflow, configuration.double_buffered);
     SCOPED_TRACE("array " + std::to_string(rows) + "x" + std::to_string(cols) + ", M=" + std::to_string(m) +
                  " K=" + std::to_string(k) + " N=" + std::to_string(n));
     const Matrix a = random_matrix(rng, m, k);
@@ -259,7 +263,8 @@ RecurrenceResult output_stationary_recurrence(int64_t m, int64_t k, int64_t n, i
     for (int64_t n_offset = 0; n_offset < n; n_offset += cols) {
       const int64_t m_pass = std::min(rows, m - m_offset);
       const int64_t n_pass = std::min(cols, n - n_offset);
-      const int64_t start = previous_start < 0 ? 0 : std::max(accumulators_free, previous_start + previous_window);
+      const int64_t start =
+          previous_start < 0 ? 0 : std::max(accumulators_free, previous_start + previous_window);
       const int64_t macs_done = start + k + m_pass + n_pass - 2;
       const int64_t hand_off = double_buffered ? std::max(macs_done, drain_plane_free) : macs_done;
       drain_plane_free = hand_off + m_pass;
@@ -298,7 +303,9 @@ TEST(MxuClosedForm, MatchesEventRecurrenceBeyondEmulatorSizes) {
   for (int trial = 0; trial < kCases; ++trial) {
     const int64_t rows = uniform(rng, 1, kMaxArraySide);
     const int64_t cols = uniform(rng, 1, kMaxArraySide);
-    auto extent = [&] { return uniform(rng, 0, 1) == 1 ? uniform(rng, 1, kMaxSmallExtent) : uniform(rng, 1, kMaxExtent); };
+    auto extent = [&] {
+      return uniform(rng, 0, 1) == 1 ? uniform(rng, 1, kMaxSmallExtent) : uniform(rng, 1, kMaxExtent);
+    };
     const int64_t m = extent();
     const int64_t k = extent();
     const int64_t n = extent();
@@ -453,12 +460,10 @@ TEST(MxuDoubleBuffering, NeverSlowerAndHidesTheDrainBetweenFolds) {
   // WS, equal full folds along K only: single-buffered each fold waits for the previous one's last
   // activation to cross the row (gap M + k + n - 2); double-buffered only for the input port (M + k - 1).
   {
-    const MatmulTiming single =
-        time_matmul(array_geometry(kRows, kCols, Dataflow::kWeightStationary, false), kLongStream,
-                    kFoldsAlongK * kRows, kCols);
-    const MatmulTiming doubled =
-        time_matmul(array_geometry(kRows, kCols, Dataflow::kWeightStationary, true), kLongStream,
-                    kFoldsAlongK * kRows, kCols);
+    const MatmulTiming single = time_matmul(array_geometry(kRows, kCols, Dataflow::kWeightStationary, false),
+                                            kLongStream, kFoldsAlongK * kRows, kCols);
+    const MatmulTiming doubled = time_matmul(array_geometry(kRows, kCols, Dataflow::kWeightStationary, true),
+                                             kLongStream, kFoldsAlongK * kRows, kCols);
     EXPECT_EQ(single.cycles - doubled.cycles, static_cast<uint64_t>((kFoldsAlongK - 1) * (kCols - 1)));
   }
   // OS, equal full passes: single-buffered each pass also waits for its own m-row drain.
@@ -468,9 +473,12 @@ TEST(MxuDoubleBuffering, NeverSlowerAndHidesTheDrainBetweenFolds) {
     constexpr int64_t kK = 9;
     const int64_t m = kPassesAlongM * kRows;
     const int64_t n = kPassesAlongN * kCols;
-    const MatmulTiming single = time_matmul(array_geometry(kRows, kCols, Dataflow::kOutputStationary, false), m, kK, n);
-    const MatmulTiming doubled = time_matmul(array_geometry(kRows, kCols, Dataflow::kOutputStationary, true), m, kK, n);
-    EXPECT_EQ(single.cycles - doubled.cycles, static_cast<uint64_t>((kPassesAlongM * kPassesAlongN - 1) * kRows));
+    const MatmulTiming single =
+        time_matmul(array_geometry(kRows, kCols, Dataflow::kOutputStationary, false), m, kK, n);
+    const MatmulTiming doubled =
+        time_matmul(array_geometry(kRows, kCols, Dataflow::kOutputStationary, true), m, kK, n);
+    EXPECT_EQ(single.cycles - doubled.cycles,
+              static_cast<uint64_t>((kPassesAlongM * kPassesAlongN - 1) * kRows));
   }
   std::mt19937_64 rng(kRandomSeed);
   constexpr int kCases = 2000;
@@ -488,7 +496,7 @@ TEST(MxuDoubleBuffering, NeverSlowerAndHidesTheDrainBetweenFolds) {
   }
 }
 
-TEST(MxuDocs, WorkedExampleInDocsMxuMd) {
+TEST(MxuDocs, WeightStationaryWorkedExampleInDocsMxuMd) {
   // docs/models/mxu.md: WS, M=6 K=6 N=3 on a 4x4 array -> folds of k=4 then k=2 rows, both n=3.
   constexpr int64_t kSide = 4;
   constexpr int64_t kM = 6;
@@ -502,7 +510,8 @@ TEST(MxuDocs, WorkedExampleInDocsMxuMd) {
   constexpr int64_t kWindows = (kM + kFirstK - 1) + (kM + kSecondK - 1);
   auto check = [&](bool double_buffered, int64_t gap, uint64_t documented_cycles, uint64_t documented_stall) {
     const int64_t second_start = kFirstStart + gap;
-    const int64_t cycles = std::max(kFirstStart + kM + kFirstK + kN - 2, second_start + kM + kSecondK + kN - 2);
+    const int64_t cycles =
+        std::max(kFirstStart + kM + kFirstK + kN - 2, second_start + kM + kSecondK + kN - 2);
     const int64_t stall = second_start + (kM + kSecondK - 1) - kWindows;
     const MxuGeometry geometry = array_geometry(kSide, kSide, Dataflow::kWeightStationary, double_buffered);
     const MatmulTiming timing = time_matmul(geometry, kM, kK, kN);
@@ -521,6 +530,55 @@ TEST(MxuDocs, WorkedExampleInDocsMxuMd) {
   constexpr uint64_t kDocStallSingle = 6;
   check(true, kDoubleGap, kDocCyclesDouble, kDocStallDouble);
   check(false, kSingleGap, kDocCyclesSingle, kDocStallSingle);
+}
+
+TEST(MxuDocs, OutputStationaryWorkedExampleInDocsMxuMd) {
+  // docs/models/mxu.md: OS, M=5 K=3 N=2 on a 4x4 array -> passes of m=4 then m=1 rows, both n=2.
+  constexpr int64_t kSide = 4;
+  constexpr int64_t kM = 5;
+  constexpr int64_t kK = 3;
+  constexpr int64_t kN = 2;
+  constexpr int64_t kFirstM = kSide;
+  constexpr int64_t kSecondM = kM - kSide;
+  constexpr int64_t kFirstCompute = kK + kFirstM + kN - 2;
+  constexpr int64_t kSecondCompute = kK + kSecondM + kN - 2;
+  constexpr int64_t kFirstWindow = kK + std::max(kFirstM, kN) - 1;
+  // Double buffered: pass 1 starts at pass 0's hand-off; its own hand-off waits for pass 0's drain.
+  constexpr int64_t kDoubleSecondStart = kFirstCompute;
+  constexpr int64_t kDoubleSecondHandOff =
+      std::max(kDoubleSecondStart + kSecondCompute, kFirstCompute + kFirstM);
+  // Single buffered: pass 1 starts once pass 0 has drained.
+  constexpr int64_t kSingleSecondStart = kFirstCompute + kFirstM;
+  struct Expected {
+    bool double_buffered;
+    int64_t cycles;
+    int64_t stall;
+    uint64_t documented_cycles;
+    uint64_t documented_stall;
+  };
+  // The figures printed in the doc. Stalls: the gap between pass 0's input window and pass 1's start.
+  constexpr uint64_t kDocCyclesDouble = 12;
+  constexpr uint64_t kDocStallDouble = 1;
+  constexpr uint64_t kDocCyclesSingle = 16;
+  constexpr uint64_t kDocStallSingle = 5;
+  const Expected cases[] = {
+      {true, kDoubleSecondHandOff + kSecondM, kDoubleSecondStart - kFirstWindow, kDocCyclesDouble,
+       kDocStallDouble},
+      {false, kSingleSecondStart + kSecondCompute + kSecondM, kSingleSecondStart - kFirstWindow,
+       kDocCyclesSingle, kDocStallSingle},
+  };
+  for (const Expected& expected : cases) {
+    const MxuGeometry geometry =
+        array_geometry(kSide, kSide, Dataflow::kOutputStationary, expected.double_buffered);
+    const MatmulTiming timing = time_matmul(geometry, kM, kK, kN);
+    EXPECT_EQ(timing.cycles, static_cast<uint64_t>(expected.cycles));
+    EXPECT_EQ(timing.stall_cycles, static_cast<uint64_t>(expected.stall));
+    EXPECT_EQ(timing.cycles, expected.documented_cycles);
+    EXPECT_EQ(timing.stall_cycles, expected.documented_stall);
+    std::mt19937_64 rng(kRandomSeed);
+    EXPECT_EQ(emulate_matmul(geometry, random_matrix(rng, kM, kK), random_matrix(rng, kK, kN)).cycles,
+              timing.cycles);
+  }
 }
 
 TEST(MxuPerformance, HugeShapesCostConstantTime) {

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Long benchmarks, kept out of the test suite. Prints the figures recorded in docs/benchmarks.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+# One variant per process: SystemC elaborates one machine per process.
+for variant in 0 1; do
+  /usr/bin/time -f "peak RSS %M KiB" build/bench/attnsim_bench_scalar --benchmark_filter="/${variant}/"
+done

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages attnsim needs, only those missing. Sourced by setup.sh and test.sh.
+set -euo pipefail
+ATTNSIM_PACKAGES=(
+  g++ cmake ninja-build pkg-config
+  libsystemc-dev               # simulation kernel
+  libyaml-cpp-dev              # machine configs
+  libboost-program-options-dev # CLI
+  nlohmann-json3-dev           # stats JSON
+  libfmt-dev                   # formatting
+  libgtest-dev googletest      # tests
+  libbenchmark-dev time        # benchmarks and their peak-RSS figure
+)
+missing=()
+for package in "${ATTNSIM_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if ((${#missing[@]})); then
+  echo "installing: ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  # Try the cached package lists first; refresh them only if that fails.
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" ||
+    { "${sudo_cmd[@]}" apt-get update && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
+fi

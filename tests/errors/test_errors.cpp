@@ -1,0 +1,327 @@
+// The CLI's error contract (sim/cli/main.cpp): an input error prints one line `file:line:col: error: ...`
+// (or the YAML key path / the `-p key=value` it came from) on stderr, nothing on stdout, writes no output
+// file and exits 2; a failed value check exits 1. Each test runs the real binary on scratch inputs it writes.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kToy3 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-3reg.yaml";
+
+struct Outcome {
+  int status = -1;  // exit status, or -1 if it did not exit normally
+  std::string out;
+  std::string err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// Per-test scratch directory. Inputs go in work/, captured output in cap/, so "no file was written" is
+// simply "work/ holds only what the test put there".
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    root_ = fs::temp_directory_path() /
+            ("attnsim-errors-" + std::string(info->name()) + "-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(work());
+    fs::create_directories(root_ / "cap");
+  }
+  void TearDown() override {
+    std::error_code ignored;
+    if (!HasFailure()) fs::remove_all(root_, ignored);  // keep the evidence when something failed
+  }
+
+  fs::path work() const { return root_ / "work"; }
+  std::string stats_path() const { return (work() / "stats.json").string(); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path path = work() / name;
+    std::ofstream(path, std::ios::binary) << text;
+    inputs_.insert(name);
+    return path.string();
+  }
+
+  // Files redirect stdout and stderr, so a chatty child cannot block on a full pipe.
+  Outcome run(const std::vector<std::string>& args) {
+    std::string out_path = (root_ / "cap" / "stdout").string();
+    std::string err_path = (root_ / "cap" / "stderr").string();
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<std::string> full = {ATTNSIM_CLI};
+    full.insert(full.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : full) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, ATTNSIM_CLI, &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    Outcome outcome;
+    if (rc != 0) {
+      ADD_FAILURE() << "cannot spawn " << ATTNSIM_CLI;
+      return outcome;
+    }
+    int wstatus = 0;
+    waitpid(pid, &wstatus, 0);
+    if (WIFEXITED(wstatus)) outcome.status = WEXITSTATUS(wstatus);
+    outcome.out = read_file(out_path);
+    outcome.err = read_file(err_path);
+    return outcome;
+  }
+
+  // `attnsim run -c CONFIG TRACE --stats-json work/stats.json [extra...]`
+  Outcome run_trace(const std::string& config, const std::string& trace,
+                    std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"run", "-c", config, trace, "--stats-json", stats_path()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args);
+  }
+
+  // The whole input-error contract: status 2, one stderr line starting with `prefix` and containing every
+  // piece, empty stdout, and nothing new in work/ (no stats.json, no stats.json.tmpNNN).
+  void expect_input_error(const Outcome& o, const std::string& prefix,
+                          const std::vector<std::string>& pieces) {
+    EXPECT_EQ(o.status, 2) << o.err;
+    EXPECT_EQ(o.err.rfind(prefix, 0), 0u) << "stderr: " << o.err << "\nwanted prefix: " << prefix;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << "expected one line: " << o.err;
+    for (const auto& piece : pieces)
+      EXPECT_NE(o.err.find(piece), std::string::npos) << "missing '" << piece << "' in: " << o.err;
+    EXPECT_EQ(o.out, "");
+    std::set<std::string> present;
+    for (const auto& entry : fs::directory_iterator(work())) present.insert(entry.path().filename().string());
+    EXPECT_EQ(present, inputs_) << "an output file was (partly) written";
+  }
+
+  static std::string at(const std::string& file, int line, int col) {
+    return file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
+  }
+
+  fs::path root_;
+  std::set<std::string> inputs_;
+};
+
+// A valid trace for the config tests: two words through one register.
+const char* kGoodTrace = ".tensor a[2] = {1, 2}\nLOAD a[0], R0\nSTORE R0, a[1]\n";
+
+// ---- positive controls: the same harness sees success, output and the stats file ----
+
+TEST_F(Cli, ValidRunWritesStatsAndExitsZero) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  Outcome o = run_trace(kToy3, trace);
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find("cycles"), std::string::npos);
+  EXPECT_TRUE(fs::exists(stats_path()));
+}
+
+TEST_F(Cli, HelpExitsZeroForEveryCommand) {
+  for (std::string cmd : {"run", "gen", "disasm", "config"}) {
+    SCOPED_TRACE(cmd);
+    Outcome o = run({cmd, "--help"});
+    EXPECT_EQ(o.status, 0);
+    EXPECT_EQ(o.out.rfind("usage: attnsim " + cmd, 0), 0u) << o.out;
+    EXPECT_EQ(o.err, "");
+  }
+}
+
+// ---- trace errors: file:line:col of the offending token ----
+
+TEST_F(Cli, UnknownOpcode) {
+  std::string trace = write("op.trace", "# comment line still counts\n.tensor a[2]\n  FOO a[0], R0\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 3), {"unknown opcode 'FOO'"});
+}
+
+TEST_F(Cli, WrongOperandCount) {
+  std::string trace = write("count.trace", ".tensor a[2]\nLOAD a[0], R0\n    MOV R0, R1, R2\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 5), {"MOV", "takes 2 operands", "3 given"});
+}
+
+TEST_F(Cli, RegisterWhereMemoryExpected) {
+  std::string trace = write("kind.trace", ".tensor a[2]\nLOAD R0, R1\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 2, 6), {"LOAD", "operand 1", "memory reference"});
+}
+
+TEST_F(Cli, MemoryWhereRegisterExpected) {
+  std::string trace = write("kind.trace", ".tensor a[2]\nLOAD a[0], R0\nSTORE a[0], a[1]\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 7), {"STORE", "operand 1", "register"});
+}
+
+TEST_F(Cli, RegisterBeyondMachineCount) {
+  // toy-3reg.yaml has regfile.count: 3, so the message must say 3.
+  std::string trace = write("r5.trace", ".tensor a[2]\nLOAD a[0], R0\nLOAD a[1], R5\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 12), {"R5", "3 registers"});
+}
+
+TEST_F(Cli, RegisterCountFollowsOverride) {
+  std::string trace = write("r5.trace", ".tensor a[2]\nLOAD a[0], R0\nLOAD a[1], R5\n");
+  expect_input_error(run_trace(kToy3, trace, {"-p", "regfile.count=4"}), at(trace, 3, 12),
+                     {"R5", "4 registers"});
+  // With six registers R5 exists: the same trace runs.
+  Outcome ok = run({"run", "-c", kToy3, trace, "-p", "regfile.count=6"});
+  EXPECT_EQ(ok.status, 0) << ok.err;
+}
+
+TEST_F(Cli, TensorIndexOutOfRange) {
+  std::string trace = write("idx.trace", ".tensor a[2][3]\nLOAD a[1][3], R0\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 2, 11), {"index 3", "out of range", "'a'", "size 3"});
+}
+
+TEST_F(Cli, TensorIndexOutOfRangeCommaForm) {
+  std::string trace = write("idx.trace", ".tensor a[2][3]\nLOAD a[0, 0], R0\nLOAD a[2, 0], R1\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 8), {"index 2", "out of range", "size 2"});
+}
+
+TEST_F(Cli, UndeclaredTensorInInstruction) {
+  std::string trace = write("und.trace", ".tensor a[2]\nLOAD b[0], R0\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 2, 6), {"undeclared tensor 'b'"});
+}
+
+TEST_F(Cli, UndeclaredTensorInCheck) {
+  std::string trace = write("und.trace", ".tensor out[2]\n.check out = softmax(x)\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 2, 22), {"undeclared tensor 'x'"});
+}
+
+TEST_F(Cli, DisasmReportsTheSameLocation) {
+  std::string trace = write("op.trace", ".tensor a[2]\n\nLOAD a[0], R0, R1\n");
+  expect_input_error(run({"disasm", trace}), at(trace, 3, 1), {"LOAD", "takes 2 operands", "3 given"});
+}
+
+// ---- config errors: the YAML position and key path, or the -p override ----
+
+TEST_F(Cli, UnknownYamlKeyInFile) {
+  std::string config = write("bad.yaml", "name: t\nregfile:\n  count: 3\n  cout: 4\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 4, 3), {"regfile.cout", "unknown key", "count"});
+}
+
+TEST_F(Cli, UnknownTopLevelYamlKey) {
+  std::string config = write("bad.yaml", "name: t\ndtype: f32\nclok_ghz: 2\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 3, 1), {"clok_ghz", "unknown key", "clock_ghz"});
+}
+
+TEST_F(Cli, UnknownKeyViaOverride) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(kToy3, trace, {"-p", "regfile.cout=4"}),
+                     "-p regfile.cout=4: error: ", {"regfile.cout", "unknown key"});
+}
+
+TEST_F(Cli, BadYamlValueNotAnInteger) {
+  std::string config = write("bad.yaml", "name: t\nregfile:\n  count: three\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 3, 10), {"regfile.count", "integer", "'three'"});
+}
+
+TEST_F(Cli, BadYamlValueBelowMinimum) {
+  std::string config = write("bad.yaml", "name: t\nregfile:\n  count: 0\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 3, 10), {"regfile.count", "at least 1"});
+}
+
+TEST_F(Cli, BadYamlValueNotAChoice) {
+  std::string config = write("bad.yaml", "name: t\nsequencer:\n  issue:   sometimes\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 3, 12),
+                     {"sequencer.issue", "'sometimes'", "blocking", "pipelined"});
+}
+
+TEST_F(Cli, BadValueViaOverride) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(kToy3, trace, {"-p", "regfile.count=three"}),
+                     "-p regfile.count=three: error: ", {"regfile.count", "integer", "'three'"});
+  expect_input_error(run_trace(kToy3, trace, {"-p", "sequencer.issue=sometimes"}),
+                     "-p sequencer.issue=sometimes: error: ", {"sequencer.issue", "'sometimes'"});
+}
+
+TEST_F(Cli, ConfigCommandReportsOverrideToo) {
+  expect_input_error(run({"config", "-c", kToy3, "-p", "regfile.cout=4"}),
+                     "-p regfile.cout=4: error: ", {"regfile.cout", "unknown key"});
+}
+
+// ---- missing files: the path as given, no line ----
+
+TEST_F(Cli, MissingTraceFile) {
+  std::string trace = (work() / "no-such.trace").string();
+  expect_input_error(run_trace(kToy3, trace), trace + ": error: ", {"cannot open", "trace"});
+}
+
+TEST_F(Cli, MissingConfigFile) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  std::string config = (work() / "no-such.yaml").string();
+  expect_input_error(run_trace(config, trace), config + ": error: ", {"cannot open", "config"});
+}
+
+// ---- runtime: reading a register nothing wrote ----
+
+TEST_F(Cli, UninitializedRegisterRead) {
+  std::string trace = write("uninit.trace", ".tensor a[2]\nLOAD a[0], R0\nADD R0, R1, R2\nSTORE R2, a[1]\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 9),
+                     {"R1", "before anything was written", "allow_uninitialized_read"});
+}
+
+TEST_F(Cli, UninitializedReadAllowedByOverride) {
+  std::string trace = write("uninit.trace", ".tensor a[2]\nLOAD a[0], R0\nADD R0, R1, R2\nSTORE R2, a[1]\n");
+  Outcome o = run_trace(kToy3, trace, {"-p", "regfile.allow_uninitialized_read=true"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_EQ(o.err, "");
+  EXPECT_NE(o.out.find("instructions      3"), std::string::npos) << o.out;
+}
+
+// ---- value checks: a wrong answer is not an input error ----
+
+const char* kMatmulHeader =
+    ".tensor a[2][2] = {1, 2, 3, 4}\n.tensor b[2][2] = {5, 6, 7, 8}\n.tensor c[2][2]\n.check c = matmul(a, "
+    "b)\n";
+
+TEST_F(Cli, FailingCheckExitsOneAndSaysFail) {
+  // Only c00 is written, and with a00 alone: every element of c is wrong.
+  std::string trace =
+      write("wrong.trace", std::string(kMatmulHeader) + "LOAD a[0][0], R0\nSTORE R0, c[0][0]\n");
+  Outcome o = run_trace(kToy3, trace);
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.out.find("FAIL"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("matmul"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, PassingCheckExitsZeroAndSaysOk) {
+  // c = a x b by the seed's inner products: c[i][j] = a[i][0]*b[0][j] + a[i][1]*b[1][j].
+  std::string body;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      body += fmt::format("LOAD a[{0}][0], R0\nLOAD b[0][{1}], R1\nMAC_Z R0, R1, R2\n", i, j);
+      body += fmt::format("LOAD a[{0}][1], R0\nLOAD b[1][{1}], R1\nMAC R0, R1, R2, R2\n", i, j);
+      body += fmt::format("STORE R2, c[{}][{}]\n", i, j);
+    }
+  std::string trace = write("right.trace", std::string(kMatmulHeader) + body);
+  Outcome o = run_trace(kToy3, trace);
+  EXPECT_EQ(o.status, 0) << o.err << o.out;
+  EXPECT_NE(o.out.find("OK"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("FAIL"), std::string::npos) << o.out;
+}
+
+}  // namespace

@@ -1,0 +1,362 @@
+// The trace syntax of seed 002 and the directives of docs/trace-format.md, read by the assembler alone (no
+// machine). Expected values come from the syntax rules (row-major indexing, operand order sources-then-
+// destination), never from running the assembler first.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "isa/assembler.h"
+#include "isa/program.h"
+
+namespace attnsim::isa {
+namespace {
+
+using Kind = Operand::Kind;
+
+Program asm_text(const std::string& text) {
+  return assemble(text, "t.trace");
+}
+
+// The register numbers of an all-register instruction, in written order.
+std::vector<int> regs_of(const Instruction& inst) {
+  std::vector<int> out;
+  for (const auto& o : inst.operands()) {
+    EXPECT_EQ(o.kind, Kind::Register);
+    out.push_back(o.reg);
+  }
+  return out;
+}
+
+// Asserts that assembling `text` fails at line:col with a message containing every piece of `pieces`.
+void expect_error(const std::string& text, int line, int col, const std::vector<std::string>& pieces) {
+  SCOPED_TRACE(text);
+  try {
+    asm_text(text);
+    ADD_FAILURE() << "assembled without error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "t.trace");
+    EXPECT_EQ(e.loc().line, line) << e.what();
+    EXPECT_EQ(e.loc().col, col) << e.what();
+    for (const auto& piece : pieces) EXPECT_NE(e.message().find(piece), std::string::npos) << e.what();
+    // The CLI prints what(); it must carry the location in the gcc-like form editors understand.
+    std::string prefix = "t.trace:" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
+    EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << e.what();
+  }
+}
+
+// ---- seed 002 scalar syntax ----
+
+TEST(ScalarSyntax, LoadIsMemoryThenRegister) {
+  Program p = asm_text(".tensor a[2][2]\nLOAD a[0][0], R0\n");
+  ASSERT_EQ(p.instructions.size(), 1u);
+  const Instruction& i = p.instructions[0];
+  EXPECT_EQ(i.op, Opcode::Load);
+  ASSERT_EQ(i.operand_count, 2);
+  EXPECT_EQ(i.operand(0).kind, Kind::Memory);
+  EXPECT_EQ(i.operand(0).tensor, 0);
+  EXPECT_EQ(i.operand(0).flat, 0);
+  EXPECT_EQ(i.operand(1).kind, Kind::Register);
+  EXPECT_EQ(i.operand(1).reg, 0);
+}
+
+TEST(ScalarSyntax, StoreIsRegisterThenMemory) {
+  // c is the second tensor, so its index is 1; c[1][0] of a 2x2 is row-major offset 1*2+0.
+  Program p = asm_text(".tensor a[2][2]\n.tensor c[2][2]\nSTORE R2, c[0][0]\nSTORE R1, c[1][0]\n");
+  ASSERT_EQ(p.instructions.size(), 2u);
+  const Instruction& s = p.instructions[0];
+  EXPECT_EQ(s.op, Opcode::Store);
+  ASSERT_EQ(s.operand_count, 2);
+  EXPECT_EQ(s.operand(0).kind, Kind::Register);
+  EXPECT_EQ(s.operand(0).reg, 2);
+  EXPECT_EQ(s.operand(1).kind, Kind::Memory);
+  EXPECT_EQ(s.operand(1).tensor, 1);
+  EXPECT_EQ(s.operand(1).flat, 0);
+  EXPECT_EQ(p.instructions[1].operand(1).flat, 2);
+}
+
+// Distinct register numbers in every position, so a swapped pair would show.
+TEST(ScalarSyntax, MacIsRaRbRcRd) {
+  Program p = asm_text("MAC R3, R1, R2, R0\n");
+  EXPECT_EQ(p.instructions[0].op, Opcode::Mac);
+  EXPECT_EQ(regs_of(p.instructions[0]), (std::vector<int>{3, 1, 2, 0}));
+}
+
+TEST(ScalarSyntax, MacZIsRaRbRd) {
+  Program p = asm_text("MAC_Z R2, R0, R1\n");
+  EXPECT_EQ(p.instructions[0].op, Opcode::MacZ);
+  EXPECT_EQ(regs_of(p.instructions[0]), (std::vector<int>{2, 0, 1}));
+}
+
+TEST(ScalarSyntax, SubDivAreRaRbRd) {
+  Program p = asm_text("SUB R2, R0, R1\nDIV R1, R2, R0\n");
+  EXPECT_EQ(p.instructions[0].op, Opcode::Sub);
+  EXPECT_EQ(regs_of(p.instructions[0]), (std::vector<int>{2, 0, 1}));
+  EXPECT_EQ(p.instructions[1].op, Opcode::Div);
+  EXPECT_EQ(regs_of(p.instructions[1]), (std::vector<int>{1, 2, 0}));
+}
+
+TEST(ScalarSyntax, MovIsRsRd) {
+  Program p = asm_text("MOV R2, R0\n");
+  EXPECT_EQ(p.instructions[0].op, Opcode::Mov);
+  EXPECT_EQ(regs_of(p.instructions[0]), (std::vector<int>{2, 0}));
+}
+
+TEST(ScalarSyntax, MaxExpAddMul) {
+  Program p = asm_text("MAX R0, R1, R2\nEXP R1, R0\nADD R2, R1, R0\nMUL R0, R2, R1\n");
+  ASSERT_EQ(p.instructions.size(), 4u);
+  EXPECT_EQ(p.instructions[0].op, Opcode::Max);
+  EXPECT_EQ(regs_of(p.instructions[0]), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(p.instructions[1].op, Opcode::Exp);
+  EXPECT_EQ(regs_of(p.instructions[1]), (std::vector<int>{1, 0}));
+  EXPECT_EQ(p.instructions[2].op, Opcode::Add);
+  EXPECT_EQ(regs_of(p.instructions[2]), (std::vector<int>{2, 1, 0}));
+  EXPECT_EQ(p.instructions[3].op, Opcode::Mul);
+  EXPECT_EQ(regs_of(p.instructions[3]), (std::vector<int>{0, 2, 1}));
+}
+
+// Operand counts from the seed 002 instruction table; one fewer or one more is an error.
+TEST(ScalarSyntax, OperandCountsPerOpcode) {
+  struct Row {
+    const char* mnemonic;
+    bool first_is_memory;
+    bool last_is_memory;
+    int count;
+  };
+  const std::vector<Row> rows = {
+      {"LOAD", true, false, 2}, {"STORE", false, true, 2}, {"MAC_Z", false, false, 3},
+      {"MAC", false, false, 4}, {"MAX", false, false, 3},  {"SUB", false, false, 3},
+      {"EXP", false, false, 2}, {"ADD", false, false, 3},  {"MUL", false, false, 3},
+      {"DIV", false, false, 3}, {"MOV", false, false, 2}};
+  for (const auto& row : rows) {
+    auto line = [&](int n) {
+      std::string text = std::string(".tensor a[4]\n") + row.mnemonic;
+      for (int i = 0; i < n; ++i) {
+        bool memory = (i == 0 && row.first_is_memory) || (i == n - 1 && row.last_is_memory);
+        text += i ? ", " : " ";
+        text += memory ? fmt::format("a[{}]", i) : fmt::format("R{}", i);
+      }
+      return text + "\n";
+    };
+    SCOPED_TRACE(row.mnemonic);
+    Program p = asm_text(line(row.count));
+    ASSERT_EQ(p.instructions.size(), 1u);
+    EXPECT_EQ(p.instructions[0].operand_count, row.count);
+    expect_error(line(row.count - 1), 2, 1,
+                 {row.mnemonic, "takes " + std::to_string(row.count) + " operands"});
+    expect_error(line(row.count + 1), 2, 1,
+                 {row.mnemonic, "takes " + std::to_string(row.count) + " operands"});
+  }
+}
+
+TEST(ScalarSyntax, RegistersAndOpcodesAreCaseInsensitive) {
+  Program upper = asm_text(".tensor a[2]\nLOAD a[1], R1\nMAC_Z R1, R1, R2\n");
+  Program lower = asm_text(".tensor a[2]\nload a[1], r1\nmac_z r1, R1, r2\n");
+  ASSERT_EQ(lower.instructions.size(), 2u);
+  EXPECT_EQ(lower.instructions[0].op, Opcode::Load);
+  EXPECT_EQ(lower.instructions[0].operand(1).reg, 1);
+  EXPECT_EQ(lower.instructions[1].op, Opcode::MacZ);
+  EXPECT_EQ(regs_of(lower.instructions[1]), regs_of(upper.instructions[1]));
+}
+
+TEST(ScalarSyntax, CommentsAndBlankLinesAreIgnoredButCounted) {
+  Program p = asm_text(
+      "# whole-line comment\n"
+      "\n"
+      ".tensor a[2] = {1, 2}   # trailing comment on a directive\n"
+      "   # indented comment\n"
+      "LOAD a[0], R0  # LOAD a[1], R1 is commented out\n");
+  ASSERT_EQ(p.instructions.size(), 1u);
+  EXPECT_EQ(p.instructions[0].operand(0).flat, 0);
+  EXPECT_EQ(p.tensors.size(), 1u);
+  // Comment lines still count, so later diagnostics point at the right line.
+  EXPECT_EQ(p.instructions[0].loc.line, 5);
+  EXPECT_EQ(p.instructions[0].loc.col, 1);
+  expect_error("# one\n# two\n  BOGUS R0\n", 3, 3, {"unknown opcode 'BOGUS'"});
+}
+
+TEST(ScalarSyntax, CrlfLineEndings) {
+  Program p = asm_text(".tensor a[2]\r\nLOAD a[1], R0\r\nSTORE R0, a[0]\r\n");
+  ASSERT_EQ(p.instructions.size(), 2u);
+  EXPECT_EQ(p.instructions[1].operand(1).flat, 0);
+}
+
+TEST(ScalarSyntax, BracketAndCommaIndexFormsAgree) {
+  // Row-major: t[i][j][k] of a [2][3][4] tensor is i*12 + j*4 + k.
+  Program p = asm_text(
+      ".tensor a[2][2]\n.tensor t[2][3][4]\n"
+      "LOAD a[0][1], R0\nLOAD a[0, 1], R0\nLOAD a[1,0], R0\nLOAD t[1][2][3], R0\nLOAD t[1, 2, 3], R0\n");
+  ASSERT_EQ(p.instructions.size(), 5u);
+  EXPECT_EQ(p.instructions[0].operand(0).flat, 1);
+  EXPECT_EQ(p.instructions[1].operand(0).flat, 1);
+  EXPECT_EQ(p.instructions[2].operand(0).flat, 2);
+  EXPECT_EQ(p.instructions[3].operand(0).flat, 23);
+  EXPECT_EQ(p.instructions[4].operand(0).flat, 23);
+  EXPECT_EQ(p.instructions[4].operand(0).tensor, 1);
+}
+
+TEST(ScalarSyntax, OperandLocationsPointAtEachOperand) {
+  Program p = asm_text(".tensor a[2]\n  LOAD  a[1],   R2\n");
+  const Instruction& i = p.instructions[0];
+  EXPECT_EQ(i.loc.line, 2);
+  EXPECT_EQ(i.loc.col, 3);
+  EXPECT_EQ(i.operand(0).loc.col, 9);
+  EXPECT_EQ(i.operand(1).loc.col, 17);
+}
+
+// ---- .tensor ----
+
+TEST(TensorDirective, ValuesAreRowMajor) {
+  Program p = asm_text(".tensor a[2][3] = {1, 2, 3, 4, 5, 6}\n");
+  ASSERT_EQ(p.tensors.size(), 1u);
+  const TensorDecl& a = p.tensors[0];
+  EXPECT_EQ(a.name, "a");
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(a.elements(), 6);
+  EXPECT_FALSE(a.dtype.has_value());  // unset means "the machine's dtype"
+  EXPECT_EQ(a.init.kind, TensorInit::Kind::Values);
+  EXPECT_EQ(a.init.values, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(a.loc.line, 1);
+}
+
+TEST(TensorDirective, NumberForms) {
+  Program p = asm_text(".tensor v[6] = {-1.5, +0.25, 2e3, 1E-2, .5, -0}\n");
+  const auto& v = p.tensors[0].init.values;
+  ASSERT_EQ(v.size(), 6u);
+  EXPECT_EQ(v[0], -1.5);
+  EXPECT_EQ(v[1], 0.25);
+  EXPECT_EQ(v[2], 2000.0);
+  EXPECT_EQ(v[3], 0.01);
+  EXPECT_EQ(v[4], 0.5);
+  EXPECT_TRUE(std::signbit(v[5]));
+}
+
+TEST(TensorDirective, DtypeWithValues) {
+  Program p = asm_text(".tensor h[2] f16 = {1, 2}\n.tensor b[1] bf16 = {3}\n.tensor d[1] f64 = {4}\n");
+  EXPECT_EQ(p.tensors[0].dtype, Dtype::F16);
+  EXPECT_EQ(p.tensors[0].init.values, (std::vector<double>{1, 2}));
+  EXPECT_EQ(p.tensors[1].dtype, Dtype::BF16);
+  EXPECT_EQ(p.tensors[2].dtype, Dtype::F64);
+}
+
+TEST(TensorDirective, DtypeAliases) {
+  Program p = asm_text(".tensor a[1] fp32\n.tensor b[1] float32\n.tensor c[1] bfloat16\n.tensor d[1] fp16\n");
+  EXPECT_EQ(p.tensors[0].dtype, Dtype::F32);
+  EXPECT_EQ(p.tensors[1].dtype, Dtype::F32);
+  EXPECT_EQ(p.tensors[2].dtype, Dtype::BF16);
+  EXPECT_EQ(p.tensors[3].dtype, Dtype::F16);
+}
+
+TEST(TensorDirective, Random) {
+  Program p = asm_text(".tensor x[8] random(seed=7, lo=-2, hi=2)\n");
+  const TensorDecl& x = p.tensors[0];
+  EXPECT_EQ(x.shape, (std::vector<int64_t>{8}));
+  EXPECT_EQ(x.init.kind, TensorInit::Kind::Random);
+  EXPECT_EQ(x.init.seed, 7u);
+  EXPECT_EQ(x.init.lo, -2.0);
+  EXPECT_EQ(x.init.hi, 2.0);
+  EXPECT_TRUE(x.init.values.empty());
+}
+
+TEST(TensorDirective, RandomArgumentsInAnyOrderWithDefaults) {
+  // Unnamed arguments keep the documented defaults: seed 0, range [-1, 1).
+  Program p = asm_text(".tensor x[2] random(hi=3, seed=5)\n.tensor y[2] random()\n");
+  EXPECT_EQ(p.tensors[0].init.seed, 5u);
+  EXPECT_EQ(p.tensors[0].init.lo, -1.0);
+  EXPECT_EQ(p.tensors[0].init.hi, 3.0);
+  EXPECT_EQ(p.tensors[1].init.kind, TensorInit::Kind::Random);
+  EXPECT_EQ(p.tensors[1].init.seed, 0u);
+  EXPECT_EQ(p.tensors[1].init.lo, -1.0);
+  EXPECT_EQ(p.tensors[1].init.hi, 1.0);
+}
+
+TEST(TensorDirective, DtypeWithRandom) {
+  Program p = asm_text(".tensor y[4] bf16 random(seed=3, lo=0, hi=1)\n");
+  EXPECT_EQ(p.tensors[0].dtype, Dtype::BF16);
+  EXPECT_EQ(p.tensors[0].init.kind, TensorInit::Kind::Random);
+  EXPECT_EQ(p.tensors[0].init.seed, 3u);
+}
+
+TEST(TensorDirective, Zeros) {
+  Program p = asm_text(".tensor c[2][2]\n.tensor d[3] f64\n");
+  EXPECT_EQ(p.tensors[0].init.kind, TensorInit::Kind::Zeros);
+  EXPECT_TRUE(p.tensors[0].init.values.empty());
+  EXPECT_FALSE(p.tensors[0].dtype.has_value());
+  EXPECT_EQ(p.tensors[1].init.kind, TensorInit::Kind::Zeros);
+  EXPECT_EQ(p.tensors[1].dtype, Dtype::F64);
+}
+
+TEST(TensorDirective, Errors) {
+  expect_error(".tensor a[2]\n.tensor a[3]\n", 2, 9, {"'a'", "declared twice"});
+  expect_error(".tensor a[2] f8\n", 1, 14, {"unknown dtype 'f8'"});
+  expect_error(".tensor a[2][2] = {1, 2, 3}\n", 1, 19, {"4 elements", "3 values"});
+  expect_error(".tensor a[0]\n", 1, 11, {"positive integer"});
+  expect_error(".tensor a\n", 1, 10, {"shape"});
+  expect_error(".tensor R1[2]\n", 1, 9, {"register name"});
+  expect_error(".tensor x[2] random(seed=1, mu=0)\n", 1, 29, {"unknown random() argument 'mu'"});
+  expect_error(".tensor x[2] random(seed=1.5)\n", 1, 26, {"seed"});
+  expect_error(".tensor x[2] random(lo=1, hi=1)\n", 1, 9, {"lo must be less than hi"});
+  expect_error(".tensor x[2] = {1, 2} extra\n", 1, 23, {"unexpected text"});
+  expect_error(".tensr x[2]\n", 1, 1, {"unknown directive '.tensr'"});
+}
+
+// A declaration has one initialiser; a second one must not silently replace the first.
+TEST(TensorDirective, RandomThenValuesIsRejected) {
+  try {
+    Program p = asm_text(".tensor x[2] random(seed=1) = {1, 2}\n");
+    ADD_FAILURE() << "accepted two initialisers; kept kind " << static_cast<int>(p.tensors[0].init.kind);
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 1);
+  }
+}
+
+// ---- .check ----
+
+TEST(CheckDirective, TargetFunctionAndArguments) {
+  Program p = asm_text(
+      ".tensor a[2][2]\n.tensor b[2][2]\n.tensor c[2][2]\n.tensor x[4]\n.tensor s[4]\n.tensor v[4]\n"
+      ".tensor o[1]\n"
+      ".check c = matmul(a, b)\n.check s = softmax(x)\n.check o = attend(x, v)\n");
+  ASSERT_EQ(p.checks.size(), 3u);
+  EXPECT_EQ(p.checks[0].function, "matmul");
+  EXPECT_EQ(p.checks[0].target, 2);
+  EXPECT_EQ(p.checks[0].args, (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.checks[0].loc.line, 8);
+  EXPECT_EQ(p.checks[1].function, "softmax");
+  EXPECT_EQ(p.checks[1].target, 4);
+  EXPECT_EQ(p.checks[1].args, (std::vector<int>{3}));
+  EXPECT_EQ(p.checks[2].function, "attend");
+  EXPECT_EQ(p.checks[2].target, 6);
+  EXPECT_EQ(p.checks[2].args, (std::vector<int>{3, 5}));
+}
+
+TEST(CheckDirective, Errors) {
+  expect_error(".tensor a[2]\n.tensor c[2]\n.check c = softmax(q)\n", 3, 20, {"undeclared tensor 'q'"});
+  expect_error(".tensor a[2]\n.check c = softmax(a)\n", 2, 8, {"undeclared tensor 'c'"});
+  expect_error(".tensor a[2]\n.tensor c[2]\n.check c = mean(a)\n", 3, 12, {"unknown check function 'mean'"});
+  expect_error(".tensor a[2]\n.tensor c[2]\n.check c = matmul(a)\n", 3, 12, {"takes 2 argument", "1 given"});
+}
+
+// ---- operand errors, with the column of the offending operand ----
+
+TEST(OperandErrors, Locations) {
+  const std::string decl = ".tensor a[2][3]\n";
+  expect_error(decl + "FOO R0\n", 2, 1, {"unknown opcode 'FOO'"});
+  expect_error(decl + "LOAD R0, R1\n", 2, 6, {"operand 1", "memory reference"});
+  expect_error(decl + "LOAD a[0][0], a[0][1]\n", 2, 15, {"operand 2", "register"});
+  expect_error(decl + "ADD a[0][0], R0, R1\n", 2, 5, {"operand 1", "register"});
+  expect_error(decl + "LOAD a[1][3], R0\n", 2, 11, {"index 3 out of range", "size 3"});
+  expect_error(decl + "LOAD a[2, 0], R0\n", 2, 8, {"index 2 out of range", "size 2"});
+  expect_error(decl + "LOAD a[-1][0], R0\n", 2, 8, {"index -1 out of range"});
+  expect_error(decl + "LOAD a[0], R0\n", 2, 6, {"2 dimension(s)", "1 index(es)"});
+  expect_error(decl + "LOAD a[0][0][0], R0\n", 2, 14, {"2 dimension(s)"});
+  expect_error(decl + "LOAD b[0], R0\n", 2, 6, {"undeclared tensor 'b'"});
+  expect_error(decl + "MOV a, R0\n", 2, 5, {"'a' needs indices"});
+  expect_error(decl + "MOV Rx, R0\n", 2, 5, {"'Rx' is not a register"});
+  expect_error(decl + "LOAD a[0][0] R0\n", 2, 14, {"expected ','"});
+}
+
+}  // namespace
+}  // namespace attnsim::isa

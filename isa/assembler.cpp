@@ -71,7 +71,7 @@ class LineCursor {
     if (at_end()) return ", found end of line";
     return ", found '" + std::string(1, line_[pos_]) + "'";
   }
-  // [A-Za-z_][A-Za-z0-9_']*  (the apostrophe allows names like m' in handouts)
+  // [A-Za-z_][A-Za-z0-9_]*
   std::string identifier() {
     skip_space();
     size_t start = pos_;
@@ -88,6 +88,16 @@ class LineCursor {
     int64_t value = 0;
     auto [end, ec] = std::from_chars(line_.data() + pos_, line_.data() + line_.size(), value);
     if (ec != std::errc()) return std::nullopt;
+    pos_ = static_cast<size_t>(end - line_.data());
+    return value;
+  }
+  std::optional<uint64_t> unsigned_integer() {
+    skip_space();
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(line_.data() + pos_, line_.data() + line_.size(), value);
+    if (ec != std::errc()) return std::nullopt;
+    const char* stop = line_.data() + line_.size();
+    if (end != stop && (std::isalnum(static_cast<unsigned char>(*end)) || *end == '.')) return std::nullopt;
     pos_ = static_cast<size_t>(end - line_.data());
     return value;
   }
@@ -187,11 +197,15 @@ class Assembler {
       }
     }
     if (c.accept('=')) {
+      if (decl.init.kind == TensorInit::Kind::Random)
+        c.fail(decl.loc, "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
       parse_values(c, decl);
     } else if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
       SourceLoc word_loc = c.loc();
       std::string word = c.identifier();
       if (word != "random") c.fail(word_loc, "expected '= {values}' or 'random(...)', found '" + word + "'");
+      if (decl.init.kind == TensorInit::Kind::Random)
+        c.fail(word_loc, "tensor '" + decl.name + "' has two random(...) initialisers");
       parse_random(c, decl);
     }
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
@@ -210,13 +224,16 @@ class Assembler {
       std::string key = c.identifier();
       c.expect('=', "after '" + key + "'");
       SourceLoc value_loc = c.loc();
+      if (key == "seed") {
+        // Parsed as an integer: a double would silently change seeds above 2^53.
+        auto seed = c.unsigned_integer();
+        if (!seed) c.fail(value_loc, "seed must be an integer from 0 to 2^64-1");
+        decl.init.seed = *seed;
+        continue;
+      }
       auto value = c.number();
       if (!value) c.fail(value_loc, "expected a number for '" + key + "'");
-      if (key == "seed") {
-        if (*value < 0 || *value != static_cast<double>(static_cast<uint64_t>(*value)))
-          c.fail(value_loc, "seed must be a non-negative integer");
-        decl.init.seed = static_cast<uint64_t>(*value);
-      } else if (key == "lo") {
+      if (key == "lo") {
         decl.init.lo = *value;
       } else if (key == "hi") {
         decl.init.hi = *value;

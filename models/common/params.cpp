@@ -62,6 +62,8 @@ std::string type_name() {
   if constexpr (std::is_same_v<T, std::string>) return "string";
 }
 
+std::string article(const std::string& noun) { return (noun[0] == 'i' ? "an " : "a ") + noun; }
+
 template <class T>
 std::string show(const T& v) {
   if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
@@ -73,11 +75,12 @@ std::string show(const T& v) {
 template <class T>
 T ParamReader::get(const std::string& name, T default_value, std::string_view unit, std::string_view description,
                    std::optional<double> min, std::optional<double> max) {
-  docs_->push_back({path_of(name), type_name<T>(), show(default_value), std::string(unit), std::string(description)});
+  const size_t doc_index = docs_->size();
+  docs_->push_back({path_of(name), type_name<T>(), show(default_value), "", std::string(unit), std::string(description)});
   YAML::Node value = lookup(name);
   T result = default_value;
   if (value && !value.IsNull()) {
-    if (!value.IsScalar()) fail_node(value, path_of(name), "expected a " + type_name<T>() + " value");
+    if (!value.IsScalar()) fail_node(value, path_of(name), "expected " + article(type_name<T>()) + " value");
     try {
       if constexpr (std::is_same_v<T, int64_t>) {
         // yaml-cpp happily truncates 1.5 to 1; insist on an integer literal.
@@ -90,7 +93,7 @@ T ParamReader::get(const std::string& name, T default_value, std::string_view un
         result = value.as<T>();
       }
     } catch (const std::exception&) {
-      fail_node(value, path_of(name), "expected a " + type_name<T>() + ", found '" + value.Scalar() + "'");
+      fail_node(value, path_of(name), "expected " + article(type_name<T>()) + ", found '" + value.Scalar() + "'");
     }
   }
   if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
@@ -101,6 +104,7 @@ T ParamReader::get(const std::string& name, T default_value, std::string_view un
       fail_node(value, path_of(name), fmt::format("must be at most {}, found {}", *max, result));
   }
   (*here_)[name] = result;
+  (*docs_)[doc_index].value = show(result);
   return result;
 }
 
@@ -124,7 +128,7 @@ std::string ParamReader::choice(const std::string& name, const std::string& defa
 }
 
 ParamReader ParamReader::child(const std::string& name, std::string_view description) {
-  docs_->push_back({path_of(name), "map", "", "", std::string(description)});
+  docs_->push_back({path_of(name), "map", "", "", "", std::string(description)});
   return ParamReader(*this, lookup(name), name);
 }
 

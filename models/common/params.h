@@ -25,6 +25,7 @@ struct ParamDoc {
   std::string key;  // full key path
   std::string type;
   std::string default_value;
+  std::string value;  // what this config (with overrides) set
   std::string unit;
   std::string description;
 };

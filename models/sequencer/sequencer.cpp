@@ -240,11 +240,15 @@ void Sequencer::execute_numeric() {
   finish(clock.end);
 }
 
+// Symbolic mode carries an expression and a number per register and word, so a run that prints
+// a00·b00 in its table still computes (and checks) the values.
 template <Sequencer::Issue kIssue>
 void Sequencer::execute_symbolic() {
   auto& regs = regfile_.symbols;
+  auto& values = regfile_.values;
   auto& written = regfile_.written;
   auto& mem = dram_.symbols_;
+  auto& words = dram_.words;
   IssueClock<kIssue> clock(regs.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
   for (size_t i = 0; i < code_.size(); ++i) {
@@ -254,15 +258,20 @@ void Sequencer::execute_symbolic() {
     const uint64_t issued = clock.issue(d);
     ++counts[static_cast<size_t>(d.op)];
     symbolic::Expr a = d.src[0] >= 0 ? regs[d.src[0]] : nullptr;
+    const double x = d.src[0] >= 0 ? values[d.src[0]] : 0.0;
+    const double y = d.src[1] >= 0 ? values[d.src[1]] : 0.0;
     symbolic::Expr result;
+    double number = 0;
     switch (d.op) {
       case isa::Opcode::Load:
         ++dram_.reads_per_tensor[d.tensor];
         result = mem[d.address];
+        number = words[d.address];
         break;
       case isa::Opcode::Store: {
         ++dram_.writes_per_tensor[d.tensor];
         mem[d.address] = a;
+        words[d.address] = d.round_on_store ? round_to(dram_.dtype(d.tensor), x) : x;
         // The stored node is printed by its memory name from now on (and in earlier table rows), as the
         // seed's tables print c00 for a00·b00 + a01·b10.
         const auto& target = program_->instructions[i].operand(1);
@@ -270,18 +279,46 @@ void Sequencer::execute_symbolic() {
                          symbolic::element_name(program_->tensors[target.tensor].name, program_->indices(target)));
         break;
       }
-      case isa::Opcode::MacZ: result = MacUnit::mac_z(a, regs[d.src[1]]); break;
-      case isa::Opcode::Mac: result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]); break;
-      case isa::Opcode::Max: result = symbolic::max(a, regs[d.src[1]]); break;
-      case isa::Opcode::Sub: result = symbolic::sub(a, regs[d.src[1]]); break;
-      case isa::Opcode::Exp: result = symbolic::exp(a); break;
-      case isa::Opcode::Add: result = symbolic::add(a, regs[d.src[1]]); break;
-      case isa::Opcode::Mul: result = symbolic::mul(a, regs[d.src[1]]); break;
-      case isa::Opcode::Div: result = symbolic::div(a, regs[d.src[1]]); break;
-      case isa::Opcode::Mov: result = a; break;
+      case isa::Opcode::MacZ:
+        result = MacUnit::mac_z(a, regs[d.src[1]]);
+        number = MacUnit::mac_z(x, y);
+        break;
+      case isa::Opcode::Mac:
+        result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
+        number = MacUnit::mac(x, y, values[d.src[2]]);
+        break;
+      case isa::Opcode::Max:
+        result = symbolic::max(a, regs[d.src[1]]);
+        number = std::max(x, y);
+        break;
+      case isa::Opcode::Sub:
+        result = symbolic::sub(a, regs[d.src[1]]);
+        number = x - y;
+        break;
+      case isa::Opcode::Exp:
+        result = symbolic::exp(a);
+        number = std::exp(x);
+        break;
+      case isa::Opcode::Add:
+        result = symbolic::add(a, regs[d.src[1]]);
+        number = x + y;
+        break;
+      case isa::Opcode::Mul:
+        result = symbolic::mul(a, regs[d.src[1]]);
+        number = x * y;
+        break;
+      case isa::Opcode::Div:
+        result = symbolic::div(a, regs[d.src[1]]);
+        number = x / y;
+        break;
+      case isa::Opcode::Mov:
+        result = a;
+        number = x;
+        break;
     }
     if (d.dst >= 0) {
       regs[d.dst] = result;
+      values[d.dst] = round_to(dtype_, number);
       written[d.dst] = 1;
     }
     if (observer_) observer_->after_step(i, issued, clock.done_of(issued, d.latency));

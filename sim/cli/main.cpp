@@ -165,9 +165,11 @@ int cmd_config(const std::vector<std::string>& args) {
     std::cout << machine.effective_config().dump(2) << "\n";
     return 0;
   }
+  std::cout << fmt::format("{:30} {:8} {:>10} {:>10}  {:12} {}\n", "key", "type", "value", "default", "unit",
+                           "description");
   for (const auto& d : machine.param_docs())
-    std::cout << fmt::format("{:34} {:8} default {:10} {:12} {}\n", d.key, d.type, d.default_value, d.unit,
-                             d.description);
+    std::cout << fmt::format("{:30} {:8} {:>10} {:>10}  {:12} {}\n", d.key, d.type, d.value, d.default_value,
+                             d.unit, d.description);
   return 0;
 }
 

@@ -1,0 +1,51 @@
+// Off-chip HBM as a machine component: hbm_timing.h underneath, tensors laid out at aligned addresses,
+// and the ledger of bytes read and written per tensor (requested by the program and transferred after
+// sector rounding). YAML: `preset:` (a name from hbm_presets.h) fills every field; keys set beside it
+// override single fields.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/common/component.h"
+#include "models/common/params.h"
+#include "models/hbm/hbm_timing.h"
+
+namespace attnsim {
+
+class Hbm : public Component {
+ public:
+  struct Params {
+    std::string preset = "h100-sxm-80gb";
+    hbm::HbmParams timing;
+  };
+  Hbm(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz);
+  const Params& params() const { return params_; }
+
+  // Lays tensors out (each aligned to the interleave granularity); returns their base addresses and
+  // resets the ledger. Throws InputError(file, {}, ...) naming the tensors if capacity is exceeded.
+  std::vector<uint64_t> allocate(const std::vector<std::string>& names, const std::vector<uint64_t>& bytes,
+                                 const std::string& file);
+
+  // A rows x row_bytes transfer with a stride, for tensor `tensor`; returns the completion cycle.
+  uint64_t transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
+                      bool is_write, uint64_t issue_cycle);
+
+  const hbm::HbmTiming& timing() const { return *timing_; }
+
+  std::vector<std::string> tensor_names;
+  std::vector<uint64_t> bytes_read_per_tensor;     // requested by the program
+  std::vector<uint64_t> bytes_written_per_tensor;  // requested by the program
+  std::vector<uint64_t> transferred_read_per_tensor;   // after sector rounding
+  std::vector<uint64_t> transferred_written_per_tensor;
+
+ private:
+  Params params_;
+  double core_clock_ghz_;
+  std::unique_ptr<hbm::HbmTiming> timing_;
+};
+
+void register_hbm_models(double core_clock_ghz);  // YAML type "hbm"
+
+}  // namespace attnsim

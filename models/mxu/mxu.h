@@ -1,0 +1,47 @@
+// The MXU as a machine component: a (set of) systolic arrays timed by mxu_timing.h, with stats, and the
+// matrix product on tile values. `arrays` > 1 (TPU v5e has 4) splits the N columns of a matmul evenly
+// over the arrays, which work in parallel.
+#pragma once
+
+#include "isa/dtype.h"
+#include "models/common/component.h"
+#include "models/common/params.h"
+#include "models/common/tile.h"
+#include "models/mxu/mxu_timing.h"
+
+namespace attnsim {
+
+class MxuUnit : public Component {
+ public:
+  struct Params {
+    mxu::MxuGeometry geometry;
+    int64_t arrays = 1;
+  };
+  MxuUnit(sc_core::sc_module_name instance, const Params& params);
+  const Params& params() const { return params_; }
+
+  // Cycles the unit is busy for D(MxN) = A(MxK) B(KxN) (+ C); records matmuls, MACs, FLOPs, busy cycles,
+  // folds and stalls.
+  uint64_t matmul(int64_t m, int64_t k, int64_t n);
+
+  // Values: d = a * b (+ c when c is non-null), accumulated in float64 and rounded once to `dtype`
+  // per element. a, b may be transposed views; d must not alias a or b.
+  static void compute(const TileView& a, const TileView& b, const TileView* c, const TileView& d, Dtype dtype);
+
+  // The run's length, for utilisation = MACs / (rows * cols * arrays * elapsed).
+  void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
+
+  uint64_t matmuls = 0;
+  uint64_t macs = 0;
+  uint64_t busy_cycles = 0;
+  uint64_t folds = 0;
+  uint64_t stall_cycles = 0;
+  uint64_t elapsed_cycles = 0;
+
+ private:
+  Params params_;
+};
+
+void register_mxu_models();  // YAML type "systolic"
+
+}  // namespace attnsim

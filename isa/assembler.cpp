@@ -12,6 +12,8 @@ const std::vector<CheckFunction>& check_functions() {
       {"matmul", 2, "C = A x B for 2-D A, B"},
       {"softmax", 1, "softmax over the last dimension"},
       {"attend", 2, "o = sum_j softmax(x)_j * v_j (one query: scores x, values v)"},
+      {"attention", 3, "O = softmax(Q K^T) V for Q, K, V of shape [n][d] (Q already scaled)"},
+      {"attention_causal", 3, "as attention, with key j hidden from query i when j > i"},
   };
   return functions;
 }
@@ -164,7 +166,8 @@ class Assembler {
       std::string directive = c.identifier();
       if (directive == "tensor") return parse_tensor(c, where);
       if (directive == "check") return parse_check(c, where);
-      c.fail(where, "unknown directive '." + directive + "' (known: .tensor, .check)");
+      if (directive == "buffer") return parse_buffer(c);
+      c.fail(where, "unknown directive '." + directive + "' (known: .tensor, .buffer, .check)");
     }
     parse_instruction(c);
   }
@@ -174,8 +177,7 @@ class Assembler {
     decl.loc = c.loc();
     decl.name = c.identifier();
     if (decl.name.empty()) c.fail(decl.loc, "expected a tensor name after .tensor" + c.found());
-    if (parse_register_name(decl.name)) c.fail(decl.loc, "'" + decl.name + "' is a register name; pick another");
-    if (program_.find_tensor(decl.name) >= 0) c.fail(decl.loc, "tensor '" + decl.name + "' is declared twice");
+    check_new_name(c, decl.name, decl.loc);
     if (c.peek() != '[') c.fail(c.loc(), "expected a shape like [2][2] after the tensor name" + c.found());
     while (c.peek() == '[') {
       c.accept('[');
@@ -211,6 +213,99 @@ class Assembler {
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
     (void)where;
     program_.tensors.push_back(std::move(decl));
+  }
+
+  void check_new_name(LineCursor& c, const std::string& name, SourceLoc where) {
+    if (parse_register_name(name)) c.fail(where, "'" + name + "' is a register name; pick another");
+    if (program_.find_tensor(name) >= 0) c.fail(where, "'" + name + "' is already declared as a tensor");
+    if (program_.find_buffer(name) >= 0) c.fail(where, "'" + name + "' is already declared as a buffer");
+  }
+
+  // .buffer NAME[rows][cols] [dtype] [sram|regs]
+  void parse_buffer(LineCursor& c) {
+    BufferDecl decl;
+    decl.loc = c.loc();
+    decl.name = c.identifier();
+    if (decl.name.empty()) c.fail(decl.loc, "expected a buffer name after .buffer" + c.found());
+    check_new_name(c, decl.name, decl.loc);
+    std::vector<int64_t> shape;
+    while (c.peek() == '[') {
+      c.accept('[');
+      SourceLoc dim_loc = c.loc();
+      auto extent = c.integer();
+      if (!extent || *extent <= 0) c.fail(dim_loc, "a buffer dimension must be a positive integer");
+      shape.push_back(*extent);
+      c.expect(']', "to close the dimension");
+    }
+    if (shape.empty() || shape.size() > 2)
+      c.fail(decl.loc, "a buffer has one or two dimensions, e.g. .buffer S[64][64] or .buffer m[64]");
+    decl.rows = shape[0];
+    decl.cols = shape.size() == 2 ? shape[1] : 1;
+    while (!c.at_end()) {
+      SourceLoc word_loc = c.loc();
+      std::string word = c.identifier();
+      if (word == "sram") decl.space = BufferDecl::Space::Sram;
+      else if (word == "regs") decl.space = BufferDecl::Space::Regs;
+      else if (auto dtype = parse_dtype(word)) decl.dtype = dtype;
+      else c.fail(word_loc, "expected a dtype (f16, bf16, f32, f64) or a space (sram, regs)" + (word.empty() ? c.found() : ", found '" + word + "'"));
+    }
+    program_.buffers.push_back(std::move(decl));
+  }
+
+  bool accept_transpose(LineCursor& c) {
+    if (!c.accept('^')) return false;
+    SourceLoc where = c.loc();
+    if (c.identifier() != "T") c.fail(where, "expected T after ^ (transpose)");
+    return true;
+  }
+
+  struct DimSpec {
+    int64_t begin = 0, end = 0;
+    bool range = false;
+  };
+
+  // Inside [...]: i, a:b, a:, :b or : per dimension; both t[0][1:3] and t[0, 1:3] are accepted.
+  std::vector<DimSpec> parse_dims(LineCursor& c, const std::string& name, const std::vector<int64_t>& shape) {
+    std::vector<DimSpec> dims;
+    while (c.accept('[')) {
+      do {
+        SourceLoc spec_loc = c.loc();
+        size_t dim = dims.size();
+        if (dim >= shape.size())
+          c.fail(spec_loc, "'" + name + "' has " + std::to_string(shape.size()) + " dimension(s)");
+        const int64_t extent = shape[dim];
+        DimSpec spec;
+        std::optional<int64_t> first;
+        if (c.peek() != ':') {
+          first = c.integer();
+          if (!first) c.fail(spec_loc, "expected an integer index or a range a:b" + c.found());
+        }
+        if (c.accept(':')) {
+          spec.range = true;
+          spec.begin = first.value_or(0);
+          spec.end = extent;
+          if (c.peek() != ',' && c.peek() != ']') {
+            SourceLoc end_loc = c.loc();
+            auto last = c.integer();
+            if (!last) c.fail(end_loc, "expected the end of the range" + c.found());
+            spec.end = *last;
+          }
+          if (spec.begin < 0 || spec.end > extent || spec.begin >= spec.end)
+            c.fail(spec_loc, "range " + std::to_string(spec.begin) + ":" + std::to_string(spec.end) +
+                                 " out of range for dimension " + std::to_string(dim) + " of '" + name +
+                                 "' (size " + std::to_string(extent) + ")");
+        } else {
+          spec.begin = *first;
+          spec.end = *first + 1;
+          if (*first < 0 || *first >= extent)
+            c.fail(spec_loc, "index " + std::to_string(*first) + " out of range for dimension " +
+                                 std::to_string(dim) + " of '" + name + "' (size " + std::to_string(extent) + ")");
+        }
+        dims.push_back(spec);
+      } while (c.accept(','));
+      c.expect(']', "to close the index");
+    }
+    return dims;
   }
 
   void parse_random(LineCursor& c, TensorDecl& decl) {
@@ -319,14 +414,23 @@ class Assembler {
       c.fail(inst.loc, std::string(spec.mnemonic) + " takes " + std::to_string(spec.operand_count) +
                            " operands, " + std::to_string(given) + " given (" + std::string(spec.semantics) +
                            ")");
-    for (size_t i = 0; i < inst.operand_count; ++i) {
-      const Operand& operand = inst.operand(i);
-      bool want_reg = spec.roles[i] == OperandRole::Reg;
-      bool is_reg = operand.kind == Operand::Kind::Register;
-      if (want_reg != is_reg)
-        c.fail(operand.loc, std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) + " must be a " +
-                                (want_reg ? "register" : "memory reference like x[0]") + " (" +
-                                std::string(spec.semantics) + ")");
+    bool tile_form = false;
+    for (const auto& operand : inst.operands()) tile_form = tile_form || operand.kind == Operand::Kind::Tile;
+    if (tile_form) {
+      check_tile_form(c, inst);
+    } else {
+      if (spec.tile_only)
+        c.fail(inst.loc, std::string(spec.mnemonic) + " works on tiles (.buffer operands): " +
+                             std::string(spec.semantics));
+      for (size_t i = 0; i < inst.operand_count; ++i) {
+        const Operand& operand = inst.operand(i);
+        bool want_reg = spec.roles[i] == OperandRole::Reg;
+        bool ok = want_reg ? operand.kind == Operand::Kind::Register : operand.kind == Operand::Kind::Memory;
+        if (!ok)
+          c.fail(operand.loc, std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) + " must be a " +
+                                  (want_reg ? "register" : "memory reference like x[0]") + " (" +
+                                  std::string(spec.semantics) + ")");
+      }
     }
     program_.instructions.push_back(std::move(inst));
   }
@@ -334,45 +438,171 @@ class Assembler {
   Operand parse_operand(LineCursor& c) {
     Operand operand;
     operand.loc = c.loc();
+    const char first = c.peek();
+    if (std::isdigit(static_cast<unsigned char>(first)) || first == '-' || first == '+') {
+      auto value = c.integer();
+      if (!value) c.fail(operand.loc, "expected an integer immediate" + c.found());
+      operand.kind = Operand::Kind::Immediate;
+      operand.flat = *value;
+      return operand;
+    }
     std::string name = c.identifier();
-    if (name.empty()) c.fail(operand.loc, "expected a register or a memory reference" + c.found());
+    if (name.empty()) c.fail(operand.loc, "expected a register, a memory reference or a buffer" + c.found());
+    if (int buffer = program_.find_buffer(name); buffer >= 0) {
+      const BufferDecl& decl = program_.buffers[buffer];
+      TileRef tile = program_.buffer_tile(buffer);
+      if (c.peek() == '[') {
+        auto dims = parse_dims(c, name, {decl.rows, decl.cols});
+        if (dims.size() >= 1) tile.row0 = dims[0].begin, tile.rows = dims[0].end - dims[0].begin;
+        if (dims.size() >= 2) tile.col0 = dims[1].begin, tile.cols = dims[1].end - dims[1].begin;
+      }
+      tile.transpose = accept_transpose(c);
+      operand.kind = Operand::Kind::Tile;
+      operand.tensor = program_.add_tile(tile);
+      return operand;
+    }
     if (c.peek() != '[') {
       auto reg = parse_register_name(name);
       if (!reg) {
         if (program_.find_tensor(name) >= 0)
-          c.fail(operand.loc, "tensor '" + name + "' needs indices, e.g. " + name + "[0]");
-        c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...)");
+          c.fail(operand.loc, "tensor '" + name + "' needs indices, e.g. " + name + "[0] or " + name + "[0:8, :]");
+        c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor");
       }
       operand.kind = Operand::Kind::Register;
       operand.reg = *reg;
       return operand;
     }
-    operand.kind = Operand::Kind::Memory;
     operand.tensor = program_.find_tensor(name);
-    if (operand.tensor < 0) c.fail(operand.loc, "undeclared tensor '" + name + "' (declare it with .tensor)");
+    if (operand.tensor < 0)
+      c.fail(operand.loc, "undeclared tensor '" + name + "' (declare it with .tensor, or .buffer for on-chip)");
     const TensorDecl& decl = program_.tensors[operand.tensor];
-    // Both a[0][1] and a[0, 1] are accepted.
-    size_t rank = 0;
-    while (c.accept('[')) {
-      do {
-        SourceLoc index_loc = c.loc();
-        auto index = c.integer();
-        if (!index) c.fail(index_loc, "expected an integer index" + c.found());
-        size_t dim = rank++;
-        if (dim >= decl.shape.size())
-          c.fail(index_loc, "tensor '" + name + "' has " + std::to_string(decl.shape.size()) + " dimension(s)");
-        if (*index < 0 || *index >= decl.shape[dim])
-          c.fail(index_loc, "index " + std::to_string(*index) + " out of range for dimension " +
-                                std::to_string(dim) + " of '" + name + "' (size " +
-                                std::to_string(decl.shape[dim]) + ")");
-        operand.flat = operand.flat * decl.shape[dim] + *index;
-      } while (c.accept(','));
-      c.expect(']', "to close the index");
-    }
-    if (rank != decl.shape.size())
+    auto dims = parse_dims(c, name, decl.shape);
+    bool transpose = accept_transpose(c);
+    if (dims.size() != decl.shape.size())
       c.fail(operand.loc, "tensor '" + name + "' has " + std::to_string(decl.shape.size()) + " dimension(s), " +
-                              std::to_string(rank) + " index(es) given");
+                              std::to_string(dims.size()) + " index(es) given");
+    bool any_range = false;
+    for (const auto& d : dims) any_range = any_range || d.range;
+    if (!any_range && !transpose) {
+      operand.kind = Operand::Kind::Memory;
+      for (size_t d = 0; d < dims.size(); ++d) operand.flat = operand.flat * decl.shape[d] + dims[d].begin;
+      return operand;
+    }
+    // A tile: the last two dimensions are rows and columns (a 1-D tensor gives a column, rows x 1);
+    // any dimensions before them must be single indices.
+    const size_t rank = dims.size();
+    TileRef tile;
+    tile.index = operand.tensor;
+    tile.transpose = transpose;
+    const size_t row_dim = rank >= 2 ? rank - 2 : 0;
+    for (size_t d = 0; d < row_dim; ++d) {
+      if (dims[d].range) c.fail(operand.loc, "only the last two dimensions of '" + name + "' may be ranges");
+      tile.offset = tile.offset * decl.shape[d] + dims[d].begin;
+    }
+    int64_t plane = 1;
+    for (size_t d = row_dim; d < rank; ++d) plane *= decl.shape[d];
+    tile.offset *= plane;
+    tile.row0 = dims[row_dim].begin;
+    tile.rows = dims[row_dim].end - dims[row_dim].begin;
+    if (rank >= 2) {
+      tile.col0 = dims[rank - 1].begin;
+      tile.cols = dims[rank - 1].end - dims[rank - 1].begin;
+      tile.row_stride = decl.shape[rank - 1];
+    }
+    operand.kind = Operand::Kind::Tile;
+    operand.tensor = program_.add_tile(tile);
     return operand;
+  }
+
+  // Shapes and operand kinds of the tile form; the scalar form is checked by operand roles.
+  void check_tile_form(LineCursor& c, const Instruction& inst) {
+    const OpcodeInfo& spec = info(inst.op);
+    const std::string op(spec.mnemonic);
+    auto tile = [&](size_t i) -> const TileRef& { return program_.tiles[inst.operand(i).tensor]; };
+    auto shape = [&](size_t i) {
+      return std::to_string(tile(i).out_rows()) + "x" + std::to_string(tile(i).out_cols());
+    };
+    auto at = [&](size_t i) { return inst.operand(i).loc; };
+    auto want_kind = [&](size_t i, Operand::Kind kind, const char* what) {
+      if (inst.operand(i).kind != kind) c.fail(at(i), op + " operand " + std::to_string(i + 1) + " must be " + what);
+    };
+    auto want_buffer = [&](size_t i, bool may_transpose) {
+      want_kind(i, Operand::Kind::Tile, "an on-chip buffer (tile form)");
+      if (!tile(i).is_buffer)
+        c.fail(at(i), op + " operand " + std::to_string(i + 1) +
+                          " must be an on-chip buffer; LOAD the tensor slice into a .buffer first");
+      if (!may_transpose && tile(i).transpose) c.fail(at(i), op + " cannot transpose this operand");
+    };
+    auto same_shape = [&](size_t a, size_t b) {
+      if (tile(a).out_rows() != tile(b).out_rows() || tile(a).out_cols() != tile(b).out_cols())
+        c.fail(at(b), op + ": shapes differ (" + shape(a) + " and " + shape(b) + ")");
+    };
+    // Element-wise operands broadcast to the destination: same shape, rows x 1, 1 x cols or 1 x 1.
+    auto broadcastable = [&](size_t a, size_t d) {
+      const int64_t r = tile(a).out_rows(), k = tile(a).out_cols();
+      const int64_t dr = tile(d).out_rows(), dk = tile(d).out_cols();
+      if ((r == dr || r == 1) && (k == dk || k == 1)) return;
+      c.fail(at(a), op + ": a " + shape(a) + " operand does not broadcast to the " + shape(d) +
+                        " destination (allowed: same shape, " + std::to_string(dr) + "x1, 1x" +
+                        std::to_string(dk) + ", 1x1)");
+    };
+    switch (inst.op) {
+      case Opcode::Load:
+        want_kind(0, Operand::Kind::Tile, "a tensor slice");
+        if (tile(0).is_buffer) c.fail(at(0), "LOAD reads a tensor slice from memory, not a buffer");
+        want_buffer(1, false);
+        same_shape(0, 1);
+        break;
+      case Opcode::Store:
+        want_buffer(0, false);
+        want_kind(1, Operand::Kind::Tile, "a tensor slice");
+        if (tile(1).is_buffer) c.fail(at(1), "STORE writes a tensor slice in memory, not a buffer");
+        if (tile(1).transpose) c.fail(at(1), "STORE cannot transpose its destination");
+        same_shape(0, 1);
+        break;
+      case Opcode::MacZ:
+      case Opcode::Mac: {
+        const size_t d = inst.operand_count - 1;
+        want_buffer(0, true);
+        want_buffer(1, true);
+        for (size_t i = 2; i <= d; ++i) want_buffer(i, false);
+        if (tile(0).out_cols() != tile(1).out_rows())
+          c.fail(at(1), op + ": inner dimensions differ (" + shape(0) + " times " + shape(1) + ")");
+        if (tile(d).out_rows() != tile(0).out_rows() || tile(d).out_cols() != tile(1).out_cols())
+          c.fail(at(d), op + ": the product is " + std::to_string(tile(0).out_rows()) + "x" +
+                            std::to_string(tile(1).out_cols()) + " but the destination is " + shape(d));
+        if (d == 3) same_shape(2, 3);
+        break;
+      }
+      case Opcode::Max:
+      case Opcode::Sub:
+      case Opcode::Add:
+      case Opcode::Mul:
+      case Opcode::Div:
+        for (size_t i = 0; i < 3; ++i) want_buffer(i, false);
+        broadcastable(0, 2);
+        broadcastable(1, 2);
+        break;
+      case Opcode::Exp:
+      case Opcode::Mov:
+        want_buffer(0, false);
+        want_buffer(1, false);
+        broadcastable(0, 1);
+        break;
+      case Opcode::RowMax:
+      case Opcode::RowSum:
+        want_buffer(0, false);
+        want_buffer(1, false);
+        if (tile(1).out_rows() != tile(0).out_rows() || tile(1).out_cols() != 1)
+          c.fail(at(1), op + ": the destination must be " + std::to_string(tile(0).out_rows()) + "x1, found " +
+                            shape(1));
+        break;
+      case Opcode::Mask:
+        want_buffer(0, false);
+        want_kind(1, Operand::Kind::Immediate, "an integer (the tile's first query row)");
+        want_kind(2, Operand::Kind::Immediate, "an integer (the tile's first key column)");
+        break;
+    }
   }
 
   std::string_view text_;

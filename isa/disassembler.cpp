@@ -13,8 +13,40 @@ std::string format_number(double v) {
 
 }  // namespace
 
+std::string format_tile(const Program& program, const TileRef& t) {
+  std::string out;
+  if (t.is_buffer) {
+    const BufferDecl& b = program.buffers[t.index];
+    out = b.name;
+    if (t.row0 != 0 || t.rows != b.rows || t.col0 != 0 || t.cols != b.cols)
+      out += fmt::format("[{}:{}, {}:{}]", t.row0, t.row0 + t.rows, t.col0, t.col0 + t.cols);
+  } else {
+    const TensorDecl& d = program.tensors[t.index];
+    out = d.name;
+    const size_t rank = d.shape.size();
+    // Leading fixed indices come back from the offset, one dimension at a time.
+    int64_t plane = 1;
+    for (size_t k = rank >= 2 ? rank - 2 : 0; k < rank; ++k) plane *= d.shape[k];
+    int64_t lead = t.offset / plane;
+    std::vector<int64_t> leading(rank >= 2 ? rank - 2 : 0);
+    for (size_t k = leading.size(); k-- > 0;) {
+      leading[k] = lead % d.shape[k];
+      lead /= d.shape[k];
+    }
+    out += "[";
+    for (int64_t index : leading) out += fmt::format("{}, ", index);
+    out += fmt::format("{}:{}", t.row0, t.row0 + t.rows);
+    if (rank >= 2) out += fmt::format(", {}:{}", t.col0, t.col0 + t.cols);
+    out += "]";
+  }
+  if (t.transpose) out += "^T";
+  return out;
+}
+
 std::string format_operand(const Program& program, const Operand& operand) {
   if (operand.kind == Operand::Kind::Register) return fmt::format("R{}", operand.reg);
+  if (operand.kind == Operand::Kind::Immediate) return fmt::format("{}", operand.flat);
+  if (operand.kind == Operand::Kind::Tile) return format_tile(program, program.tiles[operand.tensor]);
   std::string out = program.tensors[operand.tensor].name;
   for (int64_t index : program.indices(operand)) out += fmt::format("[{}]", index);
   return out;
@@ -47,6 +79,12 @@ std::string disassemble(const Program& program) {
                            format_number(t.init.hi));
         break;
     }
+    out += "\n";
+  }
+  for (const auto& b : program.buffers) {
+    out += fmt::format(".buffer {}[{}][{}]", b.name, b.rows, b.cols);
+    if (b.dtype) out += " " + std::string(dtype_name(*b.dtype));
+    if (b.space == BufferDecl::Space::Regs) out += " regs";
     out += "\n";
   }
   for (const auto& check : program.checks) {

@@ -9,11 +9,11 @@
 
 namespace attnsim::isa {
 
-enum class Opcode : uint8_t { Load, Store, MacZ, Mac, Max, Sub, Exp, Add, Mul, Div, Mov };
-inline constexpr int kOpcodeCount = 11;
+enum class Opcode : uint8_t { Load, Store, MacZ, Mac, Max, Sub, Exp, Add, Mul, Div, Mov, RowMax, RowSum, Mask };
+inline constexpr int kOpcodeCount = 14;
 
-// What each operand position must be in the scalar form.
-enum class OperandRole : uint8_t { Reg, Mem };
+// What each operand position must be in the scalar form (tile-only opcodes have no scalar form).
+enum class OperandRole : uint8_t { Reg, Mem, None };
 
 struct OpcodeInfo {
   Opcode op;
@@ -21,6 +21,8 @@ struct OpcodeInfo {
   std::string_view semantics;  // one line, for --help and errors
   uint8_t operand_count;
   std::array<OperandRole, 4> roles;
+  bool tile_only = false;
+  std::string_view tile_semantics = {};  // the tile form, when it differs
 };
 
 inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
@@ -38,6 +40,12 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
     {Opcode::Mul, "MUL", "MUL Ra, Rb, Rd: Rd = Ra * Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
     {Opcode::Div, "DIV", "DIV Ra, Rb, Rd: Rd = Ra / Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
     {Opcode::Mov, "MOV", "MOV Rs, Rd: Rd = Rs", 2, {OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::RowMax, "ROWMAX", "ROWMAX A, d: d[i] = max_j A[i][j] (d is rows x 1)", 2,
+     {OperandRole::None, OperandRole::None}, true},
+    {Opcode::RowSum, "ROWSUM", "ROWSUM A, d: d[i] = sum_j A[i][j] (d is rows x 1)", 2,
+     {OperandRole::None, OperandRole::None}, true},
+    {Opcode::Mask, "MASK", "MASK S, q0, k0: S[i][j] = -inf where k0 + j > q0 + i (causal mask of a tile)", 3,
+     {OperandRole::None, OperandRole::None, OperandRole::None}, true},
 }};
 
 constexpr const OpcodeInfo& info(Opcode op) { return kOpcodes[static_cast<size_t>(op)]; }

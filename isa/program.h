@@ -38,12 +38,40 @@ struct TensorDecl {
   }
 };
 
+// An on-chip buffer of the tile machine: `.buffer Qi[64][64] f16` (SRAM) or `... regs` (tile register file).
+struct BufferDecl {
+  enum class Space : uint8_t { Sram, Regs };
+  std::string name;
+  int64_t rows = 1;
+  int64_t cols = 1;
+  std::optional<Dtype> dtype;
+  Space space = Space::Sram;
+  SourceLoc loc;
+};
+
+// A 2-D tile operand: a slice of an HBM tensor (Q[0:64, :]) or of a buffer (S, S[0:8, :]), maybe
+// transposed (K[0:64, :]^T). Element (i, j) of the slice, before transposing, is stored at
+// offset + (row0 + i) * row_stride + col0 + j of its tensor or buffer.
+struct TileRef {
+  bool is_buffer = false;
+  int32_t index = -1;  // into Program::tensors or Program::buffers
+  int64_t offset = 0;  // leading fixed indices of a tensor of rank > 2 (e.g. batch, head)
+  int64_t row0 = 0, rows = 1;
+  int64_t col0 = 0, cols = 1;
+  int64_t row_stride = 1;
+  bool transpose = false;
+
+  int64_t out_rows() const { return transpose ? cols : rows; }
+  int64_t out_cols() const { return transpose ? rows : cols; }
+  bool operator==(const TileRef&) const = default;
+};
+
 // Kept small and inline (no heap per operand): generated traces reach tens of millions of instructions.
 struct Operand {
-  enum class Kind : uint8_t { Register, Memory } kind = Kind::Register;
+  enum class Kind : uint8_t { Register, Memory, Tile, Immediate } kind = Kind::Register;
   int32_t reg = -1;     // Register
-  int32_t tensor = -1;  // Memory: index into Program::tensors
-  int64_t flat = 0;     // Memory: row-major element offset inside the tensor
+  int32_t tensor = -1;  // Memory: index into Program::tensors; Tile: index into Program::tiles
+  int64_t flat = 0;     // Memory: row-major element offset inside the tensor; Immediate: the value
   SourceLoc loc;
 
   static Operand r(int32_t reg) {
@@ -56,6 +84,18 @@ struct Operand {
     o.kind = Kind::Memory;
     o.tensor = tensor;
     o.flat = flat;
+    return o;
+  }
+  static Operand tile(int32_t tile_index) {
+    Operand o;
+    o.kind = Kind::Tile;
+    o.tensor = tile_index;
+    return o;
+  }
+  static Operand imm(int64_t value) {
+    Operand o;
+    o.kind = Kind::Immediate;
+    o.flat = value;
     return o;
   }
 };
@@ -83,9 +123,43 @@ struct Check {
 struct Program {
   std::string file;  // for diagnostics
   std::vector<TensorDecl> tensors;
+  std::vector<BufferDecl> buffers;
+  std::vector<TileRef> tiles;  // referenced by Tile operands
   std::vector<Instruction> instructions;
   std::vector<Check> checks;
 
+  int find_buffer(std::string_view name) const {
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (buffers[i].name == name) return static_cast<int>(i);
+    return -1;
+  }
+  bool has_tiles() const { return !tiles.empty(); }
+  int add_tile(const TileRef& t) {
+    tiles.push_back(t);
+    return static_cast<int>(tiles.size()) - 1;
+  }
+  // Tile views of whole things / row ranges, for generators.
+  TileRef buffer_tile(int buffer, bool transpose = false) const {
+    TileRef t;
+    t.is_buffer = true;
+    t.index = buffer;
+    t.rows = buffers[buffer].rows;
+    t.cols = buffers[buffer].cols;
+    t.row_stride = buffers[buffer].cols;
+    t.transpose = transpose;
+    return t;
+  }
+  TileRef tensor_rows(int tensor, int64_t row0, int64_t rows, bool transpose = false) const {
+    TileRef t;
+    t.index = tensor;
+    const auto& shape = tensors[tensor].shape;
+    t.row0 = row0;
+    t.rows = rows;
+    t.cols = shape.size() >= 2 ? shape.back() : 1;
+    t.row_stride = t.cols;
+    t.transpose = transpose;
+    return t;
+  }
   int find_tensor(std::string_view name) const {
     for (size_t i = 0; i < tensors.size(); ++i)
       if (tensors[i].name == name) return static_cast<int>(i);

@@ -12,6 +12,11 @@ void register_builtin_models() {
   register_regfile_models();
   register_mac_models();
   register_alu_models();
+  register_hbm_models();
+  register_sram_models();
+  register_dma_models();
+  register_mxu_models();
+  register_vpu_models();
 }
 
 Machine::Machine(const MachineConfig& config) {
@@ -24,26 +29,55 @@ Machine::Machine(const MachineConfig& config) {
   dtype_ = *parse_dtype(dtype);
   clock_ghz_ = top.get<double>("clock_ghz", 1.0, "GHz", "core clock: converts cycles to seconds", 1e-6);
 
-  ParamReader dram = top.child("dram", "off-chip memory");
-  dram_ = Registry<Dram>::instance().create("dram", dram, "word");
-  ParamReader regfile = top.child("regfile", "register file");
-  regfile_ = Registry<RegisterFile>::instance().create("regfile", regfile, "regfile");
-  ParamReader mac = top.child("mac", "multiply-accumulate unit");
-  mac_ = Registry<MacUnit>::instance().create("mac", mac, "mac");
-  ParamReader alu = top.child("alu", "arithmetic unit");
-  alu_ = Registry<Alu>::instance().create("alu", alu, "alu");
+  const BuildContext context{clock_ghz_};
+  // A machine has the units its config names: the toy machines dram/regfile/mac/alu, the tile machines
+  // hbm/sram/dma/mxu/vpu (or both sets).
+  std::vector<ParamReader> sections;
+  auto section = [&](const char* key, const char* description) -> ParamReader* {
+    if (!top.has(key)) {
+      top.child(key, description);  // declared, so the key is known; absent means no such unit
+      return nullptr;
+    }
+    sections.push_back(top.child(key, description));
+    return &sections.back();
+  };
+  sections.reserve(16);
+  if (auto* p = section("dram", "scalar off-chip memory (toy machines)"))
+    dram_ = Registry<Dram>::instance().create("dram", *p, "word", context);
+  if (auto* p = section("regfile", "scalar register file (toy machines)"))
+    regfile_ = Registry<RegisterFile>::instance().create("regfile", *p, "regfile", context);
+  if (auto* p = section("mac", "scalar multiply-accumulate unit (toy machines)"))
+    mac_ = Registry<MacUnit>::instance().create("mac", *p, "mac", context);
+  if (auto* p = section("alu", "scalar ALU (toy machines)"))
+    alu_ = Registry<Alu>::instance().create("alu", *p, "alu", context);
+  if (auto* p = section("hbm", "off-chip HBM (tile machines)"))
+    hbm_ = Registry<Hbm>::instance().create("hbm", *p, "hbm", context);
+  if (auto* p = section("sram", "on-chip SRAM for buffers (tile machines)"))
+    sram_ = Registry<Sram>::instance().create("sram", *p, "scratchpad", context);
+  if (auto* p = section("dma", "DMA engine between HBM and SRAM (tile machines)"))
+    dma_ = Registry<DmaEngine>::instance().create("dma", *p, "queue", context);
+  if (auto* p = section("mxu", "systolic matrix unit (tile machines)"))
+    mxu_ = Registry<MxuUnit>::instance().create("mxu", *p, "systolic", context);
+  if (auto* p = section("vpu", "vector unit (tile machines)"))
+    vpu_ = Registry<VpuUnit>::instance().create("vpu", *p, "simd", context);
   ParamReader seq = top.child("sequencer", "instruction issue");
   Sequencer::Params seq_params;
   seq_params.clock_ghz = clock_ghz_;
   register_sequencer_params(seq, seq_params);
-  for (const ParamReader* r : {&dram, &regfile, &mac, &alu, &seq}) r->finish();
+  for (const ParamReader& r : sections) r.finish();
+  seq.finish();
   top.finish();
-  sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, *dram_, *regfile_, *mac_, *alu_);
+  if (!dram_ && !hbm_) throw InputError(config.source->file, {}, "a machine needs a dram: (scalar) or hbm: (tile) section");
+  SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(),
+                       sram_.get(), dma_.get(),     mxu_.get(), vpu_.get()};
+  sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);
   effective_ = top.effective();
   docs_ = top.docs();
 }
 
-void Machine::load(const isa::Program& program, bool symbolic) { sequencer_->load(program, dtype_, symbolic); }
+void Machine::load(const isa::Program& program, bool symbolic, bool timing_only) {
+  sequencer_->load(program, dtype_, symbolic, timing_only);
+}
 
 void Machine::run() {
   sequencer_->start();
@@ -53,9 +87,10 @@ void Machine::run() {
 
 nlohmann::json Machine::stats_json() const {
   nlohmann::json out = nlohmann::json::object();
-  for (const Component* c : std::initializer_list<const Component*>{sequencer_.get(), dram_.get(), regfile_.get(),
-                                                                   mac_.get(), alu_.get()})
-    out[c->stats().name()] = c->stats().to_json();
+  for (const Component* c : std::initializer_list<const Component*>{
+           sequencer_.get(), dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(), sram_.get(),
+           dma_.get(), mxu_.get(), vpu_.get()})
+    if (c) out[c->stats().name()] = c->stats().to_json();
   return out;
 }
 

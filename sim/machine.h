@@ -26,11 +26,18 @@ class Machine {
   Dtype dtype() const { return dtype_; }
   double clock_ghz() const { return clock_ghz_; }
 
-  void load(const isa::Program& program, bool symbolic);
+  void load(const isa::Program& program, bool symbolic, bool timing_only = false);
   void run();  // sc_start() until the program completes; rethrows execution errors
 
+  bool has_scalar_units() const { return dram_ != nullptr; }
+  bool has_tile_units() const { return hbm_ != nullptr; }
   Dram& dram() { return *dram_; }
   RegisterFile& regfile() { return *regfile_; }
+  Hbm* hbm() { return hbm_.get(); }
+  Sram* sram() { return sram_.get(); }
+  MxuUnit* mxu() { return mxu_.get(); }
+  VpuUnit* vpu() { return vpu_.get(); }
+  DmaEngine* dma() { return dma_.get(); }
   Sequencer& sequencer() { return *sequencer_; }
   const nlohmann::json& effective_config() const { return effective_; }
   const std::vector<ParamDoc>& param_docs() const { return docs_; }
@@ -44,6 +51,11 @@ class Machine {
   std::unique_ptr<RegisterFile> regfile_;
   std::unique_ptr<MacUnit> mac_;
   std::unique_ptr<Alu> alu_;
+  std::unique_ptr<Hbm> hbm_;
+  std::unique_ptr<Sram> sram_;
+  std::unique_ptr<DmaEngine> dma_;
+  std::unique_ptr<MxuUnit> mxu_;
+  std::unique_ptr<VpuUnit> vpu_;
   std::unique_ptr<Sequencer> sequencer_;
   nlohmann::json effective_;
   std::vector<ParamDoc> docs_;

@@ -72,6 +72,35 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
     const auto& vv = initial[check.args[1]];
     for (int64_t j = 0; j < n; ++j)
       for (int64_t c = 0; c < d; ++c) reference[c] += p[j] * vv[j * d + c];
+  } else if (check.function == "attention" || check.function == "attention_causal") {
+    const bool causal = check.function == "attention_causal";
+    const auto& q = arg(0);
+    const auto& k = arg(1);
+    const auto& v = arg(2);
+    if (q.shape.size() != 2 || k.shape.size() != 2 || v.shape.size() != 2 || q.shape[1] != k.shape[1] ||
+        k.shape[0] != v.shape[0])
+      shape_error("needs Q[n][d], K[m][d] and V[m][dv]");
+    const int64_t n = q.shape[0], d = q.shape[1], keys = k.shape[0], dv = v.shape[1];
+    if (target.elements() != n * dv) shape_error("the target must be n x dv");
+    const auto& qv = initial[check.args[0]];
+    const auto& kv = initial[check.args[1]];
+    const auto& vv = initial[check.args[2]];
+    reference.assign(static_cast<size_t>(n * dv), 0.0);
+    std::vector<double> scores(static_cast<size_t>(keys));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t visible = causal ? std::min(keys, i + 1) : keys;
+      double row_max = -INFINITY;
+      for (int64_t j = 0; j < visible; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += qv[i * d + c] * kv[j * d + c];
+        scores[j] = dot;
+        row_max = std::max(row_max, dot);
+      }
+      double sum = 0;
+      for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - row_max));
+      for (int64_t j = 0; j < visible; ++j)
+        for (int64_t c = 0; c < dv; ++c) reference[i * dv + c] += scores[j] / sum * vv[j * dv + c];
+    }
   }
   const auto& got = final[check.target];
   CheckResult result;

@@ -18,6 +18,16 @@ uint64_t RunResult::total_dram_reads() const {
   for (const auto& [name, count] : dram_reads) total += count;
   return total;
 }
+uint64_t RunResult::total_hbm_bytes_read() const {
+  uint64_t total = 0;
+  for (const auto& [name, count] : hbm_bytes_read) total += count;
+  return total;
+}
+uint64_t RunResult::total_hbm_bytes_written() const {
+  uint64_t total = 0;
+  for (const auto& [name, count] : hbm_bytes_written) total += count;
+  return total;
+}
 uint64_t RunResult::total_dram_writes() const {
   uint64_t total = 0;
   for (const auto& [name, count] : dram_writes) total += count;
@@ -89,12 +99,15 @@ class TableRecorder : public StepObserver {
 RunResult run_program(const isa::Program& program, const RunOptions& options) {
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
-  machine.load(program, options.symbolic);
+  machine.load(program, options.symbolic, options.timing_only);
+  const bool tiles = machine.sequencer().tile_mode();
 
   std::vector<std::vector<double>> initial;
-  for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.dram().read_tensor(int(t)));
+  for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.sequencer().tensor_values(int(t)));
 
   std::unique_ptr<TableRecorder> recorder;
+  if (options.table && tiles)
+    throw InputError(program.file, {}, "--table prints scalar registers; tile programs report per-unit stats");
   if (options.table) {
     recorder = std::make_unique<TableRecorder>(program, machine.regfile(), options.symbolic);
     machine.sequencer().set_observer(recorder.get());
@@ -108,22 +121,34 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   result.instructions = seq.instructions();
   for (int op = 0; op < isa::kOpcodeCount; ++op)
     if (seq.per_opcode()[op]) result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = seq.per_opcode()[op];
-  const Dram& dram = machine.dram();
-  for (size_t t = 0; t < program.tensors.size(); ++t) {
-    result.dram_reads[program.tensors[t].name] = dram.reads_per_tensor[t];
-    result.dram_writes[program.tensors[t].name] = dram.writes_per_tensor[t];
+  result.tile_machine = tiles;
+  result.clock_ghz = machine.clock_ghz();
+  if (tiles) {
+    const Hbm& hbm = *machine.hbm();
+    for (size_t t = 0; t < program.tensors.size(); ++t) {
+      result.hbm_bytes_read[program.tensors[t].name] = hbm.bytes_read_per_tensor[t];
+      result.hbm_bytes_written[program.tensors[t].name] = hbm.bytes_written_per_tensor[t];
+    }
+  } else {
+    const Dram& dram = machine.dram();
+    for (size_t t = 0; t < program.tensors.size(); ++t) {
+      result.dram_reads[program.tensors[t].name] = dram.reads_per_tensor[t];
+      result.dram_writes[program.tensors[t].name] = dram.writes_per_tensor[t];
+    }
+    result.register_reads = machine.regfile().reads;
+    result.register_writes = machine.regfile().writes;
   }
-  result.register_reads = machine.regfile().reads;
-  result.register_writes = machine.regfile().writes;
   if (recorder)
     result.table = recorder->render(seq.aliases(), machine.regfile().params().allow_uninitialized_read);
 
   std::vector<std::vector<double>> final;
   for (size_t t = 0; t < program.tensors.size(); ++t) {
-    final.push_back(dram.read_tensor(int(t)));
+    final.push_back(machine.sequencer().tensor_values(int(t)));
     result.final_values[program.tensors[t].name] = final.back();
   }
-  for (const auto& check : program.checks)
+  // Timing-only runs keep no values to check.
+  if (!options.timing_only)
+    for (const auto& check : program.checks)
       result.checks.push_back(evaluate_check(program, check, initial, final, machine.dtype()));
 
   result.stats = {{"machine", machine.name()},
@@ -178,6 +203,32 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
   out << fmt::format("trace             {}\n", program.file);
   out << fmt::format("cycles            {}\n", r.cycles);
   out << fmt::format("instructions      {}   by opcode:{}\n", r.instructions, per(r.per_opcode));
+  if (r.tile_machine) {
+    const auto& st = r.stats["stats"];
+    out << fmt::format("time              {:.3f} us at {} GHz\n", r.cycles / (r.clock_ghz * 1e3), r.clock_ghz);
+    out << fmt::format("hbm bytes read    {}   by tensor:{}\n", r.total_hbm_bytes_read(), per(r.hbm_bytes_read));
+    out << fmt::format("hbm bytes written {}   by tensor:{}\n", r.total_hbm_bytes_written(),
+                       per(r.hbm_bytes_written));
+    auto stat = [&](const char* group, const char* name) -> nlohmann::json {
+      if (!st.contains(group) || !st[group].contains(name)) return nullptr;
+      return st[group][name]["value"];
+    };
+    for (const char* unit : {"mxu", "vpu", "dma"}) {
+      auto busy = stat(unit, "busy_cycles");
+      auto util = stat(unit, "utilisation");
+      if (busy.is_number())
+        out << fmt::format("{:17} busy {} cycles{}\n", std::string(unit), busy.get<uint64_t>(),
+                           util.is_number() ? fmt::format(", utilisation {:.1f}%", 100 * util.get<double>()) : "");
+    }
+    if (auto peak = stat("sram", "peak_occupancy_bytes"); peak.is_number())
+      out << fmt::format("sram peak         {} bytes\n", peak.get<uint64_t>());
+    if (auto flops = stat("mxu", "flops"); flops.is_number())
+      out << fmt::format("mxu flops         {}\n", flops.get<uint64_t>());
+    for (const auto& c : r.checks)
+      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n", c.description,
+                         c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+    return;
+  }
   out << fmt::format("dram reads        {}   by tensor:{}\n", r.total_dram_reads(), per(r.dram_reads));
   out << fmt::format("dram writes       {}   by tensor:{}\n", r.total_dram_writes(), per(r.dram_writes));
   out << fmt::format("register reads    {}\n", r.register_reads);

@@ -19,6 +19,7 @@ struct RunOptions {
   bool table = false;                  // print Step | Instruction | R0 | R1 | ...
   bool symbolic = false;               // registers carry expressions instead of numbers
   std::string stats_json;              // write stats here (atomically) when non-empty
+  bool timing_only = false;            // tile programs: counts and cycles only, no values
 };
 
 struct RunResult {
@@ -28,6 +29,10 @@ struct RunResult {
   std::map<std::string, uint64_t> per_opcode;
   std::map<std::string, uint64_t> dram_reads;   // per tensor
   std::map<std::string, uint64_t> dram_writes;  // per tensor
+  bool tile_machine = false;
+  std::map<std::string, uint64_t> hbm_bytes_read;     // per tensor, as requested by the program
+  std::map<std::string, uint64_t> hbm_bytes_written;  // per tensor
+  double clock_ghz = 1.0;
   uint64_t register_reads = 0;
   uint64_t register_writes = 0;
   std::vector<CheckResult> checks;
@@ -42,6 +47,8 @@ struct RunResult {
   }
   uint64_t total_dram_reads() const;
   uint64_t total_dram_writes() const;
+  uint64_t total_hbm_bytes_read() const;
+  uint64_t total_hbm_bytes_written() const;
 };
 
 RunResult run_program(const isa::Program& program, const RunOptions& options);

@@ -23,8 +23,8 @@ Alu::Alu(sc_core::sc_module_name instance, const Params& params) : Component(ins
 }
 
 void register_alu_models() {
-  Registry<Alu>::instance().add("alu", "scalar ALU (MAX SUB EXP ADD MUL DIV MOV)", [](const char* instance,
-                                                                                   ParamReader& p) {
+  Registry<Alu>::instance().add("alu", "scalar ALU (MAX SUB EXP ADD MUL DIV MOV)", [](const char* instance, ParamReader& p,
+                                                                                   const BuildContext&) {
     Alu::Params params;
     for (auto op : kAluOps) {
       std::string key(isa::mnemonic(op));

@@ -11,10 +11,17 @@
 
 namespace attnsim {
 
+// Machine-wide facts a model may need when it is built (e.g. the core clock, to turn GB/s into bytes per
+// cycle).
+struct BuildContext {
+  double clock_ghz = 1.0;
+};
+
 template <class Base>
 class Registry {
  public:
-  using Factory = std::function<std::unique_ptr<Base>(const char* instance_name, ParamReader&)>;
+  using Factory =
+      std::function<std::unique_ptr<Base>(const char* instance_name, ParamReader&, const BuildContext&)>;
 
   static Registry& instance() {
     static Registry registry;
@@ -26,11 +33,12 @@ class Registry {
   }
 
   // Reads `type:` from the reader (default_type when absent) and builds the model.
-  std::unique_ptr<Base> create(const char* instance_name, ParamReader& params, const std::string& default_type) {
+  std::unique_ptr<Base> create(const char* instance_name, ParamReader& params, const std::string& default_type,
+                               const BuildContext& context) {
     std::vector<std::string> names;
     for (const auto& [name, entry] : entries_) names.push_back(name);
     std::string type = params.choice("type", default_type, names, "model implementation");
-    return entries_.at(type).factory(instance_name, params);
+    return entries_.at(type).factory(instance_name, params, context);
   }
 
   std::map<std::string, std::string> types() const {

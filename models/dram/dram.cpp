@@ -72,7 +72,7 @@ std::vector<double> Dram::read_tensor(int tensor) const {
 
 void register_dram_models() {
   Registry<Dram>::instance().add("word", "word-addressed DRAM with fixed load/store latency",
-                                 [](const char* instance, ParamReader& p) {
+                                 [](const char* instance, ParamReader& p, const BuildContext&) {
                                    Dram::Params params;
                                    params.load_latency = p.get<int64_t>("load_latency", 1, "cycles",
                                                                         "cycles a LOAD occupies", 1);

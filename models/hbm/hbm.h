@@ -17,35 +17,44 @@ namespace attnsim {
 class Hbm : public Component {
  public:
   struct Params {
-    std::string preset = "h100-sxm-80gb";
+    std::string preset = "hbm3_h100_sxm_80gb";  // a name from hbm_presets(); HbmParams{} is this preset
     hbm::HbmParams timing;
   };
   Hbm(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz);
   const Params& params() const { return params_; }
 
   // Lays tensors out (each aligned to the interleave granularity); returns their base addresses and
-  // resets the ledger. Throws InputError(file, {}, ...) naming the tensors if capacity is exceeded.
+  // resets the ledger and the timing model (channel state too: a program starts at cycle 0). Throws
+  // InputError(file, {}, ...) naming the tensors if capacity is exceeded.
   std::vector<uint64_t> allocate(const std::vector<std::string>& names, const std::vector<uint64_t>& bytes,
                                  const std::string& file);
 
-  // A rows x row_bytes transfer with a stride, for tensor `tensor`; returns the completion cycle.
+  // A rows x row_bytes transfer with a stride, for tensor `tensor` (-1: not charged to any tensor);
+  // returns the completion cycle. Throws InputError if the range passes capacity or the stride is
+  // shorter than a row.
   uint64_t transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
                       bool is_write, uint64_t issue_cycle);
 
   const hbm::HbmTiming& timing() const { return *timing_; }
 
   std::vector<std::string> tensor_names;
-  std::vector<uint64_t> bytes_read_per_tensor;     // requested by the program
-  std::vector<uint64_t> bytes_written_per_tensor;  // requested by the program
-  std::vector<uint64_t> transferred_read_per_tensor;   // after sector rounding
+  std::vector<uint64_t> bytes_read_per_tensor;        // requested by the program
+  std::vector<uint64_t> bytes_written_per_tensor;     // requested by the program
+  std::vector<uint64_t> transferred_read_per_tensor;  // after sector rounding
   std::vector<uint64_t> transferred_written_per_tensor;
+  // Totals over all tensors, since allocate().
+  uint64_t bytes_read = 0;  // requested
+  uint64_t bytes_written = 0;
+  uint64_t transferred_read = 0;  // after sector rounding
+  uint64_t transferred_written = 0;
 
  private:
   Params params_;
   double core_clock_ghz_;
+  std::string file_;  // the program allocate() laid out, for errors from transfer2d
   std::unique_ptr<hbm::HbmTiming> timing_;
 };
 
-void register_hbm_models(double core_clock_ghz);  // YAML type "hbm"
+void register_hbm_models();  // YAML type "hbm"; the core clock comes from the BuildContext
 
 }  // namespace attnsim

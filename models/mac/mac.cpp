@@ -10,7 +10,7 @@ MacUnit::MacUnit(sc_core::sc_module_name instance, const Params& params) : Compo
 }
 
 void register_mac_models() {
-  Registry<MacUnit>::instance().add("mac", "scalar fused multiply-add unit", [](const char* instance, ParamReader& p) {
+  Registry<MacUnit>::instance().add("mac", "scalar fused multiply-add unit", [](const char* instance, ParamReader& p, const BuildContext&) {
     MacUnit::Params params;
     params.latency = p.get<int64_t>("latency", 1, "cycles", "cycles per MAC / MAC_Z", 1);
     return std::make_unique<MacUnit>(instance, params);

@@ -20,7 +20,7 @@ void RegisterFile::reset(bool symbolic) {
 
 void register_regfile_models() {
   Registry<RegisterFile>::instance().add(
-      "regfile", "flat register file of scalar registers R0..R(count-1)", [](const char* instance, ParamReader& p) {
+      "regfile", "flat register file of scalar registers R0..R(count-1)", [](const char* instance, ParamReader& p, const BuildContext&) {
         RegisterFile::Params params;
         params.count = p.get<int64_t>("count", 3, "registers", "number of registers", 1, 1 << 20);
         params.allow_uninitialized_read = p.get<bool>(

@@ -10,9 +10,14 @@ namespace {
 enum Unit : uint8_t { kDramPort = 0, kMacUnit = 1, kAluUnit = 2, kUnitCount = 3 };
 }
 
-Sequencer::Sequencer(sc_core::sc_module_name instance, const Params& params, Dram& dram, RegisterFile& regfile,
-                     MacUnit& mac, Alu& alu)
-    : Component(instance), params_(params), dram_(dram), regfile_(regfile), mac_(mac), alu_(alu) {
+Sequencer::Sequencer(sc_core::sc_module_name instance, const Params& params, const SequencerUnits& units)
+    : Component(instance),
+      params_(params),
+      units_(units),
+      dram_(units.dram),
+      regfile_(units.regfile),
+      mac_(units.mac),
+      alu_(units.alu) {
   SC_THREAD(run_thread);
   stats_.add(&cycles_, "cycles", "cycles", "cycles from the first issue to the last completion");
   stats_.add(&instructions_, "instructions", "instructions", "instructions executed");
@@ -41,13 +46,26 @@ void register_sequencer_params(ParamReader& p, Sequencer::Params& params) {
                                          "local time the sequencer may run ahead of the SystemC kernel", 1);
 }
 
-void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic) {
+void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bool timing_only) {
   program_ = &program;
   dtype_ = dtype;
   symbolic_ = symbolic;
-  dram_.allocate(program, dtype, symbolic);
-  regfile_.reset(symbolic);
-  const int registers = regfile_.count();
+  period_ = sc_core::sc_time(1.0 / params_.clock_ghz, sc_core::SC_NS);
+  quantum_ = static_cast<uint64_t>(params_.quantum_cycles);
+  aliases_.clear();
+  tile_mode_ = program.has_tiles() || !program.buffers.empty();
+  if (tile_mode_) {
+    if (symbolic) throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
+    load_tiles(program, timing_only);
+    return;
+  }
+  if (!dram_ || !regfile_ || !mac_ || !alu_)
+    throw InputError(program.file, {},
+                     "this is a scalar trace but the machine has no scalar units (dram, regfile, mac, alu); run it "
+                     "on a toy config");
+  dram_->allocate(program, dtype, symbolic);
+  regfile_->reset(symbolic);
+  const int registers = regfile_->count();
   code_.clear();
   code_.reserve(program.instructions.size());
   for (const auto& inst : program.instructions) {
@@ -67,19 +85,19 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic) {
     switch (inst.op) {
       case isa::Opcode::Load:
         d.tensor = ops[0].tensor;
-        d.address = dram_.base(d.tensor) + ops[0].flat;
+        d.address = dram_->base(d.tensor) + ops[0].flat;
         d.dst = ops[1].reg;
         d.unit = kDramPort;
-        d.latency = static_cast<uint32_t>(dram_.params().load_latency);
+        d.latency = static_cast<uint32_t>(dram_->params().load_latency);
         break;
       case isa::Opcode::Store:
         d.src[0] = ops[0].reg;
         d.source_count = 1;
         d.tensor = ops[1].tensor;
-        d.address = dram_.base(d.tensor) + ops[1].flat;
-        d.round_on_store = dram_.dtype(d.tensor) != dtype;
+        d.address = dram_->base(d.tensor) + ops[1].flat;
+        d.round_on_store = dram_->dtype(d.tensor) != dtype;
         d.unit = kDramPort;
-        d.latency = static_cast<uint32_t>(dram_.params().store_latency);
+        d.latency = static_cast<uint32_t>(dram_->params().store_latency);
         break;
       case isa::Opcode::MacZ:
       case isa::Opcode::Mac:
@@ -87,21 +105,18 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic) {
         for (size_t i = 0; i + 1 < ops.size(); ++i) d.src[i] = ops[i].reg;
         d.dst = ops.back().reg;
         d.unit = kMacUnit;
-        d.latency = static_cast<uint32_t>(mac_.params().latency);
+        d.latency = static_cast<uint32_t>(mac_->params().latency);
         break;
       default:
         d.source_count = static_cast<uint8_t>(ops.size() - 1);
         for (size_t i = 0; i + 1 < ops.size(); ++i) d.src[i] = ops[i].reg;
         d.dst = ops.back().reg;
         d.unit = kAluUnit;
-        d.latency = static_cast<uint32_t>(alu_.params().latency[static_cast<size_t>(inst.op)]);
+        d.latency = static_cast<uint32_t>(alu_->params().latency[static_cast<size_t>(inst.op)]);
         break;
     }
     code_.push_back(d);
   }
-  period_ = sc_core::sc_time(1.0 / params_.clock_ghz, sc_core::SC_NS);
-  quantum_ = static_cast<uint64_t>(params_.quantum_cycles);
-  aliases_.clear();
 }
 
 void Sequencer::uninitialized_read(size_t index, int source) const {
@@ -137,6 +152,10 @@ void Sequencer::run_thread() {
 
 void Sequencer::execute() {
   const bool blocking = params_.issue == Issue::Blocking;
+  if (tile_mode_) {
+    execute_tiles();
+    return;
+  }
   if (symbolic_) {
     blocking ? execute_symbolic<Issue::Blocking>() : execute_symbolic<Issue::Pipelined>();
     return;
@@ -190,13 +209,13 @@ struct IssueClock {
 
 template <Dtype D, Sequencer::Issue kIssue>
 void Sequencer::execute_numeric() {
-  double* regs = regfile_.values.data();
-  const uint8_t* written = regfile_.written.data();
-  uint8_t* written_mut = regfile_.written.data();
-  double* mem = dram_.words.data();
-  uint64_t* tensor_reads = dram_.reads_per_tensor.data();
-  uint64_t* tensor_writes = dram_.writes_per_tensor.data();
-  IssueClock<kIssue> clock(regfile_.values.size());
+  double* regs = regfile_->values.data();
+  const uint8_t* written = regfile_->written.data();
+  uint8_t* written_mut = regfile_->written.data();
+  double* mem = dram_->words.data();
+  uint64_t* tensor_reads = dram_->reads_per_tensor.data();
+  uint64_t* tensor_writes = dram_->writes_per_tensor.data();
+  IssueClock<kIssue> clock(regfile_->values.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
 
   const size_t n = code_.size();
@@ -216,7 +235,7 @@ void Sequencer::execute_numeric() {
         break;
       case isa::Opcode::Store:
         ++tensor_writes[d.tensor];
-        mem[d.address] = d.round_on_store ? round_to(dram_.dtype(d.tensor), a) : a;
+        mem[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), a) : a;
         goto next;
       case isa::Opcode::MacZ: result = MacUnit::mac_z(a, regs[d.src[1]]); break;
       case isa::Opcode::Mac: result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]); break;
@@ -244,11 +263,11 @@ void Sequencer::execute_numeric() {
 // a00·b00 in its table still computes (and checks) the values.
 template <Sequencer::Issue kIssue>
 void Sequencer::execute_symbolic() {
-  auto& regs = regfile_.symbols;
-  auto& values = regfile_.values;
-  auto& written = regfile_.written;
-  auto& mem = dram_.symbols_;
-  auto& words = dram_.words;
+  auto& regs = regfile_->symbols;
+  auto& values = regfile_->values;
+  auto& written = regfile_->written;
+  auto& mem = dram_->symbols_;
+  auto& words = dram_->words;
   IssueClock<kIssue> clock(regs.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
   for (size_t i = 0; i < code_.size(); ++i) {
@@ -264,14 +283,14 @@ void Sequencer::execute_symbolic() {
     double number = 0;
     switch (d.op) {
       case isa::Opcode::Load:
-        ++dram_.reads_per_tensor[d.tensor];
+        ++dram_->reads_per_tensor[d.tensor];
         result = mem[d.address];
         number = words[d.address];
         break;
       case isa::Opcode::Store: {
-        ++dram_.writes_per_tensor[d.tensor];
+        ++dram_->writes_per_tensor[d.tensor];
         mem[d.address] = a;
-        words[d.address] = d.round_on_store ? round_to(dram_.dtype(d.tensor), x) : x;
+        words[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), x) : x;
         // The stored node is printed by its memory name from now on (and in earlier table rows), as the
         // seed's tables print c00 for a00·b00 + a01·b10.
         const auto& target = program_->instructions[i].operand(1);
@@ -347,18 +366,18 @@ void Sequencer::finish(uint64_t end_cycle) {
   }
   // Unit counters derive from the opcode counts rather than being bumped in the hot loop.
   const auto count = [&](isa::Opcode op) { return per_opcode_[static_cast<size_t>(op)]; };
-  regfile_.reads = reg_reads;
-  regfile_.writes = reg_writes;
-  dram_.reads = count(isa::Opcode::Load);
-  dram_.writes = count(isa::Opcode::Store);
-  mac_.ops = count(isa::Opcode::MacZ) + count(isa::Opcode::Mac);
-  mac_.busy_cycles = mac_.ops * static_cast<uint64_t>(mac_.params().latency);
-  alu_.ops = 0;
-  alu_.busy_cycles = 0;
+  regfile_->reads = reg_reads;
+  regfile_->writes = reg_writes;
+  dram_->reads = count(isa::Opcode::Load);
+  dram_->writes = count(isa::Opcode::Store);
+  mac_->ops = count(isa::Opcode::MacZ) + count(isa::Opcode::Mac);
+  mac_->busy_cycles = mac_->ops * static_cast<uint64_t>(mac_->params().latency);
+  alu_->ops = 0;
+  alu_->busy_cycles = 0;
   for (size_t op = 0; op < per_opcode_.size(); ++op) {
     if (!Alu::handles(static_cast<isa::Opcode>(op))) continue;
-    alu_.ops += per_opcode_[op];
-    alu_.busy_cycles += per_opcode_[op] * static_cast<uint64_t>(alu_.params().latency[op]);
+    alu_->ops += per_opcode_[op];
+    alu_->busy_cycles += per_opcode_[op] * static_cast<uint64_t>(alu_->params().latency[op]);
   }
 }
 

@@ -11,9 +11,14 @@
 #include "isa/program.h"
 #include "models/alu/alu.h"
 #include "models/common/component.h"
+#include "models/dma/dma.h"
 #include "models/dram/dram.h"
+#include "models/hbm/hbm.h"
 #include "models/mac/mac.h"
+#include "models/mxu/mxu.h"
 #include "models/regfile/regfile.h"
+#include "models/sram/sram.h"
+#include "models/vpu/vpu.h"
 
 namespace attnsim {
 
@@ -22,6 +27,20 @@ class StepObserver {
  public:
   virtual ~StepObserver() = default;
   virtual void after_step(size_t instruction_index, uint64_t issue_cycle, uint64_t done_cycle) = 0;
+};
+
+// The units a machine has; any may be absent (null). Scalar traces need dram, regfile, mac and alu; tile
+// programs need hbm, sram, dma and whichever of mxu and vpu they use.
+struct SequencerUnits {
+  Dram* dram = nullptr;
+  RegisterFile* regfile = nullptr;
+  MacUnit* mac = nullptr;
+  Alu* alu = nullptr;
+  Hbm* hbm = nullptr;
+  Sram* sram = nullptr;
+  DmaEngine* dma = nullptr;
+  MxuUnit* mxu = nullptr;
+  VpuUnit* vpu = nullptr;
 };
 
 class Sequencer : public Component {
@@ -37,12 +56,16 @@ class Sequencer : public Component {
   };
 
   SC_HAS_PROCESS(Sequencer);
-  Sequencer(sc_core::sc_module_name instance, const Params& params, Dram& dram, RegisterFile& regfile,
-            MacUnit& mac, Alu& alu);
+  Sequencer(sc_core::sc_module_name instance, const Params& params, const SequencerUnits& units);
 
   // Decodes against this machine; throws InputError (with the trace location) for registers beyond the
   // register file. Also lays out DRAM and clears the register file.
-  void load(const isa::Program& program, Dtype dtype, bool symbolic);
+  // timing_only (tile programs): keep no values, only counts and cycles; memory then does not grow with
+  // the tensors' sizes.
+  void load(const isa::Program& program, Dtype dtype, bool symbolic, bool timing_only = false);
+  bool tile_mode() const { return tile_mode_; }
+  // Contents of a tensor after the run (scalar DRAM or tile HBM values); empty in timing-only runs.
+  std::vector<double> tensor_values(int tensor) const;
   void set_observer(StepObserver* observer) { observer_ = observer; }
   // Starts the loaded program; the caller then runs the kernel (sc_start) until it is idle. A machine can
   // run several programs one after another in one process (load, start, sc_start, repeat).
@@ -91,11 +114,48 @@ class Sequencer : public Component {
   }
   void sync(uint64_t now);
 
+  // The tile path (tile_path.cpp): decode against the buffers and tensors, then a scoreboarded loop.
+  struct TileOperand {
+    int32_t storage = -1;  // buffer or tensor index
+    bool is_buffer = false;
+    int64_t offset = 0;  // element offset of (row0, col0) in its storage
+    int64_t rows = 0, cols = 0;  // stored shape (before transpose)
+    int64_t row_stride = 0;
+    bool transpose = false;
+    int64_t out_rows() const { return transpose ? cols : rows; }
+    int64_t out_cols() const { return transpose ? rows : cols; }
+  };
+  struct TileDecoded {
+    isa::Opcode op;
+    uint8_t count = 0;
+    std::array<TileOperand, 4> ops;
+    std::array<int64_t, 2> imm{};
+  };
+  struct StorageState {
+    Dtype dtype = Dtype::F32;
+    uint64_t base = 0;        // HBM address (tensors) or SRAM offset (buffers)
+    uint64_t ready = 0;       // last write done
+    uint64_t reads_done = 0;  // last read done
+    std::vector<double> values;
+  };
+  void load_tiles(const isa::Program& program, bool timing_only);
+  void execute_tiles();
+  TileView view(const TileOperand& operand);
+  uint64_t sram_traffic(const TileDecoded& d, Sram& sram) const;
+  void require_unit(const void* unit, const char* name) const;
+
   Params params_;
-  Dram& dram_;
-  RegisterFile& regfile_;
-  MacUnit& mac_;
-  Alu& alu_;
+  SequencerUnits units_;
+  Dram* dram_;
+  RegisterFile* regfile_;
+  MacUnit* mac_;
+  Alu* alu_;
+
+  bool tile_mode_ = false;
+  bool timing_only_ = false;
+  std::vector<TileDecoded> tile_code_;
+  std::vector<StorageState> tensors_;
+  std::vector<StorageState> buffers_;
 
   const isa::Program* program_ = nullptr;
   std::vector<Decoded> code_;

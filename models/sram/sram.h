@@ -38,12 +38,15 @@ class Sram : public Component {
   uint64_t access_cycles(uint64_t bytes) const;
   void record_read(uint64_t bytes) { bytes_read += bytes; }
   void record_write(uint64_t bytes) { bytes_written += bytes; }
+  // The run's length, for the average-bandwidth formulas.
+  void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 
   uint64_t bytes_read = 0;
   uint64_t bytes_written = 0;
   uint64_t allocated_bytes = 0;
   uint64_t peak_occupancy_bytes = 0;
   uint64_t buffer_count = 0;
+  uint64_t elapsed_cycles = 0;
 
  private:
   Params params_;

@@ -22,6 +22,9 @@ class VpuUnit : public Component {
     std::array<int64_t, kVpuOpCount> latency{};            // cycles before the first vector's result
     std::array<int64_t, kVpuOpCount> cycles_per_vector{};  // issue interval per vector of `lanes` elements
   };
+  // The documented defaults (docs/models/vpu.md), the same ones the "simd" factory starts from. A bare
+  // Params{} has zero cycles per vector and is rejected by the constructor.
+  static Params default_params(int64_t lanes = 128);
   VpuUnit(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
 

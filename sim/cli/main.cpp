@@ -13,6 +13,7 @@
 #include "sim/machine.h"
 #include "sim/run.h"
 #include "traces/scalar.h"
+#include "traces/tile.h"
 
 namespace po = boost::program_options;
 using namespace attnsim;
@@ -66,6 +67,7 @@ int cmd_run(const std::vector<std::string>& args) {
                                                              "print the register table after every step")(
       "symbolic", po::bool_switch(&options.symbolic), "registers carry expressions (a00·b00) instead of numbers")(
       "stats-json", po::value(&options.stats_json), "write all stats and the effective config as JSON")(
+      "timing-only", po::bool_switch(&options.timing_only), "tile programs: skip values, keep counts and cycles")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -85,9 +87,19 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string kind, output;
   traces::ScalarInputs in;
   std::string x_values, v_values;
+  traces::AttentionShape shape;
+  int64_t block = 0;
+  std::string dtype = "f16";
   po::options_description desc("gen options");
   desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
-      "n", po::value(&in.n)->default_value(8), "number of elements")(
+      "n", po::value(&in.n)->default_value(8), "number of elements (scalar kinds) or sequence length (tile kinds)")(
+      "d", po::value(&shape.d)->default_value(64), "tile kinds: head dimension")(
+      "block", po::value(&block)->default_value(64), "tile kinds: B_r = B_c")(
+      "block-q", po::value(&shape.block_q), "tile kinds: B_r, query rows per tile (overrides --block)")(
+      "block-k", po::value(&shape.block_k), "tile kinds: B_c, key rows per tile (overrides --block)")(
+      "causal", po::bool_switch(&shape.causal), "tile kinds: causal mask")(
+      "double-buffer", po::bool_switch(&shape.double_buffer), "tile kinds: prefetch the next K/V block")(
+      "dtype", po::value(&dtype)->default_value("f16"), "tile kinds: storage dtype of Q, K, V, O")(
       "seed", po::value(&in.seed)->default_value(1), "seed of the random inputs")(
       "lo", po::value(&in.lo)->default_value(-4.0), "random inputs: lower bound")(
       "hi", po::value(&in.hi)->default_value(4.0), "random inputs: upper bound")(
@@ -99,6 +111,8 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string synopsis = "KIND [--n N] [--seed S] [--x 1,2,3] [--v ...] [-o FILE]\n\nkinds:\n";
   for (const auto& g : traces::scalar_generators())
     synopsis += fmt::format("  {:18} {} ({} registers)\n", g.name, g.description, g.registers);
+  synopsis += fmt::format("  {:18} {}\n", "flash2-forward", "tiled attention, FlashAttention-2 loop order (tile machines)");
+  synopsis += fmt::format("  {:18} {}\n", "standard-attention", "attention with all of S on chip (seed 003's standard)");
   auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
   if (parsed.help) return 0;
   auto split = [](const std::string& text) {
@@ -124,7 +138,18 @@ int cmd_gen(const std::vector<std::string>& args) {
   if (!v_values.empty()) in.v = split(v_values);
   isa::Program program;
   try {
-    program = traces::generate_scalar(kind, in);
+    if (kind == "flash2-forward" || kind == "standard-attention") {
+      shape.n = in.n;
+      shape.seed = in.seed;
+      if (!parsed.vars.count("block-q")) shape.block_q = block;
+      if (!parsed.vars.count("block-k")) shape.block_k = block;
+      auto parsed_dtype = parse_dtype(dtype);
+      if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
+      shape.dtype = *parsed_dtype;
+      program = kind == "flash2-forward" ? traces::flash2_forward(shape) : traces::standard_attention_on_chip(shape);
+    } else {
+      program = traces::generate_scalar(kind, in);
+    }
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim gen", {}, e.what());
   }

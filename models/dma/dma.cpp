@@ -1,0 +1,103 @@
+#include "models/dma/dma.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "models/common/registry.h"
+
+namespace attnsim {
+
+DmaEngine::DmaEngine(sc_core::sc_module_name instance, const Params& params)
+    : Component(instance), params_(params) {
+  if (params_.queue_depth < 1)
+    throw std::invalid_argument(
+        fmt::format("{}: queue_depth must be >= 1, found {}", name(), params_.queue_depth));
+  if (params_.setup_cycles < 0)
+    throw std::invalid_argument(
+        fmt::format("{}: setup_cycles must be >= 0, found {}", name(), params_.setup_cycles));
+
+  stats_.add(&transfers, "transfers", "transfers", "DMA transfers submitted (LOAD and STORE)");
+  stats_.add(&bytes_loaded, "bytes_loaded", "bytes",
+             "bytes moved HBM -> SRAM, as requested (before sector rounding)");
+  stats_.add(&bytes_stored, "bytes_stored", "bytes",
+             "bytes moved SRAM -> HBM, as requested (before sector rounding)");
+  stats_.add(
+      &queue_full_stall_cycles, "queue_full_stall_cycles", "cycles",
+      "cycles transfers waited for a free queue slot after their operands were ready, summed over transfers");
+  stats_.add(&busy_cycles, "busy_cycles", "cycles", "cycles with at least one transfer in flight");
+  stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
+  stats_.add_formula(
+      [this] {
+        return elapsed_cycles ? static_cast<double>(busy_cycles) / static_cast<double>(elapsed_cycles) : 0.0;
+      },
+      "utilisation", "fraction", "busy_cycles / elapsed_cycles; 0 before the run's length is set");
+  stats_.add_formula(
+      [this] {
+        return elapsed_cycles
+                   ? static_cast<double>(bytes_loaded + bytes_stored) / static_cast<double>(elapsed_cycles)
+                   : 0.0;
+      },
+      "average_bytes_per_cycle", "bytes/cycle", "(bytes_loaded + bytes_stored) / elapsed_cycles");
+}
+
+void DmaEngine::reset() {
+  in_flight_.clear();
+  busy_until_ = 0;
+  transfers = bytes_loaded = bytes_stored = queue_full_stall_cycles = busy_cycles = elapsed_cycles = 0;
+}
+
+DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, Hbm& hbm, Sram& sram) {
+  // Slots whose transfer has finished by ready_cycle are free again.
+  std::erase_if(in_flight_, [ready_cycle](uint64_t done) { return done <= ready_cycle; });
+  uint64_t start = ready_cycle;
+  if (in_flight_.size() >= static_cast<size_t>(params_.queue_depth)) {
+    // Full: wait for the earliest completion (transfers can finish out of order, so search).
+    auto earliest = std::min_element(in_flight_.begin(), in_flight_.end());
+    start = *earliest;  // > ready_cycle, or it would have been erased above
+    in_flight_.erase(earliest);
+    queue_full_stall_cycles += start - ready_cycle;
+  }
+
+  const uint64_t bytes = transfer.rows * transfer.row_bytes;
+  const uint64_t issue = start + static_cast<uint64_t>(params_.setup_cycles);
+  const uint64_t hbm_done = hbm.transfer2d(transfer.tensor, transfer.addr, transfer.rows, transfer.row_bytes,
+                                           transfer.stride_bytes, transfer.is_write, issue);
+  // The SRAM side streams alongside the HBM side through one port; whichever is slower decides.
+  const uint64_t done = std::max(hbm_done, issue + sram.access_cycles(bytes));
+
+  if (transfer.is_write) {
+    sram.record_read(bytes);
+    bytes_stored += bytes;
+  } else {
+    sram.record_write(bytes);
+    bytes_loaded += bytes;
+  }
+  transfers += 1;
+  // Starts never decrease, so the part of [start, done) not yet counted is [max(start, busy_until), done).
+  if (done > busy_until_) {
+    busy_cycles += done - std::max(start, busy_until_);
+    busy_until_ = done;
+  }
+  in_flight_.push_back(done);
+  return {start, done};
+}
+
+void register_dma_models() {
+  Registry<DmaEngine>::instance().add(
+      "queue", "DMA engine: bounded queue of in-flight HBM <-> SRAM transfers",
+      [](const char* instance, ParamReader& p, const BuildContext&) {
+        DmaEngine::Params d;
+        DmaEngine::Params params;
+        params.queue_depth =
+            p.get<int64_t>("queue_depth", d.queue_depth, "transfers",
+                           "transfers in flight at once; a further one waits for a slot", 1, 1 << 20);
+        params.setup_cycles =
+            p.get<int64_t>("setup_cycles", d.setup_cycles, "cycles",
+                           "fixed cost per transfer before its first HBM request", 0, 1 << 30);
+        return std::make_unique<DmaEngine>(instance, params);
+      });
+}
+
+}  // namespace attnsim

@@ -1,0 +1,186 @@
+#include "models/hbm/hbm.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <stdexcept>
+
+#include "models/common/registry.h"
+#include "models/hbm/hbm_presets.h"
+
+namespace attnsim {
+
+Hbm::Hbm(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz)
+    : Component(instance),
+      params_(params),
+      core_clock_ghz_(core_clock_ghz),
+      timing_(std::make_unique<hbm::HbmTiming>(params.timing, core_clock_ghz)) {
+  stats_.add(&bytes_read, "bytes_read", "bytes", "bytes the program read (LOADs), before sector rounding");
+  stats_.add(&bytes_written, "bytes_written", "bytes",
+             "bytes the program wrote (STOREs), before sector rounding");
+  stats_.add(&transferred_read, "transferred_read", "bytes",
+             "bytes read from the devices: requests rounded out to sectors");
+  stats_.add(&transferred_written, "transferred_written", "bytes",
+             "bytes written to the devices: requests rounded out to sectors");
+  stats_.add_vector(&bytes_read_per_tensor, &tensor_names, "bytes_read_per_tensor", "bytes",
+                    "bytes_read by tensor");
+  stats_.add_vector(&bytes_written_per_tensor, &tensor_names, "bytes_written_per_tensor", "bytes",
+                    "bytes_written by tensor");
+  stats_.add_vector(&transferred_read_per_tensor, &tensor_names, "transferred_read_per_tensor", "bytes",
+                    "transferred_read by tensor");
+  stats_.add_vector(&transferred_written_per_tensor, &tensor_names, "transferred_written_per_tensor", "bytes",
+                    "transferred_written by tensor");
+  // Derived from the timing model's window (earliest issue to latest completion), which allocate()
+  // restarts together with the counters above.
+  stats_.add_formula(
+      [this] { return timing_->achieved_bandwidth_gbps(); }, "achieved_bandwidth_gbps", "GB/s",
+      "(transferred_read + transferred_written) / (last completion - first issue), 1 GB = 1e9 B");
+  stats_.add_formula(
+      [this] { return timing_->achieved_bandwidth_gbps() / params_.timing.peak_bandwidth_gbps; },
+      "peak_bandwidth_fraction", "fraction", "achieved_bandwidth_gbps / peak_bandwidth_gbps");
+  stats_.add_formula(
+      [this] {
+        const uint64_t moved = transferred_read + transferred_written;
+        return moved ? static_cast<double>(bytes_read + bytes_written) / static_cast<double>(moved) : 1.0;
+      },
+      "sector_efficiency", "fraction",
+      "(bytes_read + bytes_written) / (transferred_read + transferred_written)");
+}
+
+std::vector<uint64_t> Hbm::allocate(const std::vector<std::string>& names, const std::vector<uint64_t>& bytes,
+                                    const std::string& file) {
+  if (names.size() != bytes.size())
+    throw std::invalid_argument(
+        fmt::format("{}: {} tensor names but {} sizes", name(), names.size(), bytes.size()));
+  // Interleave alignment puts every tensor's first byte on a chunk boundary, as a real allocator's
+  // page alignment would, so a tensor's channel spread does not depend on its neighbours' sizes.
+  const uint64_t align = params_.timing.interleave_bytes;
+  const uint64_t capacity = params_.timing.capacity_bytes;
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  std::vector<uint64_t> bases;
+  bases.reserve(bytes.size());
+  uint64_t end = 0;
+  bool saturated = false;
+  for (uint64_t size : bytes) {
+    const uint64_t rem = end % align;
+    uint64_t base = end;
+    if (rem != 0) saturated = saturated || __builtin_add_overflow(end, align - rem, &base);
+    bases.push_back(base);
+    saturated = saturated || __builtin_add_overflow(base, size, &end);
+    if (saturated) end = kMax;
+  }
+  if (end > capacity) {
+    std::string list;
+    for (size_t i = 0; i < names.size(); ++i)
+      list += fmt::format("{}{} {}", list.empty() ? "" : ", ", names[i], bytes[i]);
+    throw InputError(
+        file, {},
+        fmt::format("tensors need {} bytes (each aligned to {} bytes) but {}.capacity_bytes is {}: {}",
+                    saturated ? "more than 2^64" : std::to_string(end), align, basename(), capacity, list));
+  }
+  file_ = file;
+  tensor_names = names;
+  bytes_read_per_tensor.assign(names.size(), 0);
+  bytes_written_per_tensor.assign(names.size(), 0);
+  transferred_read_per_tensor.assign(names.size(), 0);
+  transferred_written_per_tensor.assign(names.size(), 0);
+  bytes_read = bytes_written = transferred_read = transferred_written = 0;
+  // A fresh timing model: the program's cycle 0 must not see channels busy from an earlier run.
+  timing_ = std::make_unique<hbm::HbmTiming>(params_.timing, core_clock_ghz_);
+  return bases;
+}
+
+uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
+                         bool is_write, uint64_t issue_cycle) {
+  if (tensor < -1 || tensor >= static_cast<int>(tensor_names.size()))
+    throw std::invalid_argument(
+        fmt::format("{}: tensor index {} but {} tensors are allocated", name(), tensor, tensor_names.size()));
+  const uint64_t before = is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred();
+  uint64_t done = 0;
+  try {
+    done = timing_->transfer2d(addr, rows, row_bytes, stride_bytes, is_write, issue_cycle);
+  } catch (const std::out_of_range& e) {
+    throw InputError(
+        file_, {},
+        fmt::format("{} of tensor {}: {} rows of {} bytes every {} bytes from address {} reach past "
+                    "{}.capacity_bytes ({}): {}",
+                    is_write ? "store" : "load", tensor >= 0 ? tensor_names[tensor] : "(none)", rows,
+                    row_bytes, stride_bytes, addr, basename(), params_.timing.capacity_bytes, e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw InputError(file_, {},
+                     fmt::format("{} of tensor {}: {}", is_write ? "store" : "load",
+                                 tensor >= 0 ? tensor_names[tensor] : "(none)", e.what()));
+  }
+  const uint64_t transferred =
+      (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
+  const uint64_t requested = rows * row_bytes;  // fits: the timing model checked the range
+  if (is_write) {
+    bytes_written += requested;
+    transferred_written += transferred;
+  } else {
+    bytes_read += requested;
+    transferred_read += transferred;
+  }
+  if (tensor >= 0) {
+    if (is_write) {
+      bytes_written_per_tensor[tensor] += requested;
+      transferred_written_per_tensor[tensor] += transferred;
+    } else {
+      bytes_read_per_tensor[tensor] += requested;
+      transferred_read_per_tensor[tensor] += transferred;
+    }
+  }
+  return done;
+}
+
+void register_hbm_models() {
+  std::vector<std::string> preset_names;
+  for (const hbm::HbmPreset& preset : hbm::hbm_presets()) preset_names.emplace_back(preset.name);
+  Registry<Hbm>::instance().add(
+      "hbm", "HBM: per-channel bandwidth, fixed latency, optional open-page banks (docs/models/hbm.md)",
+      [preset_names](const char* instance, ParamReader& p, const BuildContext& ctx) {
+        Hbm::Params params;
+        // The preset is read first: it supplies the default of every key below.
+        params.preset = p.choice("preset", Hbm::Params{}.preset, preset_names,
+                                 "named HBM part (hbm_presets.h); the keys below override single fields");
+        const hbm::HbmParams& d = hbm::hbm_preset(params.preset).params;
+        hbm::HbmParams& t = params.timing;
+        t = d;
+        t.capacity_bytes = static_cast<uint64_t>(p.get<int64_t>(
+            "capacity_bytes", static_cast<int64_t>(d.capacity_bytes), "bytes", "addressable HBM size", 1));
+        t.peak_bandwidth_gbps = p.get<double>("peak_bandwidth_gbps", d.peak_bandwidth_gbps, "GB/s",
+                                              "peak bandwidth summed over channels, 1 GB = 1e9 bytes", 1e-3);
+        t.channels = static_cast<uint32_t>(p.get<int64_t>(
+            "channels", d.channels, "channels", "independent channels (HBM pseudo-channels)", 1, 1 << 16));
+        t.interleave_bytes = static_cast<uint64_t>(p.get<int64_t>(
+            "interleave_bytes", static_cast<int64_t>(d.interleave_bytes), "bytes",
+            "contiguous bytes on one channel before the next; a multiple of the sector", 1, 1ll << 40));
+        t.access_granularity_bytes = static_cast<uint64_t>(
+            p.get<int64_t>("access_granularity_bytes", static_cast<int64_t>(d.access_granularity_bytes),
+                           "bytes", "sector: every request is rounded out to whole sectors", 1, 1ll << 30));
+        t.latency_ns = p.get<double>("latency_ns", d.latency_ns, "ns",
+                                     "fixed latency added after the last byte moves", 0);
+        t.bank.enabled =
+            p.get<bool>("bank_mode", d.bank.enabled, "", "model open-page banks and row buffers");
+        t.bank.banks_per_channel =
+            static_cast<uint32_t>(p.get<int64_t>("banks_per_channel", d.bank.banks_per_channel, "banks",
+                                                 "banks of one channel (bank_mode)", 1, 1 << 16));
+        t.bank.row_bytes = static_cast<uint64_t>(p.get<int64_t>(
+            "row_bytes", static_cast<int64_t>(d.bank.row_bytes), "bytes",
+            "row-buffer size of one bank (bank_mode); a multiple of the sector", 1, 1ll << 30));
+        t.bank.t_rcd_ns =
+            p.get<double>("t_rcd_ns", d.bank.t_rcd_ns, "ns", "activate to column command (bank_mode)", 0);
+        t.bank.t_rp_ns =
+            p.get<double>("t_rp_ns", d.bank.t_rp_ns, "ns", "precharge to activate (bank_mode)", 0);
+        t.bank.t_cl_ns =
+            p.get<double>("t_cl_ns", d.bank.t_cl_ns, "ns", "column command to first data (bank_mode)", 0);
+        try {
+          return std::make_unique<Hbm>(instance, params, ctx.clock_ghz);
+        } catch (const std::invalid_argument& e) {
+          // HbmTiming checks the combination (sector divides interleave, clock range, ...).
+          p.fail_node(YAML::Node(), p.key_path(), e.what());
+        }
+      });
+}
+
+}  // namespace attnsim

@@ -1,0 +1,133 @@
+#include "models/mxu/mxu.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "models/common/registry.h"
+
+namespace attnsim {
+
+namespace {
+
+std::string shape(const TileView& t) {
+  return fmt::format("{}x{}", t.rows, t.cols);
+}
+
+}  // namespace
+
+MxuUnit::MxuUnit(sc_core::sc_module_name instance, const Params& params)
+    : Component(instance), params_(params) {
+  if (params_.geometry.rows < 1 || params_.geometry.cols < 1)
+    throw std::invalid_argument(fmt::format("{}: array sides must be >= 1, found {}x{}", name(),
+                                            params_.geometry.rows, params_.geometry.cols));
+  if (params_.arrays < 1)
+    throw std::invalid_argument(fmt::format("{}: arrays must be >= 1, found {}", name(), params_.arrays));
+
+  stats_.add(&matmuls, "matmuls", "matmuls", "matrix products issued");
+  stats_.add(&macs, "macs", "MACs", "useful multiply-accumulates, M*K*N summed over matmuls");
+  stats_.add_formula([this] { return 2 * macs; }, "flops", "FLOPs",
+                     "2 * macs (a MAC is a multiply and an add)");
+  stats_.add(&busy_cycles, "busy_cycles", "cycles",
+             "cycles the unit was occupied: per matmul, the time of the array with the largest share of N");
+  stats_.add(&folds, "folds", "folds", "array-sized passes, summed over all arrays");
+  stats_.add(
+      &stall_cycles, "stall_cycles", "cycles",
+      "input-port cycles lost to stationary-plane loads or hand-offs on the array with the largest share");
+  stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
+  stats_.add_formula(
+      [this] {
+        const double pe_cycles = static_cast<double>(params_.geometry.rows) *
+                                 static_cast<double>(params_.geometry.cols) *
+                                 static_cast<double>(params_.arrays) * static_cast<double>(elapsed_cycles);
+        return pe_cycles > 0 ? static_cast<double>(macs) / pe_cycles : 0.0;
+      },
+      "utilisation", "fraction",
+      "macs / (rows * cols * arrays * elapsed_cycles); 0 before the run's length is set");
+}
+
+uint64_t MxuUnit::matmul(int64_t m, int64_t k, int64_t n) {
+  // N is dealt out as evenly as possible: `wide` arrays get one column more than the rest. With N < arrays
+  // only N arrays work. The arrays run in parallel, so the matmul takes as long as the widest share.
+  const int64_t arrays = params_.arrays;
+  if (n < 1)
+    throw std::invalid_argument(fmt::format("{}: matmul extents must be >= 1, found N = {}", name(), n));
+  const int64_t narrow_cols = n / arrays;
+  const int64_t wide = n % arrays;
+  const int64_t widest_cols = wide > 0 ? narrow_cols + 1 : narrow_cols;
+
+  const mxu::MatmulTiming widest = mxu::time_matmul(params_.geometry, m, k, widest_cols);
+  uint64_t fold_total = 0;
+  if (wide > 0) fold_total += static_cast<uint64_t>(wide) * widest.folds;
+  if (narrow_cols > 0) {
+    const int64_t narrow = arrays - wide;
+    const mxu::MatmulTiming narrow_timing =
+        wide > 0 ? mxu::time_matmul(params_.geometry, m, k, narrow_cols) : widest;
+    fold_total += static_cast<uint64_t>(narrow) * narrow_timing.folds;
+  }
+
+  // time_matmul only checked M*K*(widest share); the whole product must fit too.
+  uint64_t mk = 0;
+  uint64_t mkn = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(m), static_cast<uint64_t>(k), &mk) ||
+      __builtin_mul_overflow(mk, static_cast<uint64_t>(n), &mkn))
+    throw std::invalid_argument(fmt::format("{}: M * K * N does not fit in 64 bits", name()));
+
+  matmuls += 1;
+  macs += mkn;
+  busy_cycles += widest.cycles;
+  folds += fold_total;
+  stall_cycles += widest.stall_cycles;
+  return widest.cycles;
+}
+
+void MxuUnit::compute(const TileView& a, const TileView& b, const TileView* c, const TileView& d,
+                      Dtype dtype) {
+  if (a.cols != b.rows || a.rows != d.rows || b.cols != d.cols)
+    throw std::invalid_argument(
+        fmt::format("mxu: cannot compute d({}) = a({}) * b({})", shape(d), shape(a), shape(b)));
+  if (c && (c->rows != d.rows || c->cols != d.cols))
+    throw std::invalid_argument(fmt::format("mxu: accumulator c is {}, but d is {}", shape(*c), shape(d)));
+  if (!d.has_values()) return;  // timing-only run: nothing to write
+  if (!a.has_values() || !b.has_values() || (c && !c->has_values()))
+    throw std::invalid_argument("mxu: d holds values but an operand does not");
+
+  // Element (i, j) reads c(i, j) before writing d(i, j), so c may be d itself (d += a * b).
+  for (int64_t i = 0; i < d.rows; ++i) {
+    for (int64_t j = 0; j < d.cols; ++j) {
+      double sum = c ? c->at(i, j) : 0.0;
+      for (int64_t s = 0; s < a.cols; ++s) sum += a.at(i, s) * b.at(s, j);
+      d.at(i, j) = round_to(dtype, sum);
+    }
+  }
+}
+
+void register_mxu_models() {
+  Registry<MxuUnit>::instance().add(
+      "systolic", "systolic-array matrix unit timed by models/mxu/mxu_timing.h",
+      [](const char* instance, ParamReader& p, const BuildContext&) {
+        MxuUnit::Params params;
+        mxu::MxuGeometry& g = params.geometry;
+        g.rows = p.get<int64_t>("rows", 128, "PEs", "array height (K side for ws/is, M side for os)", 1);
+        g.cols = p.get<int64_t>("cols", 128, "PEs", "array width (N side for ws/os, M side for is)", 1);
+        const std::string dataflow =
+            p.choice("dataflow", "ws", {"ws", "os", "is"},
+                     "what stays in the array: weights (ws), outputs (os) or inputs (is)");
+        g.dataflow = dataflow == "ws"   ? mxu::Dataflow::kWeightStationary
+                     : dataflow == "os" ? mxu::Dataflow::kOutputStationary
+                                        : mxu::Dataflow::kInputStationary;
+        const std::string accounting = p.choice(
+            "accounting", "array", {"array", "ideal"},
+            "array: folds, loads and drains of a rows x cols array; ideal: seed 003's M + K + N - 2");
+        g.accounting = accounting == "array" ? mxu::Accounting::kArray : mxu::Accounting::kIdeal;
+        g.double_buffered_stationary = p.get<bool>(
+            "double_buffered", true, "",
+            "a shadow stationary plane (ws/is: weights load behind the current fold; os: outputs drain "
+            "behind the next pass)");
+        params.arrays = p.get<int64_t>("arrays", 1, "arrays",
+                                       "systolic arrays working in parallel; N is split evenly over them", 1);
+        return std::make_unique<MxuUnit>(instance, params);
+      });
+}
+
+}  // namespace attnsim

@@ -17,6 +17,7 @@ void register_builtin_models() {
   register_dma_models();
   register_mxu_models();
   register_vpu_models();
+  register_tile_regfile_models();
 }
 
 Machine::Machine(const MachineConfig& config) {
@@ -60,6 +61,8 @@ Machine::Machine(const MachineConfig& config) {
     mxu_ = Registry<MxuUnit>::instance().create("mxu", *p, "systolic", context);
   if (auto* p = section("vpu", "vector unit (tile machines)"))
     vpu_ = Registry<VpuUnit>::instance().create("vpu", *p, "simd", context);
+  if (auto* p = section("tile_regs", "tile register file: accumulators / vector registers (tile machines)"))
+    tile_regs_ = Registry<TileRegisterFile>::instance().create("tile_regs", *p, "vector_regs", context);
   ParamReader seq = top.child("sequencer", "instruction issue");
   Sequencer::Params seq_params;
   seq_params.clock_ghz = clock_ghz_;
@@ -69,7 +72,7 @@ Machine::Machine(const MachineConfig& config) {
   top.finish();
   if (!dram_ && !hbm_) throw InputError(config.source->file, {}, "a machine needs a dram: (scalar) or hbm: (tile) section");
   SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(),
-                       sram_.get(), dma_.get(),     mxu_.get(), vpu_.get()};
+                       sram_.get(), dma_.get(),     mxu_.get(), vpu_.get(), tile_regs_.get()};
   sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);
   effective_ = top.effective();
   docs_ = top.docs();
@@ -89,7 +92,7 @@ nlohmann::json Machine::stats_json() const {
   nlohmann::json out = nlohmann::json::object();
   for (const Component* c : std::initializer_list<const Component*>{
            sequencer_.get(), dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(), sram_.get(),
-           dma_.get(), mxu_.get(), vpu_.get()})
+           dma_.get(), mxu_.get(), vpu_.get(), tile_regs_.get()})
     if (c) out[c->stats().name()] = c->stats().to_json();
   return out;
 }

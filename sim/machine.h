@@ -56,6 +56,7 @@ class Machine {
   std::unique_ptr<DmaEngine> dma_;
   std::unique_ptr<MxuUnit> mxu_;
   std::unique_ptr<VpuUnit> vpu_;
+  std::unique_ptr<TileRegisterFile> tile_regs_;
   std::unique_ptr<Sequencer> sequencer_;
   nlohmann::json effective_;
   std::vector<ParamDoc> docs_;

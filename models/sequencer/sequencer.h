@@ -17,6 +17,7 @@
 #include "models/mac/mac.h"
 #include "models/mxu/mxu.h"
 #include "models/regfile/regfile.h"
+#include "models/regfile/tile_regfile.h"
 #include "models/sram/sram.h"
 #include "models/vpu/vpu.h"
 
@@ -41,6 +42,7 @@ struct SequencerUnits {
   DmaEngine* dma = nullptr;
   MxuUnit* mxu = nullptr;
   VpuUnit* vpu = nullptr;
+  TileRegisterFile* tile_regs = nullptr;  // holds `.buffer ... regs` buffers (accumulators, vector registers)
 };
 
 class Sequencer : public Component {
@@ -136,12 +138,13 @@ class Sequencer : public Component {
     uint64_t base = 0;        // HBM address (tensors) or SRAM offset (buffers)
     uint64_t ready = 0;       // last write done
     uint64_t reads_done = 0;  // last read done
+    bool in_regs = false;     // buffers: in the tile register file instead of SRAM
     std::vector<double> values;
   };
   void load_tiles(const isa::Program& program, bool timing_only);
   void execute_tiles();
   TileView view(const TileOperand& operand);
-  uint64_t sram_traffic(const TileDecoded& d, Sram& sram) const;
+  uint64_t operand_traffic(const TileDecoded& d) const;
   void require_unit(const void* unit, const char* name) const;
 
   Params params_;

@@ -83,18 +83,28 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   std::vector<uint64_t> bases = units_.hbm->allocate(names, sizes, program.file);
   for (size_t t = 0; t < tensors_.size(); ++t) tensors_[t].base = bases[t];
 
-  // SRAM buffers (the tile register file's `regs` space is not modelled separately yet).
-  std::vector<BufferRequest> requests;
+  // Buffers: SRAM by default, the tile register file for `regs` ones.
+  std::vector<BufferRequest> sram_requests, reg_requests;
+  std::vector<size_t> sram_index, reg_index;
   buffers_.assign(program.buffers.size(), {});
   for (size_t b = 0; b < program.buffers.size(); ++b) {
     const auto& decl = program.buffers[b];
     buffers_[b].dtype = decl.dtype.value_or(dtype_);
+    buffers_[b].in_regs = decl.space == isa::BufferDecl::Space::Regs;
     const uint64_t bytes = static_cast<uint64_t>(decl.rows * decl.cols) * dtype_bytes(buffers_[b].dtype);
-    requests.push_back({decl.name, bytes, decl.loc});
+    (buffers_[b].in_regs ? reg_requests : sram_requests).push_back({decl.name, bytes, decl.loc});
+    (buffers_[b].in_regs ? reg_index : sram_index).push_back(b);
     if (!timing_only) buffers_[b].values.assign(static_cast<size_t>(decl.rows * decl.cols), 0.0);
   }
-  std::vector<uint64_t> offsets = units_.sram->allocate(requests, program.file);
-  for (size_t b = 0; b < buffers_.size(); ++b) buffers_[b].base = offsets[b];
+  std::vector<uint64_t> offsets = units_.sram->allocate(sram_requests, program.file);
+  for (size_t i = 0; i < sram_index.size(); ++i) buffers_[sram_index[i]].base = offsets[i];
+  if (!reg_requests.empty()) {
+    if (!units_.tile_regs)
+      throw InputError(program.file, reg_requests.front().loc,
+                       "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
+    std::vector<uint64_t> first = units_.tile_regs->allocate(reg_requests, program.file);
+    for (size_t i = 0; i < reg_index.size(); ++i) buffers_[reg_index[i]].base = first[i];
+  }
 
   tile_code_.clear();
   tile_code_.reserve(program.instructions.size());
@@ -110,6 +120,12 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
         continue;
       }
       const isa::TileRef& ref = program.tiles[operand.tensor];
+      // The DMA engine moves data between HBM and SRAM; register-file buffers are filled with MOV.
+      if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
+          program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
+        throw InputError(program.file, operand.loc,
+                         "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
+                             "' is in the register file, so MOV it from or to an SRAM buffer");
       TileOperand& o = d.ops[i];
       o.storage = ref.index;
       o.is_buffer = ref.is_buffer;
@@ -122,23 +138,39 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
     tile_code_.push_back(d);
   }
   units_.dma->reset();
+  // Each run's unit counters are its own (a machine may run several programs in one process).
+  if (MxuUnit* mxu = units_.mxu) mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
+  if (VpuUnit* vpu = units_.vpu) {
+    vpu->ops = vpu->element_ops = vpu->busy_cycles = 0;
+    vpu->ops_by_kind.fill(0);
+  }
 }
 
-// Records the SRAM bytes an MXU/VPU instruction reads (sources) and writes (destination) and returns the
-// cycles one SRAM port needs to move them.
-uint64_t Sequencer::sram_traffic(const TileDecoded& d, Sram& sram) const {
+// Records the bytes an MXU/VPU instruction reads (sources) and writes (destination) in SRAM and in the
+// tile register file, and returns the cycles the busier of the two needs to move them.
+uint64_t Sequencer::operand_traffic(const TileDecoded& d) const {
   const size_t dst = d.op == isa::Opcode::Mask ? 0 : static_cast<size_t>(d.count - 1);
-  uint64_t read = 0, written = 0;
+  uint64_t sram_bytes = 0, reg_read = 0, reg_written = 0;
   for (size_t k = 0; k < d.count; ++k) {
     const TileOperand& o = d.ops[k];
     if (o.storage < 0) continue;
-    const uint64_t bytes = static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(buffers_[o.storage].dtype);
-    if (k == dst) written += bytes;
-    if (k != dst || d.op == isa::Opcode::Mask) read += bytes;  // MASK reads and rewrites its tile
+    const StorageState& s = buffers_[o.storage];
+    const uint64_t bytes = static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
+    const bool is_write = k == dst;
+    const bool is_read = k != dst || d.op == isa::Opcode::Mask;  // MASK reads and rewrites its tile
+    if (s.in_regs) {
+      if (is_read) units_.tile_regs->record_read(bytes), reg_read += bytes;
+      if (is_write) units_.tile_regs->record_write(bytes), reg_written += bytes;
+    } else {
+      if (is_read) units_.sram->record_read(bytes), sram_bytes += bytes;
+      if (is_write) units_.sram->record_write(bytes), sram_bytes += bytes;
+    }
   }
-  sram.record_read(read);
-  sram.record_write(written);
-  return sram.access_cycles(read + written);
+  uint64_t cycles = units_.sram->access_cycles(sram_bytes);
+  if (units_.tile_regs)
+    cycles = std::max({cycles, units_.tile_regs->access_cycles(reg_read, false),
+                       units_.tile_regs->access_cycles(reg_written, true)});
+  return cycles;
 }
 
 TileView Sequencer::view(const TileOperand& o) {
@@ -229,7 +261,7 @@ void Sequencer::execute_tiles() {
         const int64_t m = a.out_rows(), k = a.out_cols(), n = b.out_cols();
         uint64_t cycles = mxu.matmul(m, k, n);
         // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
-        cycles = std::max(cycles, sram_traffic(d, sram));
+        cycles = std::max(cycles, operand_traffic(d));
         done = start + cycles;
         mxu_free = done;
         if (values) {
@@ -258,7 +290,7 @@ void Sequencer::execute_tiles() {
         const int64_t rows = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_rows() : dst.out_rows();
         const int64_t cols = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_cols() : dst.out_cols();
         uint64_t cycles = vpu.op_cycles(op, rows, cols);
-        cycles = std::max(cycles, sram_traffic(d, sram));
+        cycles = std::max(cycles, operand_traffic(d));
         done = start + cycles;
         vpu_free = done;
         if (values) {
@@ -302,6 +334,8 @@ void Sequencer::execute_tiles() {
   for (uint64_t c : counts) instructions_ += c;
   if (units_.mxu) units_.mxu->set_elapsed(cycles_);
   if (units_.vpu) units_.vpu->set_elapsed(cycles_);
+  if (units_.tile_regs) units_.tile_regs->set_elapsed(cycles_);
+  sram.set_elapsed(cycles_);
   dma.set_elapsed(cycles_);
 }
 

@@ -289,7 +289,7 @@ TEST(TensorDirective, Zeros) {
 }
 
 TEST(TensorDirective, Errors) {
-  expect_error(".tensor a[2]\n.tensor a[3]\n", 2, 9, {"'a'", "declared twice"});
+  expect_error(".tensor a[2]\n.tensor a[3]\n", 2, 9, {"'a'", "already declared as a tensor"});
   expect_error(".tensor a[2] f8\n", 1, 14, {"unknown dtype 'f8'"});
   expect_error(".tensor a[2][2] = {1, 2, 3}\n", 1, 19, {"4 elements", "3 values"});
   expect_error(".tensor a[0]\n", 1, 11, {"positive integer"});

@@ -1,0 +1,165 @@
+// The tile machine end to end: seed 003's MXU figures, timing-only equivalence, DMA/compute overlap,
+// the HBM ledger of the FlashAttention-2 order against its closed form, SRAM capacity errors.
+#include <gtest/gtest.h>
+
+#include "isa/assembler.h"
+#include "sim/machine.h"
+#include "sim/run.h"
+#include "traces/tile.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kConfigs = std::string(ATTNSIM_SOURCE_DIR) + "/configs/";
+
+RunOptions on(const std::string& config, std::vector<std::string> overrides = {}) {
+  RunOptions o;
+  o.config_path = kConfigs + config + ".yaml";
+  o.overrides = std::move(overrides);
+  return o;
+}
+
+uint64_t mxu_busy(const RunResult& r) { return r.stats["stats"]["mxu"]["busy_cycles"]["value"].get<uint64_t>(); }
+
+// Seed 003's accounting: one array, M + K + N - 2 cycles per matmul whatever its size.
+RunResult seed003(const isa::Program& program) {
+  return run_program(program, on("tpu-v5e-like", {"mxu.accounting=ideal", "mxu.arrays=1"}));
+}
+
+// Seed 003's table, n = 512, d = 64, causal: the number of unmasked tiles and two matmuls per tile
+// (Q K^T: b x d x b, then P V: b x b x d), each M + K + N - 2.
+uint64_t seed003_flash_cycles(int64_t n, int64_t d, int64_t block) {
+  const int64_t tiles_per_side = n / block;
+  const int64_t unmasked = tiles_per_side * (tiles_per_side + 1) / 2;
+  const int64_t per_matmul = block + d + block - 2;
+  return static_cast<uint64_t>(unmasked * 2 * per_matmul);
+}
+
+TEST(Seed003, FlashBlock64MxuCycles) {
+  traces::AttentionShape s{.n = 512, .d = 64, .block_q = 64, .block_k = 64, .causal = true};
+  RunResult r = seed003(traces::flash2_forward(s));
+  EXPECT_EQ(mxu_busy(r), seed003_flash_cycles(512, 64, 64));
+  EXPECT_EQ(mxu_busy(r), 13680u);  // the figure printed in seed 003
+  EXPECT_TRUE(r.checks_passed());
+}
+
+TEST(Seed003, FlashBlock128MxuCycles) {
+  traces::AttentionShape s{.n = 512, .d = 64, .block_q = 128, .block_k = 128, .causal = true};
+  RunResult r = seed003(traces::flash2_forward(s));
+  EXPECT_EQ(mxu_busy(r), seed003_flash_cycles(512, 64, 128));
+  EXPECT_EQ(mxu_busy(r), 6360u);
+  EXPECT_TRUE(r.checks_passed());
+}
+
+TEST(Seed003, StandardMxuCycles) {
+  traces::AttentionShape s{.n = 512, .d = 64, .causal = true};
+  RunResult r = seed003(traces::standard_attention_on_chip(s));
+  const uint64_t qk = 512 + 64 + 512 - 2, pv = 512 + 512 + 64 - 2;
+  EXPECT_EQ(mxu_busy(r), qk + pv);
+  EXPECT_EQ(mxu_busy(r), 2172u);
+  EXPECT_TRUE(r.checks_passed());
+}
+
+// Timing-only keeps no values but must count and time exactly as the value mode does.
+TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  traces::AttentionShape s{.n = 200, .d = 32, .block_q = 64, .block_k = 32, .causal = true,
+                           .double_buffer = true};
+  isa::Program program = traces::flash2_forward(s);
+  machine.load(program, false, false);
+  machine.run();
+  const uint64_t cycles = machine.sequencer().cycles();
+  const auto opcodes = machine.sequencer().per_opcode();
+  const auto read = machine.hbm()->bytes_read_per_tensor;
+  const auto written = machine.hbm()->bytes_written_per_tensor;
+  const uint64_t mxu = machine.mxu()->busy_cycles;
+  EXPECT_FALSE(machine.sequencer().tensor_values(3).empty());
+  machine.load(program, false, true);
+  machine.run();
+  EXPECT_EQ(machine.sequencer().cycles(), cycles);
+  EXPECT_EQ(machine.sequencer().per_opcode(), opcodes);
+  EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, read);
+  EXPECT_EQ(machine.hbm()->bytes_written_per_tensor, written);
+  EXPECT_EQ(machine.mxu()->busy_cycles, mxu);
+  EXPECT_TRUE(machine.sequencer().tensor_values(3).empty());
+}
+
+// Prefetching the next K/V block into a second buffer lets the DMA run under the MXU/VPU work: fewer
+// cycles for the same bytes.
+TEST(DoubleBuffering, OverlapsTransfersWithCompute) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  traces::AttentionShape s{.n = 1024, .d = 64, .block_q = 64, .block_k = 64};
+  machine.load(traces::flash2_forward(s), false, true);
+  machine.run();
+  const uint64_t single = machine.sequencer().cycles();
+  const auto bytes = machine.hbm()->bytes_read_per_tensor;
+  s.double_buffer = true;
+  machine.load(traces::flash2_forward(s), false, true);
+  machine.run();
+  EXPECT_LT(machine.sequencer().cycles(), single);
+  EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, bytes);
+}
+
+// FlashAttention-2 order: Q and O move once, K and V once per query block; with ragged n the last
+// blocks are partial. Bytes = rows x d x element size.
+TEST(Flash2Ledger, RaggedNonCausalMatchesClosedForm) {
+  const int64_t n = 1000, d = 64, br = 64, bc = 48, elem = 2;  // f16
+  traces::AttentionShape s{.n = n, .d = d, .block_q = br, .block_k = bc};
+  RunResult r = run_program(traces::flash2_forward(s), on("h100"));
+  const int64_t query_blocks = (n + br - 1) / br;
+  EXPECT_EQ(r.hbm_bytes_read.at("Q"), static_cast<uint64_t>(n * d * elem));
+  EXPECT_EQ(r.hbm_bytes_read.at("K"), static_cast<uint64_t>(query_blocks * n * d * elem));
+  EXPECT_EQ(r.hbm_bytes_read.at("V"), static_cast<uint64_t>(query_blocks * n * d * elem));
+  EXPECT_EQ(r.hbm_bytes_written.at("O"), static_cast<uint64_t>(n * d * elem));
+  EXPECT_EQ(r.hbm_bytes_read.at("O"), 0u);
+  EXPECT_TRUE(r.checks_passed()) << r.checks[0].max_rel_error;
+}
+
+// Causal: query block i (rows [i*br, min(n, (i+1)*br))) reads the key blocks that start before its last
+// row; the last of them may be partial.
+TEST(Flash2Ledger, RaggedCausalMatchesClosedForm) {
+  const int64_t n = 1000, d = 64, br = 64, bc = 48, elem = 2;
+  traces::AttentionShape s{.n = n, .d = d, .block_q = br, .block_k = bc, .causal = true};
+  RunResult r = run_program(traces::flash2_forward(s), on("h100"));
+  int64_t key_rows = 0;
+  for (int64_t q0 = 0; q0 < n; q0 += br) {
+    const int64_t last_row = std::min(n, q0 + br) - 1;
+    for (int64_t k0 = 0; k0 <= last_row; k0 += bc) key_rows += std::min(bc, n - k0);
+  }
+  EXPECT_EQ(r.hbm_bytes_read.at("K"), static_cast<uint64_t>(key_rows * d * elem));
+  EXPECT_EQ(r.hbm_bytes_read.at("V"), static_cast<uint64_t>(key_rows * d * elem));
+  EXPECT_EQ(r.hbm_bytes_read.at("Q"), static_cast<uint64_t>(n * d * elem));
+  EXPECT_EQ(r.hbm_bytes_written.at("O"), static_cast<uint64_t>(n * d * elem));
+  EXPECT_TRUE(r.checks_passed()) << r.checks[0].max_rel_error;
+}
+
+// Results do not depend on the block size: in f32 every tiling matches the float64 reference closely
+// (one process per block size, as SystemC elaborates once).
+class Flash2Blocks : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(Flash2Blocks, MatchesReferenceInF32) {
+  const int64_t block = GetParam();
+  traces::AttentionShape s{.n = 130, .d = 32, .block_q = block, .block_k = block, .causal = true,
+                           .dtype = Dtype::F32};
+  RunResult r = run_program(traces::flash2_forward(s), on("h100", {"dtype=f32"}));
+  ASSERT_EQ(r.checks.size(), 1u);
+  EXPECT_LT(r.checks[0].max_rel_error, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Blocks, Flash2Blocks, ::testing::Values(16, 40, 64, 128, 130));
+
+TEST(SramCapacity, OverCapacityNamesEveryBuffer) {
+  traces::AttentionShape s{.n = 1024, .d = 128, .block_q = 256, .block_k = 256};
+  try {
+    run_program(traces::flash2_forward(s), on("h100"));
+    FAIL() << "the buffers cannot fit in 227 KB";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    for (const char* buffer : {"Qi", "Kj", "Vj", "S", "P", "Oi"})
+      EXPECT_NE(message.find(buffer), std::string::npos) << buffer << " missing from: " << message;
+    EXPECT_NE(message.find("232448"), std::string::npos) << message;  // the h100 preset's capacity
+  }
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -9,3 +9,6 @@ cmake --build build
 for variant in 0 1; do
   /usr/bin/time -f "peak RSS %M KiB" build/bench/attnsim_bench_scalar --benchmark_filter="/${variant}/"
 done
+for n in 20480 4096; do
+  /usr/bin/time -f "peak RSS %M KiB" build/bench/attnsim_bench_tile --benchmark_filter="/${n}/"
+done

@@ -1,7 +1,9 @@
 #include "traces/tile.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 namespace attnsim::traces {
 
@@ -41,12 +43,19 @@ class Builder {
     isa::TileRef t = p.buffer_tile(buffer, transpose);
     if (rows >= 0) t.rows = rows;
     if (cols >= 0) t.cols = cols;
-    return Operand::tile(p.add_tile(t));
+    // Buffer views repeat in every block: share one TileRef per distinct view.
+    auto key = std::make_tuple(buffer, t.rows, t.cols, transpose);
+    auto [it, inserted] = views_.try_emplace(key, 0);
+    if (inserted) it->second = p.add_tile(t);
+    return Operand::tile(it->second);
   }
   Operand rows_of(int tensor, int64_t row0, int64_t rows) { return Operand::tile(p.add_tile(p.tensor_rows(tensor, row0, rows))); }
   void emit(Opcode op, std::initializer_list<Operand> operands) { p.emit(op, operands); }
 
   isa::Program p;
+
+ private:
+  std::map<std::tuple<int, int64_t, int64_t, bool>, int> views_;
 };
 
 void check_shape(const AttentionShape& s) {

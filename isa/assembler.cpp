@@ -14,6 +14,12 @@ const std::vector<CheckFunction>& check_functions() {
       {"attend", 2, "o = sum_j softmax(x)_j * v_j (one query: scores x, values v)"},
       {"attention", 3, "O = softmax(Q K^T) V for Q, K, V of shape [n][d] (Q already scaled)"},
       {"attention_causal", 3, "as attention, with key j hidden from query i when j > i"},
+      {"attention_grad_q", 4, "dQ of attention(Q, K, V) for upstream gradient dO: args Q, K, V, dO"},
+      {"attention_grad_k", 4, "dK of attention(Q, K, V) for upstream gradient dO: args Q, K, V, dO"},
+      {"attention_grad_v", 4, "dV of attention(Q, K, V) for upstream gradient dO: args Q, K, V, dO"},
+      {"attention_causal_grad_q", 4, "dQ of attention_causal: args Q, K, V, dO"},
+      {"attention_causal_grad_k", 4, "dK of attention_causal: args Q, K, V, dO"},
+      {"attention_causal_grad_v", 4, "dV of attention_causal: args Q, K, V, dO"},
   };
   return functions;
 }

@@ -1,9 +1,9 @@
 #include "traces/tile.h"
 
+#include "traces/builder.h"
+
 #include <algorithm>
-#include <map>
 #include <stdexcept>
-#include <tuple>
 
 namespace attnsim::traces {
 
@@ -11,52 +11,6 @@ using isa::Opcode;
 using isa::Operand;
 
 namespace {
-
-class Builder {
- public:
-  explicit Builder(std::string file) { p.file = std::move(file); }
-
-  int tensor(const std::string& name, int64_t rows, int64_t cols, Dtype dtype, bool random, uint64_t seed) {
-    isa::TensorDecl t;
-    t.name = name;
-    t.shape = {rows, cols};
-    t.dtype = dtype;
-    if (random) {
-      t.init.kind = isa::TensorInit::Kind::Random;
-      t.init.seed = seed;
-      t.init.lo = -1.0;
-      t.init.hi = 1.0;
-    }
-    return p.add_tensor(std::move(t));
-  }
-  int buffer(const std::string& name, int64_t rows, int64_t cols, Dtype dtype) {
-    isa::BufferDecl b;
-    b.name = name;
-    b.rows = rows;
-    b.cols = cols;
-    b.dtype = dtype;
-    p.buffers.push_back(std::move(b));
-    return static_cast<int>(p.buffers.size()) - 1;
-  }
-  // A view of the top-left rows x cols of a buffer (ragged edge tiles use partial views).
-  Operand buf(int buffer, int64_t rows = -1, int64_t cols = -1, bool transpose = false) {
-    isa::TileRef t = p.buffer_tile(buffer, transpose);
-    if (rows >= 0) t.rows = rows;
-    if (cols >= 0) t.cols = cols;
-    // Buffer views repeat in every block: share one TileRef per distinct view.
-    auto key = std::make_tuple(buffer, t.rows, t.cols, transpose);
-    auto [it, inserted] = views_.try_emplace(key, 0);
-    if (inserted) it->second = p.add_tile(t);
-    return Operand::tile(it->second);
-  }
-  Operand rows_of(int tensor, int64_t row0, int64_t rows) { return Operand::tile(p.add_tile(p.tensor_rows(tensor, row0, rows))); }
-  void emit(Opcode op, std::initializer_list<Operand> operands) { p.emit(op, operands); }
-
-  isa::Program p;
-
- private:
-  std::map<std::tuple<int, int64_t, int64_t, bool>, int> views_;
-};
 
 void check_shape(const AttentionShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1)

@@ -196,7 +196,9 @@ class Assembler {
     if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
       SourceLoc type_loc = c.loc();
       std::string word = c.identifier();
-      if (word != "random") {
+      if (word == "fill") {
+        parse_fill(c, decl);
+      } else if (word != "random") {
         auto dtype = parse_dtype(word);
         if (!dtype) c.fail(type_loc, "unknown dtype '" + word + "' (known: f16, bf16, f32, f64)");
         decl.dtype = dtype;
@@ -205,16 +207,18 @@ class Assembler {
       }
     }
     if (c.accept('=')) {
-      if (decl.init.kind == TensorInit::Kind::Random)
+      if (decl.init.kind != TensorInit::Kind::Zeros)
         c.fail(decl.loc, "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
       parse_values(c, decl);
     } else if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
       SourceLoc word_loc = c.loc();
       std::string word = c.identifier();
-      if (word != "random") c.fail(word_loc, "expected '= {values}' or 'random(...)', found '" + word + "'");
-      if (decl.init.kind == TensorInit::Kind::Random)
-        c.fail(word_loc, "tensor '" + decl.name + "' has two random(...) initialisers");
-      parse_random(c, decl);
+      if (word != "random" && word != "fill")
+        c.fail(word_loc, "expected '= {values}', 'random(...)' or 'fill(...)', found '" + word + "'");
+      if (decl.init.kind != TensorInit::Kind::Zeros)
+        c.fail(word_loc, "tensor '" + decl.name + "' has two initialisers; keep one");
+      if (word == "fill") parse_fill(c, decl);
+      else parse_random(c, decl);
     }
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
     (void)where;
@@ -312,6 +316,17 @@ class Assembler {
       c.expect(']', "to close the index");
     }
     return dims;
+  }
+
+  // fill(v): every element v, e.g. fill(-inf) for a running max kept in memory.
+  void parse_fill(LineCursor& c, TensorDecl& decl) {
+    decl.init.kind = TensorInit::Kind::Fill;
+    c.expect('(', "after fill");
+    SourceLoc value_loc = c.loc();
+    auto value = c.number();
+    if (!value) c.fail(value_loc, "expected a number in fill(...)" + c.found());
+    decl.init.lo = *value;
+    c.expect(')', "to close fill(...)");
   }
 
   void parse_random(LineCursor& c, TensorDecl& decl) {

@@ -74,6 +74,7 @@ std::string disassemble(const Program& program) {
         out += "}";
         break;
       }
+      case TensorInit::Kind::Fill: out += fmt::format(" fill({})", format_number(t.init.lo)); break;
       case TensorInit::Kind::Random:
         out += fmt::format(" random(seed={}, lo={}, hi={})", t.init.seed, format_number(t.init.lo),
                            format_number(t.init.hi));

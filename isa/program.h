@@ -17,10 +17,10 @@ namespace attnsim::isa {
 
 // How a tensor's initial contents are produced.
 struct TensorInit {
-  enum class Kind : uint8_t { Zeros, Values, Random } kind = Kind::Zeros;
+  enum class Kind : uint8_t { Zeros, Values, Random, Fill } kind = Kind::Zeros;
   std::vector<double> values;  // Kind::Values, row-major
   uint64_t seed = 0;           // Kind::Random: uniform in [lo, hi)
-  double lo = -1.0;
+  double lo = -1.0;            // also Kind::Fill's value (e.g. -inf for a running max)
   double hi = 1.0;
 };
 
@@ -149,10 +149,12 @@ struct Program {
     t.transpose = transpose;
     return t;
   }
-  TileRef tensor_rows(int tensor, int64_t row0, int64_t rows, bool transpose = false) const {
+  // Rows of a tensor; for a tensor of rank 3 ([heads][n][d]) `head` picks the leading index.
+  TileRef tensor_rows(int tensor, int64_t row0, int64_t rows, bool transpose = false, int64_t head = 0) const {
     TileRef t;
     t.index = tensor;
     const auto& shape = tensors[tensor].shape;
+    if (shape.size() == 3) t.offset = head * shape[1] * shape[2];
     t.row0 = row0;
     t.rows = rows;
     t.cols = shape.size() >= 2 ? shape.back() : 1;

@@ -7,10 +7,14 @@ namespace attnsim {
 
 double tolerance_for(Dtype dtype) {
   switch (dtype) {
-    case Dtype::F64: return 1e-12;
-    case Dtype::F32: return 1e-5;
-    case Dtype::F16: return 5e-3;
-    case Dtype::BF16: return 4e-2;
+    case Dtype::F64:
+      return 1e-12;
+    case Dtype::F32:
+      return 1e-5;
+    case Dtype::F16:
+      return 5e-3;
+    case Dtype::BF16:
+      return 4e-2;
   }
   return 0;
 }
@@ -77,29 +81,37 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
     const auto& q = arg(0);
     const auto& k = arg(1);
     const auto& v = arg(2);
-    if (q.shape.size() != 2 || k.shape.size() != 2 || v.shape.size() != 2 || q.shape[1] != k.shape[1] ||
-        k.shape[0] != v.shape[0])
-      shape_error("needs Q[n][d], K[m][d] and V[m][dv]");
-    const int64_t n = q.shape[0], d = q.shape[1], keys = k.shape[0], dv = v.shape[1];
-    if (target.elements() != n * dv) shape_error("the target must be n x dv");
-    const auto& qv = initial[check.args[0]];
-    const auto& kv = initial[check.args[1]];
-    const auto& vv = initial[check.args[2]];
-    reference.assign(static_cast<size_t>(n * dv), 0.0);
+    // [n][d], or [heads][n][d] with independent heads (batch x heads flattened into one dimension).
+    const size_t rank = q.shape.size();
+    if (rank < 2 || rank > 3 || k.shape.size() != rank || v.shape.size() != rank ||
+        q.shape[rank - 1] != k.shape[rank - 1] || k.shape[rank - 2] != v.shape[rank - 2] ||
+        (rank == 3 && (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0])))
+      shape_error("needs Q[n][d], K[m][d] and V[m][dv], or the same with a leading [heads] dimension");
+    const int64_t heads = rank == 3 ? q.shape[0] : 1;
+    const int64_t n = q.shape[rank - 2], d = q.shape[rank - 1], keys = k.shape[rank - 2],
+                  dv = v.shape[rank - 1];
+    if (target.elements() != heads * n * dv) shape_error("the target must be [heads] x n x dv");
+    reference.assign(static_cast<size_t>(heads * n * dv), 0.0);
     std::vector<double> scores(static_cast<size_t>(keys));
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t visible = causal ? std::min(keys, i + 1) : keys;
-      double row_max = -INFINITY;
-      for (int64_t j = 0; j < visible; ++j) {
-        double dot = 0;
-        for (int64_t c = 0; c < d; ++c) dot += qv[i * d + c] * kv[j * d + c];
-        scores[j] = dot;
-        row_max = std::max(row_max, dot);
+    for (int64_t h = 0; h < heads; ++h) {
+      const double* qv = initial[check.args[0]].data() + h * n * d;
+      const double* kv = initial[check.args[1]].data() + h * keys * d;
+      const double* vv = initial[check.args[2]].data() + h * keys * dv;
+      double* out = reference.data() + h * n * dv;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t visible = causal ? std::min(keys, i + 1) : keys;
+        double row_max = -INFINITY;
+        for (int64_t j = 0; j < visible; ++j) {
+          double dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qv[i * d + c] * kv[j * d + c];
+          scores[j] = dot;
+          row_max = std::max(row_max, dot);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - row_max));
+        for (int64_t j = 0; j < visible; ++j)
+          for (int64_t c = 0; c < dv; ++c) out[i * dv + c] += scores[j] / sum * vv[j * dv + c];
       }
-      double sum = 0;
-      for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - row_max));
-      for (int64_t j = 0; j < visible; ++j)
-        for (int64_t c = 0; c < dv; ++c) reference[i * dv + c] += scores[j] / sum * vv[j * dv + c];
     }
   }
   const auto& got = final[check.target];

@@ -1,7 +1,7 @@
 #include "models/dram/dram.h"
 
-#include <random>
 
+#include "isa/init.h"
 #include "models/common/registry.h"
 
 namespace attnsim {
@@ -35,22 +35,7 @@ void Dram::allocate(const isa::Program& program, Dtype default_dtype, bool symbo
     sizes_.push_back(t.elements());
     dtypes_.push_back(dtype);
     names_.push_back(t.name);
-    double* out = words.data() + next;
-    switch (t.init.kind) {
-      case isa::TensorInit::Kind::Zeros: break;
-      case isa::TensorInit::Kind::Values:
-        for (int64_t i = 0; i < t.elements(); ++i) out[i] = round_to(dtype, t.init.values[i]);
-        break;
-      case isa::TensorInit::Kind::Random: {
-        // mt19937_64 with a fixed seed gives the same values on every platform.
-        std::mt19937_64 rng(t.init.seed);
-        for (int64_t i = 0; i < t.elements(); ++i) {
-          double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-          out[i] = round_to(dtype, t.init.lo + unit * (t.init.hi - t.init.lo));
-        }
-        break;
-      }
-    }
+    isa::materialize(t, dtype, words.data() + next);
     if (symbolic) {
       std::vector<int64_t> index(t.shape.size(), 0);
       for (int64_t i = 0; i < t.elements(); ++i) {

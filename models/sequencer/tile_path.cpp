@@ -3,9 +3,9 @@
 // their operands are ready and their unit is free. Times are computed, not ticked: each instruction's
 // start and completion come from the unit models, and the kernel is synchronised once per quantum.
 #include <algorithm>
-#include <random>
 
 #include "isa/disassembler.h"
+#include "isa/init.h"
 #include "models/sequencer/sequencer.h"
 
 namespace attnsim {
@@ -25,25 +25,6 @@ VpuOp vpu_op_of(isa::Opcode op) {
     case isa::Opcode::RowSum: return VpuOp::RowSum;
     case isa::Opcode::Mask: return VpuOp::MaskCausal;
     default: return VpuOp::Mov;
-  }
-}
-
-void fill_initial(const isa::TensorDecl& t, Dtype dtype, std::vector<double>& out) {
-  out.assign(static_cast<size_t>(t.elements()), 0.0);
-  switch (t.init.kind) {
-    case isa::TensorInit::Kind::Zeros: break;
-    case isa::TensorInit::Kind::Values:
-      for (size_t i = 0; i < out.size(); ++i) out[i] = round_to(dtype, t.init.values[i]);
-      break;
-    case isa::TensorInit::Kind::Random: {
-      // Same generator and mapping as the scalar DRAM, so a trace reads the same inputs on either machine.
-      std::mt19937_64 rng(t.init.seed);
-      for (auto& v : out) {
-        double unit = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-        v = round_to(dtype, t.init.lo + unit * (t.init.hi - t.init.lo));
-      }
-      break;
-    }
   }
 }
 
@@ -78,7 +59,7 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
     tensors_[t].dtype = decl.dtype.value_or(dtype_);
     names.push_back(decl.name);
     sizes.push_back(static_cast<uint64_t>(decl.elements()) * dtype_bytes(tensors_[t].dtype));
-    if (!timing_only) fill_initial(decl, tensors_[t].dtype, tensors_[t].values);
+    if (!timing_only) tensors_[t].values = isa::materialize(decl, tensors_[t].dtype);
   }
   std::vector<uint64_t> bases = units_.hbm->allocate(names, sizes, program.file);
   for (size_t t = 0; t < tensors_.size(); ++t) tensors_[t].base = bases[t];

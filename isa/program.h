@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <array>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -120,12 +121,23 @@ struct Check {
   SourceLoc loc;
 };
 
+// Instructions that arrive in chunks while the program runs, so a program of 10^7 tile instructions need
+// not sit in memory at once. Each chunk has its own tile table: its Tile operands index chunk_tiles.
+class ChunkSource {
+ public:
+  virtual ~ChunkSource() = default;
+  // Replaces the arguments' contents with the next chunk; false when the program has ended.
+  virtual bool next(std::vector<Instruction>& instructions, std::vector<TileRef>& chunk_tiles) = 0;
+};
+
 struct Program {
   std::string file;  // for diagnostics
   std::vector<TensorDecl> tensors;
   std::vector<BufferDecl> buffers;
   std::vector<TileRef> tiles;  // referenced by Tile operands
   std::vector<Instruction> instructions;
+  // When set, `instructions` and `tiles` are empty and the instructions come from here (traces/stream.h).
+  std::shared_ptr<ChunkSource> stream;
   std::vector<Check> checks;
 
   int find_buffer(std::string_view name) const {
@@ -133,7 +145,7 @@ struct Program {
       if (buffers[i].name == name) return static_cast<int>(i);
     return -1;
   }
-  bool has_tiles() const { return !tiles.empty(); }
+  bool has_tiles() const { return !tiles.empty() || stream != nullptr; }
   int add_tile(const TileRef& t) {
     tiles.push_back(t);
     return static_cast<int>(tiles.size()) - 1;

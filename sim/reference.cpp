@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <string>
 
 namespace attnsim {
 
@@ -31,6 +33,58 @@ std::vector<double> softmax_rows(const std::vector<double>& x, int64_t row_lengt
     for (int64_t j = 0; j < row_length; ++j) out[start + j] = std::exp(x[start + j] - m) / sum;
   }
   return out;
+}
+
+// Which gradient an attention_[causal_]grad_{q,k,v} check asks for.
+struct AttentionGrad {
+  bool causal = false;
+  char which = 'q';  // 'q', 'k' or 'v'
+};
+
+std::optional<AttentionGrad> attention_grad_kind(const std::string& function) {
+  for (bool causal : {false, true})
+    for (char which : {'q', 'k', 'v'})
+      if (function == std::string(causal ? "attention_causal_grad_" : "attention_grad_") + which)
+        return AttentionGrad{causal, which};
+  return std::nullopt;
+}
+
+// One head of the attention backward in float64 (seed 000): P = softmax(Q K^T) row by row, dP = dO V^T,
+// D_i = sum_j P_ij dP_ij, dS = P * (dP - D), then dQ = dS K, dK = dS^T Q, dV = P^T dO. D is taken from P and
+// dP rather than from a stored O, so the reference does not share the D_i identity with the schedules
+// under test. q is [n][d], k [m][d], v [m][dv], dout [n][dv]; out is dQ, dK or dV, accumulated into.
+void attention_grad_head(const AttentionGrad& g, const double* q, const double* k, const double* v,
+                         const double* dout, int64_t n, int64_t keys, int64_t d, int64_t dv, double* out) {
+  std::vector<double> p(static_cast<size_t>(keys)), dp(static_cast<size_t>(keys));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t visible = g.causal ? std::min(keys, i + 1) : keys;
+    double row_max = -INFINITY;
+    for (int64_t j = 0; j < visible; ++j) {
+      double dot = 0;
+      for (int64_t c = 0; c < d; ++c) dot += q[i * d + c] * k[j * d + c];
+      p[j] = dot;
+      row_max = std::max(row_max, dot);
+    }
+    double sum = 0;
+    for (int64_t j = 0; j < visible; ++j) sum += (p[j] = std::exp(p[j] - row_max));
+    double row_d = 0;
+    for (int64_t j = 0; j < visible; ++j) {
+      p[j] /= sum;
+      double dot = 0;
+      for (int64_t c = 0; c < dv; ++c) dot += dout[i * dv + c] * v[j * dv + c];
+      dp[j] = dot;
+      row_d += p[j] * dot;
+    }
+    for (int64_t j = 0; j < visible; ++j) {
+      const double ds = p[j] * (dp[j] - row_d);
+      if (g.which == 'q')
+        for (int64_t c = 0; c < d; ++c) out[i * d + c] += ds * k[j * d + c];
+      else if (g.which == 'k')
+        for (int64_t c = 0; c < d; ++c) out[j * d + c] += ds * q[i * d + c];
+      else
+        for (int64_t c = 0; c < dv; ++c) out[j * dv + c] += p[j] * dout[i * dv + c];
+    }
+  }
 }
 
 }  // namespace
@@ -113,6 +167,33 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
           for (int64_t c = 0; c < dv; ++c) out[i * dv + c] += scores[j] / sum * vv[j * dv + c];
       }
     }
+  } else if (const auto grad = attention_grad_kind(check.function)) {
+    const auto& q = arg(0);
+    const auto& k = arg(1);
+    const auto& v = arg(2);
+    const auto& dout = arg(3);
+    // [n][d], or [heads][n][d] with independent heads, as for attention().
+    const size_t rank = q.shape.size();
+    if (rank < 2 || rank > 3 || k.shape.size() != rank || v.shape.size() != rank ||
+        dout.shape.size() != rank || q.shape[rank - 1] != k.shape[rank - 1] ||
+        k.shape[rank - 2] != v.shape[rank - 2] || dout.shape[rank - 2] != q.shape[rank - 2] ||
+        dout.shape[rank - 1] != v.shape[rank - 1] ||
+        (rank == 3 && (k.shape[0] != q.shape[0] || v.shape[0] != q.shape[0] || dout.shape[0] != q.shape[0])))
+      shape_error(
+          "needs Q[n][d], K[m][d], V[m][dv] and dO[n][dv], or the same with a leading [heads] dimension");
+    const int64_t heads = rank == 3 ? q.shape[0] : 1;
+    const int64_t n = q.shape[rank - 2], d = q.shape[rank - 1], keys = k.shape[rank - 2],
+                  dv = v.shape[rank - 1];
+    const int64_t rows = grad->which == 'q' ? n : keys, cols = grad->which == 'v' ? dv : d;
+    if (target.elements() != heads * rows * cols)
+      shape_error(std::string("the target must be [heads] x ") + (grad->which == 'q' ? "n x d" : "m x d") +
+                  (grad->which == 'v' ? "v" : ""));
+    reference.assign(static_cast<size_t>(heads * rows * cols), 0.0);
+    for (int64_t h = 0; h < heads; ++h)
+      attention_grad_head(
+          *grad, initial[check.args[0]].data() + h * n * d, initial[check.args[1]].data() + h * keys * d,
+          initial[check.args[2]].data() + h * keys * dv, initial[check.args[3]].data() + h * n * dv, n, keys,
+          d, dv, reference.data() + h * rows * cols);
   }
   const auto& got = final[check.target];
   CheckResult result;

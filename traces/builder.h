@@ -3,11 +3,13 @@
 #pragma once
 
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
 #include "isa/program.h"
+#include "traces/stream.h"
 
 namespace attnsim::traces {
 
@@ -16,9 +18,10 @@ using isa::Operand;
 
 class Builder {
  public:
-  explicit Builder(std::string file) { p.file = std::move(file); }
+  explicit Builder(std::string file) : sink_(current_stream_sink()) { p.file = std::move(file); }
 
   int tensor(const std::string& name, int64_t rows, int64_t cols, Dtype dtype, bool random, uint64_t seed) {
+    declaring();
     isa::TensorDecl t;
     t.name = name;
     t.shape = {rows, cols};
@@ -32,6 +35,7 @@ class Builder {
     return p.add_tensor(std::move(t));
   }
   int buffer(const std::string& name, int64_t rows, int64_t cols, Dtype dtype) {
+    declaring();
     isa::BufferDecl b;
     b.name = name;
     b.rows = rows;
@@ -49,10 +53,11 @@ class Builder {
     auto key = std::make_tuple(buffer, t.rows, t.cols, transpose);
     auto [it, inserted] = views_.try_emplace(key, 0);
     if (inserted) it->second = p.add_tile(t);
-    return Operand::tile(it->second);
+    return tile_operand(it->second);
   }
   // A 1-D tensor of n values (row statistics such as m, l, D); its slices are rows x 1 tiles.
   int vector_tensor(const std::string& name, int64_t n, Dtype dtype) {
+    declaring();
     isa::TensorDecl t;
     t.name = name;
     t.shape = {n};
@@ -72,24 +77,65 @@ class Builder {
     return shared(t);
   }
   void check(const std::string& function, int target, std::vector<int> args) {
+    declaring();
     isa::Check c;
     c.function = function;
     c.target = target;
     c.args = std::move(args);
     p.checks.push_back(std::move(c));
   }
-  void emit(Opcode op, std::initializer_list<Operand> operands) { p.emit(op, operands); }
-  isa::Program take() { return std::move(p); }
+  // When streaming, a chunk is handed off after the instruction that fills it, so operands made inline in
+  // an emit() call always belong to that instruction's chunk. An operand kept in a variable across the
+  // hand-off would point into the old chunk's tile table: emit() detects that (the chunk number rides in
+  // the operand's unused `flat` field) and refuses it.
+  void emit(Opcode op, std::initializer_list<Operand> operands) {
+    for (const Operand& o : operands)
+      if (o.kind == Operand::Kind::Tile && o.flat != epoch_)
+        throw std::logic_error("a tile operand was kept across a stream chunk boundary; make operands inline");
+    p.emit(op, operands);
+    if (sink_ && p.instructions.size() >= sink_->chunk_instructions()) flush();
+  }
+  // The finished program; when streaming, the rest goes to the stream and only the header is returned.
+  isa::Program take() {
+    if (sink_) flush();
+    return std::move(p);
+  }
+  // Tensors declared so far, e.g. to read another tensor's declaration while generating.
+  const isa::Program& program() const { return p; }
 
   isa::Program p;
 
  private:
+  // Streaming: the header goes out with the first chunk, so everything must be declared before it.
+  void declaring() {
+    if (flushed_)
+      throw std::logic_error("generator declared a tensor, buffer or check after emitting instructions");
+  }
+  void flush() {
+    if (!flushed_) sink_->header(p);
+    flushed_ = true;
+    sink_->chunk(std::move(p.instructions), std::move(p.tiles));
+    p.instructions = {};
+    p.tiles = {};
+    views_.clear();
+    slices_.clear();
+    ++epoch_;
+  }
+
+  StreamSink* sink_ = nullptr;
+  bool flushed_ = false;
+  int64_t epoch_ = 0;  // chunks handed off so far
   // Tensor slices repeat too (K block j is read by every query block): one TileRef per distinct slice.
   Operand shared(const isa::TileRef& t) {
     auto key = std::make_tuple(t.index, t.offset, t.row0, t.rows, t.col0, t.cols, t.transpose);
     auto [it, inserted] = slices_.try_emplace(key, 0);
     if (inserted) it->second = p.add_tile(t);
-    return Operand::tile(it->second);
+    return tile_operand(it->second);
+  }
+  Operand tile_operand(int index) const {
+    Operand o = Operand::tile(index);
+    o.flat = epoch_;
+    return o;
   }
 
   std::map<std::tuple<int, int64_t, int64_t, bool>, int> views_;

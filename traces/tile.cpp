@@ -100,7 +100,7 @@ isa::Program flash2_forward(const AttentionShape& s) {
     b.emit(Opcode::Div, {b.buf(oi, rows), b.buf(l, rows), b.buf(oi, rows)});
     b.emit(Opcode::Store, {b.buf(oi, rows), b.rows_of(o, q0, rows)});
   }
-  return std::move(b.p);
+  return b.take();
 }
 
 isa::Program standard_attention_on_chip(const AttentionShape& s) {
@@ -137,7 +137,7 @@ isa::Program standard_attention_on_chip(const AttentionShape& s) {
   b.emit(Opcode::MacZ, {b.buf(pb), b.buf(vb), b.buf(ob)});
   b.emit(Opcode::Div, {b.buf(ob), b.buf(l), b.buf(ob)});
   b.emit(Opcode::Store, {b.buf(ob), b.rows_of(o, 0, s.n)});
-  return std::move(b.p);
+  return b.take();
 }
 
 }  // namespace attnsim::traces

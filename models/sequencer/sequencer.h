@@ -143,6 +143,7 @@ class Sequencer : public Component {
   };
   void load_tiles(const isa::Program& program, bool timing_only);
   void execute_tiles();
+  void decode_chunk(const std::vector<isa::Instruction>& instructions, const std::vector<isa::TileRef>& tiles);
   TileView view(const TileOperand& operand);
   uint64_t operand_traffic(const TileDecoded& d) const;
   void require_unit(const void* unit, const char* name) const;

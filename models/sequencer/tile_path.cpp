@@ -14,17 +14,28 @@ namespace {
 
 VpuOp vpu_op_of(isa::Opcode op) {
   switch (op) {
-    case isa::Opcode::Max: return VpuOp::Max;
-    case isa::Opcode::Sub: return VpuOp::Sub;
-    case isa::Opcode::Exp: return VpuOp::Exp;
-    case isa::Opcode::Add: return VpuOp::Add;
-    case isa::Opcode::Mul: return VpuOp::Mul;
-    case isa::Opcode::Div: return VpuOp::Div;
-    case isa::Opcode::Mov: return VpuOp::Mov;
-    case isa::Opcode::RowMax: return VpuOp::RowMax;
-    case isa::Opcode::RowSum: return VpuOp::RowSum;
-    case isa::Opcode::Mask: return VpuOp::MaskCausal;
-    default: return VpuOp::Mov;
+    case isa::Opcode::Max:
+      return VpuOp::Max;
+    case isa::Opcode::Sub:
+      return VpuOp::Sub;
+    case isa::Opcode::Exp:
+      return VpuOp::Exp;
+    case isa::Opcode::Add:
+      return VpuOp::Add;
+    case isa::Opcode::Mul:
+      return VpuOp::Mul;
+    case isa::Opcode::Div:
+      return VpuOp::Div;
+    case isa::Opcode::Mov:
+      return VpuOp::Mov;
+    case isa::Opcode::RowMax:
+      return VpuOp::RowMax;
+    case isa::Opcode::RowSum:
+      return VpuOp::RowSum;
+    case isa::Opcode::Mask:
+      return VpuOp::MaskCausal;
+    default:
+      return VpuOp::Mov;
   }
 }
 
@@ -41,14 +52,6 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   require_unit(units_.hbm, "hbm");
   require_unit(units_.sram, "sram");
   require_unit(units_.dma, "dma");
-  for (const auto& inst : program.instructions) {
-    for (const auto& operand : inst.operands())
-      if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
-        throw InputError(program.file, operand.loc,
-                         "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
-    if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac) require_unit(units_.mxu, "mxu");
-    else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store) require_unit(units_.vpu, "vpu");
-  }
 
   // HBM layout and values of the tensors.
   std::vector<std::string> names;
@@ -81,46 +84,19 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   for (size_t i = 0; i < sram_index.size(); ++i) buffers_[sram_index[i]].base = offsets[i];
   if (!reg_requests.empty()) {
     if (!units_.tile_regs)
-      throw InputError(program.file, reg_requests.front().loc,
-                       "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
+      throw InputError(
+          program.file, reg_requests.front().loc,
+          "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
     std::vector<uint64_t> first = units_.tile_regs->allocate(reg_requests, program.file);
     for (size_t i = 0; i < reg_index.size(); ++i) buffers_[reg_index[i]].base = first[i];
   }
 
-  tile_code_.clear();
-  tile_code_.reserve(program.instructions.size());
-  for (const auto& inst : program.instructions) {
-    TileDecoded d;
-    d.op = inst.op;
-    d.count = inst.operand_count;
-    int imm = 0;
-    for (size_t i = 0; i < inst.operand_count; ++i) {
-      const auto& operand = inst.operand(i);
-      if (operand.kind == isa::Operand::Kind::Immediate) {
-        d.imm[imm++] = operand.flat;
-        continue;
-      }
-      const isa::TileRef& ref = program.tiles[operand.tensor];
-      // The DMA engine moves data between HBM and SRAM; register-file buffers are filled with MOV.
-      if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
-          program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
-        throw InputError(program.file, operand.loc,
-                         "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
-                             "' is in the register file, so MOV it from or to an SRAM buffer");
-      TileOperand& o = d.ops[i];
-      o.storage = ref.index;
-      o.is_buffer = ref.is_buffer;
-      o.offset = ref.offset + ref.row0 * ref.row_stride + ref.col0;
-      o.rows = ref.rows;
-      o.cols = ref.cols;
-      o.row_stride = ref.row_stride;
-      o.transpose = ref.transpose;
-    }
-    tile_code_.push_back(d);
-  }
+  // An in-memory program is decoded (and so validated) before it runs; a streamed one chunk by chunk.
+  if (!program.stream) decode_chunk(program.instructions, program.tiles);
   units_.dma->reset();
   // Each run's unit counters are its own (a machine may run several programs in one process).
-  if (MxuUnit* mxu = units_.mxu) mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
+  if (MxuUnit* mxu = units_.mxu)
+    mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
   if (VpuUnit* vpu = units_.vpu) {
     vpu->ops = vpu->element_ops = vpu->busy_cycles = 0;
     vpu->ops_by_kind.fill(0);
@@ -154,6 +130,50 @@ uint64_t Sequencer::operand_traffic(const TileDecoded& d) const {
   return cycles;
 }
 
+void Sequencer::decode_chunk(const std::vector<isa::Instruction>& instructions,
+                             const std::vector<isa::TileRef>& tiles) {
+  tile_code_.clear();
+  tile_code_.reserve(instructions.size());
+  const isa::Program& program = *program_;
+  for (const auto& inst : instructions) {
+    for (const auto& operand : inst.operands())
+      if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
+        throw InputError(program.file, operand.loc,
+                         "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
+    if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
+      require_unit(units_.mxu, "mxu");
+    else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store)
+      require_unit(units_.vpu, "vpu");
+    TileDecoded d;
+    d.op = inst.op;
+    d.count = inst.operand_count;
+    int imm = 0;
+    for (size_t i = 0; i < inst.operand_count; ++i) {
+      const auto& operand = inst.operand(i);
+      if (operand.kind == isa::Operand::Kind::Immediate) {
+        d.imm[imm++] = operand.flat;
+        continue;
+      }
+      const isa::TileRef& ref = tiles[operand.tensor];
+      // The DMA engine moves data between HBM and SRAM; register-file buffers are filled with MOV.
+      if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
+          program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
+        throw InputError(program.file, operand.loc,
+                         "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
+                             "' is in the register file, so MOV it from or to an SRAM buffer");
+      TileOperand& o = d.ops[i];
+      o.storage = ref.index;
+      o.is_buffer = ref.is_buffer;
+      o.offset = ref.offset + ref.row0 * ref.row_stride + ref.col0;
+      o.rows = ref.rows;
+      o.cols = ref.cols;
+      o.row_stride = ref.row_stride;
+      o.transpose = ref.transpose;
+    }
+    tile_code_.push_back(d);
+  }
+}
+
 TileView Sequencer::view(const TileOperand& o) {
   auto& storage = o.is_buffer ? buffers_[o.storage] : tensors_[o.storage];
   TileView v;
@@ -184,128 +204,146 @@ void Sequencer::execute_tiles() {
   uint64_t vpu_free = 0;
   std::vector<uint64_t> tensor_written(tensors_.size(), 0);  // HBM read-after-write, per tensor
 
-  for (size_t i = 0; i < tile_code_.size(); ++i) {
-    const TileDecoded& d = tile_code_[i];
-    ++counts[static_cast<size_t>(d.op)];
-    // Scoreboard: sources must be written, the destination's earlier readers and writer done.
-    const size_t dst_index = d.op == isa::Opcode::Store   ? 1
-                             : d.op == isa::Opcode::Mask ? 0
-                                                         : static_cast<size_t>(d.count - 1);
-    uint64_t ready = next_issue;
-    for (size_t k = 0; k < d.count; ++k) {
-      const TileOperand& o = d.ops[k];
-      if (o.storage < 0) continue;  // immediate
-      if (o.is_buffer) {
-        const StorageState& s = buffers_[o.storage];
-        ready = std::max(ready, s.ready);
-        if (k == dst_index) ready = std::max(ready, s.reads_done);
-      } else if (k != dst_index) {
-        ready = std::max(ready, tensor_written[o.storage]);
-      }
+  std::vector<isa::Instruction> chunk_instructions;
+  std::vector<isa::TileRef> chunk_tiles;
+  size_t executed = 0;
+  bool more = true;
+  while (more) {
+    if (program_->stream) {
+      if (!program_->stream->next(chunk_instructions, chunk_tiles)) break;
+      decode_chunk(chunk_instructions, chunk_tiles);
+    } else {
+      more = false;  // the whole program was decoded at load
     }
-    uint64_t start = ready;
-    uint64_t done = ready;
-    const TileOperand& dst = d.ops[dst_index];
-    switch (d.op) {
-      case isa::Opcode::Load:
-      case isa::Opcode::Store: {
-        const bool is_store = d.op == isa::Opcode::Store;
-        const TileOperand& mem = d.ops[is_store ? 1 : 0];
-        const StorageState& tensor = tensors_[mem.storage];
-        const uint64_t elem = static_cast<uint64_t>(dtype_bytes(tensor.dtype));
-        DmaEngine::Transfer transfer;
-        transfer.tensor = mem.storage;
-        transfer.addr = tensor.base + static_cast<uint64_t>(mem.offset) * elem;
-        transfer.rows = static_cast<uint64_t>(mem.rows);
-        transfer.row_bytes = static_cast<uint64_t>(mem.cols) * elem;
-        transfer.stride_bytes = static_cast<uint64_t>(mem.row_stride) * elem;
-        transfer.is_write = is_store;
-        DmaEngine::Timing t = dma.submit(ready, transfer, hbm, sram);
-        start = t.start;
-        done = t.done;
-        if (is_store) tensor_written[mem.storage] = std::max(tensor_written[mem.storage], done);
-        if (values) {
-          TileView from = view(d.ops[0]);
-          TileView to = view(d.ops[1]);
-          const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : buffers_[d.ops[1].storage].dtype;
-          for (int64_t r = 0; r < to.rows; ++r)
-            for (int64_t c = 0; c < to.cols; ++c) to.at(r, c) = round_to(to_dtype, from.at(r, c));
+    for (size_t c = 0; c < tile_code_.size(); ++c) {
+      const size_t i = executed++;
+      const TileDecoded& d = tile_code_[c];
+      ++counts[static_cast<size_t>(d.op)];
+      // Scoreboard: sources must be written, the destination's earlier readers and writer done.
+      const size_t dst_index = d.op == isa::Opcode::Store  ? 1
+                               : d.op == isa::Opcode::Mask ? 0
+                                                           : static_cast<size_t>(d.count - 1);
+      uint64_t ready = next_issue;
+      for (size_t k = 0; k < d.count; ++k) {
+        const TileOperand& o = d.ops[k];
+        if (o.storage < 0) continue;  // immediate
+        if (o.is_buffer) {
+          const StorageState& s = buffers_[o.storage];
+          ready = std::max(ready, s.ready);
+          if (k == dst_index) ready = std::max(ready, s.reads_done);
+        } else if (k != dst_index) {
+          ready = std::max(ready, tensor_written[o.storage]);
         }
-        break;
       }
-      case isa::Opcode::MacZ:
-      case isa::Opcode::Mac: {
-        MxuUnit& mxu = *units_.mxu;
-        start = std::max(ready, mxu_free);
-        const TileOperand& a = d.ops[0];
-        const TileOperand& b = d.ops[1];
-        const int64_t m = a.out_rows(), k = a.out_cols(), n = b.out_cols();
-        uint64_t cycles = mxu.matmul(m, k, n);
-        // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
-        cycles = std::max(cycles, operand_traffic(d));
-        done = start + cycles;
-        mxu_free = done;
-        if (values) {
-          TileView va = view(a), vb = view(b), vd = view(d.ops[d.count - 1]);
-          std::optional<TileView> vc;
-          if (d.op == isa::Opcode::Mac) vc = view(d.ops[2]);
-          const Dtype out = buffers_[d.ops[d.count - 1].storage].dtype;
-          const bool aliases = d.ops[0].storage == dst.storage || d.ops[1].storage == dst.storage;
-          if (!aliases) {
-            MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
-          } else {
-            std::vector<double> scratch(static_cast<size_t>(vd.rows * vd.cols));
-            TileView tmp{scratch.data(), vd.rows, vd.cols, vd.cols, false};
-            MxuUnit::compute(va, vb, vc ? &*vc : nullptr, tmp, out);
-            for (int64_t r = 0; r < vd.rows; ++r)
-              for (int64_t c = 0; c < vd.cols; ++c) vd.at(r, c) = tmp.at(r, c);
+      uint64_t start = ready;
+      uint64_t done = ready;
+      const TileOperand& dst = d.ops[dst_index];
+      switch (d.op) {
+        case isa::Opcode::Load:
+        case isa::Opcode::Store: {
+          const bool is_store = d.op == isa::Opcode::Store;
+          const TileOperand& mem = d.ops[is_store ? 1 : 0];
+          const StorageState& tensor = tensors_[mem.storage];
+          const uint64_t elem = static_cast<uint64_t>(dtype_bytes(tensor.dtype));
+          DmaEngine::Transfer transfer;
+          transfer.tensor = mem.storage;
+          transfer.addr = tensor.base + static_cast<uint64_t>(mem.offset) * elem;
+          transfer.rows = static_cast<uint64_t>(mem.rows);
+          transfer.row_bytes = static_cast<uint64_t>(mem.cols) * elem;
+          transfer.stride_bytes = static_cast<uint64_t>(mem.row_stride) * elem;
+          transfer.is_write = is_store;
+          DmaEngine::Timing t = dma.submit(ready, transfer, hbm, sram);
+          start = t.start;
+          done = t.done;
+          if (is_store) tensor_written[mem.storage] = std::max(tensor_written[mem.storage], done);
+          if (values) {
+            TileView from = view(d.ops[0]);
+            TileView to = view(d.ops[1]);
+            const Dtype to_dtype =
+                is_store ? tensors_[d.ops[1].storage].dtype : buffers_[d.ops[1].storage].dtype;
+            for (int64_t r = 0; r < to.rows; ++r)
+              for (int64_t c = 0; c < to.cols; ++c) to.at(r, c) = round_to(to_dtype, from.at(r, c));
           }
+          break;
         }
-        break;
-      }
-      default: {
-        VpuUnit& vpu = *units_.vpu;
-        start = std::max(ready, vpu_free);
-        const VpuOp op = vpu_op_of(d.op);
-        const TileOperand& src = d.ops[0];
-        const int64_t rows = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_rows() : dst.out_rows();
-        const int64_t cols = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_cols() : dst.out_cols();
-        uint64_t cycles = vpu.op_cycles(op, rows, cols);
-        cycles = std::max(cycles, operand_traffic(d));
-        done = start + cycles;
-        vpu_free = done;
-        if (values) {
-          const Dtype out = buffers_[dst.storage].dtype;
-          if (d.op == isa::Opcode::Mask) {
-            VpuUnit::mask_causal(view(dst), d.imm[0], d.imm[1]);
-          } else if (d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum) {
-            VpuUnit::reduce(op, view(src), view(dst), out);
-          } else if (d.op == isa::Opcode::Exp || d.op == isa::Opcode::Mov) {
-            VpuUnit::elementwise(op, view(src), nullptr, view(dst), out);
-          } else {
-            TileView b = view(d.ops[1]);
-            VpuUnit::elementwise(op, view(src), &b, view(dst), out);
+        case isa::Opcode::MacZ:
+        case isa::Opcode::Mac: {
+          MxuUnit& mxu = *units_.mxu;
+          start = std::max(ready, mxu_free);
+          const TileOperand& a = d.ops[0];
+          const TileOperand& b = d.ops[1];
+          const int64_t m = a.out_rows(), k = a.out_cols(), n = b.out_cols();
+          uint64_t cycles = mxu.matmul(m, k, n);
+          // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
+          cycles = std::max(cycles, operand_traffic(d));
+          done = start + cycles;
+          mxu_free = done;
+          if (values) {
+            TileView va = view(a), vb = view(b), vd = view(d.ops[d.count - 1]);
+            std::optional<TileView> vc;
+            if (d.op == isa::Opcode::Mac) vc = view(d.ops[2]);
+            const Dtype out = buffers_[d.ops[d.count - 1].storage].dtype;
+            const bool aliases = d.ops[0].storage == dst.storage || d.ops[1].storage == dst.storage;
+            if (!aliases) {
+              MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
+            } else {
+              std::vector<double> scratch(static_cast<size_t>(vd.rows * vd.cols));
+              TileView tmp{scratch.data(), vd.rows, vd.cols, vd.cols, false};
+              MxuUnit::compute(va, vb, vc ? &*vc : nullptr, tmp, out);
+              for (int64_t r = 0; r < vd.rows; ++r)
+                for (int64_t c = 0; c < vd.cols; ++c) vd.at(r, c) = tmp.at(r, c);
+            }
           }
+          break;
         }
-        break;
+        default: {
+          VpuUnit& vpu = *units_.vpu;
+          start = std::max(ready, vpu_free);
+          const VpuOp op = vpu_op_of(d.op);
+          const TileOperand& src = d.ops[0];
+          const int64_t rows =
+              d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_rows() : dst.out_rows();
+          const int64_t cols =
+              d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum ? src.out_cols() : dst.out_cols();
+          uint64_t cycles = vpu.op_cycles(op, rows, cols);
+          cycles = std::max(cycles, operand_traffic(d));
+          done = start + cycles;
+          vpu_free = done;
+          if (values) {
+            const Dtype out = buffers_[dst.storage].dtype;
+            if (d.op == isa::Opcode::Mask) {
+              VpuUnit::mask_causal(view(dst), d.imm[0], d.imm[1]);
+            } else if (d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum) {
+              VpuUnit::reduce(op, view(src), view(dst), out);
+            } else if (d.op == isa::Opcode::Exp || d.op == isa::Opcode::Mov) {
+              VpuUnit::elementwise(op, view(src), nullptr, view(dst), out);
+            } else {
+              TileView b = view(d.ops[1]);
+              VpuUnit::elementwise(op, view(src), &b, view(dst), out);
+            }
+          }
+          break;
+        }
       }
+      // Bookkeeping for the scoreboard: readers hold their sources until done; the writer marks readiness.
+      for (size_t k = 0; k < d.count; ++k) {
+        const TileOperand& o = d.ops[k];
+        if (o.storage < 0 || !o.is_buffer) continue;
+        StorageState& s = buffers_[o.storage];
+        if (k == dst_index)
+          s.ready = std::max(s.ready, done);
+        else
+          s.reads_done = std::max(s.reads_done, done);
+      }
+      stalls += start - next_issue;
+      // In order: the next instruction leaves the sequencer the cycle after this one was accepted by its
+      // unit; blocking issue waits for completion instead.
+      next_issue = blocking ? done : start + 1;
+      end = std::max(end, done);
+      if (observer_) [[unlikely]]
+        observer_->after_step(i, start, done);
+      keep_quantum(start);
     }
-    // Bookkeeping for the scoreboard: readers hold their sources until done; the writer marks readiness.
-    for (size_t k = 0; k < d.count; ++k) {
-      const TileOperand& o = d.ops[k];
-      if (o.storage < 0 || !o.is_buffer) continue;
-      StorageState& s = buffers_[o.storage];
-      if (k == dst_index) s.ready = std::max(s.ready, done);
-      else s.reads_done = std::max(s.reads_done, done);
-    }
-    stalls += start - next_issue;
-    // In order: the next instruction leaves the sequencer the cycle after this one was accepted by its
-    // unit; blocking issue waits for completion instead.
-    next_issue = blocking ? done : start + 1;
-    end = std::max(end, done);
-    if (observer_) [[unlikely]]
-      observer_->after_step(i, start, done);
-    keep_quantum(start);
   }
   per_opcode_ = counts;
   stall_cycles_ = stalls;

@@ -5,6 +5,7 @@
 #include "isa/assembler.h"
 #include "sim/machine.h"
 #include "sim/run.h"
+#include "traces/stream.h"
 #include "traces/tile.h"
 
 namespace attnsim {
@@ -82,6 +83,31 @@ TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
   EXPECT_EQ(machine.hbm()->bytes_written_per_tensor, written);
   EXPECT_EQ(machine.mxu()->busy_cycles, mxu);
   EXPECT_TRUE(machine.sequencer().tensor_values(3).empty());
+}
+
+// A streamed program (generated on a worker thread, delivered in small chunks) runs exactly like the same
+// program held in memory, values included.
+TEST(Streaming, SameResultsAsTheProgramInMemory) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {"dtype=f32"}));
+  traces::AttentionShape s{.n = 300, .d = 32, .block_q = 64, .block_k = 48, .causal = true,
+                           .double_buffer = true, .dtype = Dtype::F32};
+  isa::Program in_memory = traces::flash2_forward(s);
+  machine.load(in_memory, false, false);
+  machine.run();
+  const uint64_t cycles = machine.sequencer().cycles();
+  const auto opcodes = machine.sequencer().per_opcode();
+  const auto read = machine.hbm()->bytes_read_per_tensor;
+  const std::vector<double> output = machine.sequencer().tensor_values(3);
+  const size_t small_chunks = 7;  // far below the program's length, so many hand-offs happen
+  isa::Program streamed = traces::stream_program([&] { return traces::flash2_forward(s); }, small_chunks);
+  EXPECT_TRUE(streamed.instructions.empty());
+  EXPECT_EQ(streamed.tensors.size(), in_memory.tensors.size());
+  machine.load(streamed, false, false);
+  machine.run();
+  EXPECT_EQ(machine.sequencer().cycles(), cycles);
+  EXPECT_EQ(machine.sequencer().per_opcode(), opcodes);
+  EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, read);
+  EXPECT_EQ(machine.sequencer().tensor_values(3), output);
 }
 
 // Prefetching the next K/V block into a second buffer lets the DMA run under the MXU/VPU work: fewer

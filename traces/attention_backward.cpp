@@ -1,0 +1,475 @@
+#include "traces/attention_backward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "isa/init.h"
+#include "traces/builder.h"
+
+namespace attnsim::traces {
+
+namespace {
+
+constexpr Dtype kAcc = Dtype::F32;  // statistics, scores and gradient accumulators, as FlashAttention-2
+
+struct Block {
+  int64_t start = 0;
+  int64_t rows = 0;
+};
+
+// Row blocks of n; the last one is partial when the block does not divide n.
+std::vector<Block> blocks_of(int64_t n, int64_t block) {
+  std::vector<Block> out;
+  for (int64_t start = 0; start < n; start += block) out.push_back({start, std::min(block, n - start)});
+  return out;
+}
+
+// Causal visibility of a (query block, key block) tile: some key in it is at or before some query.
+bool visible(bool causal, const Block& qb, const Block& kb) {
+  return !causal || kb.start <= qb.start + qb.rows - 1;
+}
+// The tile has masked entries (key after query) and needs MASK.
+bool crosses_diagonal(bool causal, const Block& qb, const Block& kb) {
+  return causal && kb.start + kb.rows - 1 > qb.start;
+}
+
+// Tensors are [n][d] for one head and [heads][n][d] for several (the layout the attention checks read);
+// row statistics are [n] or [heads][n]. Slices carry the head as a TileRef offset.
+class Gen {
+ public:
+  Gen(const BackwardShape& s, std::string file) : s_(s), b(std::move(file)) {}
+
+  int matrix(const std::string& name, int64_t rows, int64_t cols, Dtype dtype) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = s_.heads > 1 ? std::vector<int64_t>{s_.heads, rows, cols} : std::vector<int64_t>{rows, cols};
+    t.dtype = dtype;
+    return b.p.add_tensor(std::move(t));
+  }
+  int random_matrix(const std::string& name, uint64_t seed) {
+    const int t = matrix(name, s_.n, s_.d, s_.dtype);
+    b.p.tensors[t].init.kind = isa::TensorInit::Kind::Random;
+    b.p.tensors[t].init.seed = seed;
+    return t;
+  }
+  int vector(const std::string& name, Dtype dtype) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = s_.heads > 1 ? std::vector<int64_t>{s_.heads, s_.n} : std::vector<int64_t>{s_.n};
+    t.dtype = dtype;
+    return b.p.add_tensor(std::move(t));
+  }
+
+  // Rows [r.start, r.start + r.rows) of head h, all columns.
+  Operand rows(int tensor, int64_t h, const Block& r, bool transpose = false) {
+    const auto& shape = b.p.tensors[tensor].shape;
+    const int64_t cols = shape.back();
+    return slice(tensor, h * s_.n * cols, r.start, r.rows, 0, cols, cols, transpose);
+  }
+  // The (r, c) tile of an n x n matrix of head h.
+  Operand tile(int tensor, int64_t h, const Block& r, const Block& c, bool transpose = false) {
+    return slice(tensor, h * s_.n * s_.n, r.start, r.rows, c.start, c.rows, s_.n, transpose);
+  }
+  // r.rows x 1 entries of a row statistic of head h.
+  Operand stat(int tensor, int64_t h, const Block& r) { return slice(tensor, h * s_.n, r.start, r.rows, 0, 1, 1); }
+
+  Builder b;
+
+ private:
+  Operand slice(int tensor, int64_t offset, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
+                int64_t stride, bool transpose = false) {
+    isa::TileRef t;
+    t.index = tensor;
+    t.offset = offset;
+    t.row0 = row0;
+    t.rows = rows;
+    t.col0 = col0;
+    t.cols = cols;
+    t.row_stride = stride;
+    t.transpose = transpose;
+    // K block j is read by every query block (and so on): one TileRef per distinct slice.
+    auto key = std::make_tuple(tensor, offset, row0, rows, col0, cols, transpose);
+    auto [it, inserted] = slices_.try_emplace(key, 0);
+    if (inserted) it->second = b.p.add_tile(t);
+    return Operand::tile(it->second);
+  }
+
+  const BackwardShape& s_;
+  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>, int> slices_;
+};
+
+// The tensors every schedule shares: inputs, the forward's O and L, the gradients with their checks.
+struct Common {
+  int q, k, v, dout, o, lse, dq, dk, dv;
+};
+
+// O = softmax(Q K^T) V and L = m + log(sum exp(S - m)) per row, in float64 from the values the simulator
+// will load (materialize rounds to the storage dtype exactly as the machine does).
+void forward_statistics(const BackwardShape& s, const isa::Program& p, const Common& t, std::vector<double>& o,
+                        std::vector<double>& lse) {
+  const auto q = isa::materialize(p.tensors[t.q], s.dtype);
+  const auto k = isa::materialize(p.tensors[t.k], s.dtype);
+  const auto v = isa::materialize(p.tensors[t.v], s.dtype);
+  const int64_t n = s.n, d = s.d;
+  o.assign(static_cast<size_t>(s.heads * n * d), 0.0);
+  lse.assign(static_cast<size_t>(s.heads * n), 0.0);
+  std::vector<double> score(static_cast<size_t>(n));
+  for (int64_t h = 0; h < s.heads; ++h) {
+    const double* qh = q.data() + h * n * d;
+    const double* kh = k.data() + h * n * d;
+    const double* vh = v.data() + h * n * d;
+    double* oh = o.data() + h * n * d;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t seen = s.causal ? i + 1 : n;
+      double m = -INFINITY;
+      for (int64_t j = 0; j < seen; ++j) {
+        double dot = 0;
+        for (int64_t c = 0; c < d; ++c) dot += qh[i * d + c] * kh[j * d + c];
+        score[j] = dot;
+        m = std::max(m, dot);
+      }
+      double l = 0;
+      for (int64_t j = 0; j < seen; ++j) l += (score[j] = std::exp(score[j] - m));
+      for (int64_t j = 0; j < seen; ++j)
+        for (int64_t c = 0; c < d; ++c) oh[i * d + c] += score[j] / l * vh[j * d + c];
+      lse[h * n + i] = m + std::log(l);
+    }
+  }
+}
+
+Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_dtype) {
+  Common t;
+  t.q = g.random_matrix("Q", s.seed);
+  t.k = g.random_matrix("K", s.seed + 1);
+  t.v = g.random_matrix("V", s.seed + 2);
+  t.dout = g.random_matrix("dO", s.seed + 3);
+  t.o = g.matrix("O", s.n, s.d, s.dtype);
+  t.lse = g.vector("L", kAcc);
+  std::vector<double> o, lse;
+  forward_statistics(s, g.b.p, t, o, lse);
+  auto& od = g.b.p.tensors[t.o].init;
+  od.kind = isa::TensorInit::Kind::Values;
+  od.values = std::move(o);
+  auto& ld = g.b.p.tensors[t.lse].init;
+  ld.kind = isa::TensorInit::Kind::Values;
+  ld.values = std::move(lse);
+  t.dq = g.matrix("dQ", s.n, s.d, dq_dtype);
+  t.dk = g.matrix("dK", s.n, s.d, dkv_dtype);
+  t.dv = g.matrix("dV", s.n, s.d, dkv_dtype);
+  const std::string prefix = s.causal ? "attention_causal_grad_" : "attention_grad_";
+  g.b.check(prefix + "q", t.dq, {t.q, t.k, t.v, t.dout});
+  g.b.check(prefix + "k", t.dk, {t.q, t.k, t.v, t.dout});
+  g.b.check(prefix + "v", t.dv, {t.q, t.k, t.v, t.dout});
+  return t;
+}
+
+// FlashAttention-2 backward (seed 000's Algorithm 4 with seed 002's D_i trick), per head:
+//   pass 1, per query block i: D_i = rowsum(dO_i * O_i), stored to D.
+//   pass 2, per K/V block j: load K_j, V_j; per visible query block i: load Q_i, dO_i, L_i, D_i, dQ_i;
+//     S = Q_i K_j^T (masked on the diagonal), P = exp(S - L_i), dV_j += P^T dO_i, dP = dO_i V_j^T,
+//     dS = P * (dP - D_i), dK_j += dS^T Q_i, dQ_i += dS K_j and store dQ_i;
+//   then store dK_j, dV_j.
+isa::Program flash2(const BackwardShape& s, Gen& g) {
+  Builder& b = g.b;
+  const Common t = declare_common(g, s, kAcc, s.dtype);
+  const int dtensor = g.vector("D", kAcc);
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int qi = b.buffer("Qi", br, d, s.dtype);
+  const int doi = b.buffer("dOi", br, d, s.dtype);
+  const int kj = b.buffer("Kj", bc, d, s.dtype);
+  const int vj = b.buffer("Vj", bc, d, s.dtype);
+  const int li = b.buffer("Li", br, 1, kAcc);
+  const int di = b.buffer("Di", br, 1, kAcc);
+  const int sc = b.buffer("S", br, bc, kAcc);
+  const int pb = b.buffer("P", br, bc, s.dtype);
+  const int dp = b.buffer("dP", br, bc, kAcc);
+  const int ds = b.buffer("dS", br, bc, s.dtype);
+  const int dqi = b.buffer("dQi", br, d, kAcc);
+  const int dkj = b.buffer("dKj", bc, d, kAcc);
+  const int dvj = b.buffer("dVj", bc, d, kAcc);
+  const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
+
+  for (int64_t h = 0; h < s.heads; ++h) {
+    // Pass 1. O_i goes into Qi and the product into dQi: both are free before pass 2, so SRAM holds only
+    // pass 2's working set.
+    for (const Block& qb : qblocks) {
+      const int64_t r = qb.rows;
+      b.emit(Opcode::Load, {g.rows(t.o, h, qb), b.buf(qi, r)});
+      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      b.emit(Opcode::Mul, {b.buf(doi, r), b.buf(qi, r), b.buf(dqi, r)});
+      b.emit(Opcode::RowSum, {b.buf(dqi, r), b.buf(di, r)});
+      b.emit(Opcode::Store, {b.buf(di, r), g.stat(dtensor, h, qb)});
+    }
+    // Pass 2.
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+      b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+      bool first = true;
+      for (const Block& qb : qblocks) {
+        if (!visible(s.causal, qb, kb)) continue;
+        const int64_t r = qb.rows;
+        b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+        b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+        b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
+        b.emit(Opcode::Load, {g.stat(dtensor, h, qb), b.buf(di, r)});
+        b.emit(Opcode::Load, {g.rows(t.dq, h, qb), b.buf(dqi, r)});
+        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        if (crosses_diagonal(s.causal, qb, kb))
+          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
+        if (first)
+          b.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
+        else
+          b.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
+        b.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
+        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+        if (first)
+          b.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
+        else
+          b.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+        b.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
+        b.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+        first = false;
+      }
+      b.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
+      b.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+    }
+  }
+  return std::move(b.p);
+}
+
+// Without the D_i trick (seed 002: "K is loaded twice"), per head and query block i:
+//   load Q_i, dO_i, L_i;
+//   sweep 1, per visible K/V block j: load K_j, V_j; S = Q_i K_j^T (masked), P = exp(S - L_i),
+//     dP = dO_i V_j^T, D_i += rowsum(P * dP);
+//   sweep 2, per visible K/V block j: load K_j, V_j again, and the f32 accumulators dK_j, dV_j from HBM;
+//     recompute S, P, dP; dV_j += P^T dO_i, dS = P * (dP - D_i), dK_j += dS^T Q_i, dQ_i += dS K_j;
+//     store dK_j, dV_j;
+//   store dQ_i.
+// V is reloaded too: dS needs dP = dO_i V_j^T again, and keeping a whole row of dP on chip would be the
+// n-long strip the tiling exists to avoid. dK and dV are f32 in HBM because they are accumulated there.
+isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
+  Builder& b = g.b;
+  const Common t = declare_common(g, s, s.dtype, kAcc);
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int qi = b.buffer("Qi", br, d, s.dtype);
+  const int doi = b.buffer("dOi", br, d, s.dtype);
+  const int kj = b.buffer("Kj", bc, d, s.dtype);
+  const int vj = b.buffer("Vj", bc, d, s.dtype);
+  const int li = b.buffer("Li", br, 1, kAcc);
+  const int di = b.buffer("Di", br, 1, kAcc);
+  const int part = b.buffer("Dpart", br, 1, kAcc);
+  const int sc = b.buffer("S", br, bc, kAcc);
+  const int pb = b.buffer("P", br, bc, s.dtype);
+  const int dp = b.buffer("dP", br, bc, kAcc);
+  const int ds = b.buffer("dS", br, bc, s.dtype);
+  const int dqi = b.buffer("dQi", br, d, kAcc);
+  const int dkj = b.buffer("dKj", bc, d, kAcc);
+  const int dvj = b.buffer("dVj", bc, d, kAcc);
+  const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
+
+  for (int64_t h = 0; h < s.heads; ++h) {
+    for (const Block& qb : qblocks) {
+      const int64_t r = qb.rows;
+      b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
+      // Recomputes P and dP of tile (qb, kb); leaves P in pb and dP in dp.
+      auto recompute = [&](const Block& kb) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        if (crosses_diagonal(s.causal, qb, kb))
+          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
+        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
+      };
+      bool first = true;
+      for (const Block& kb : kblocks) {  // sweep 1: D_i
+        if (!visible(s.causal, qb, kb)) continue;
+        const int64_t c = kb.rows;
+        recompute(kb);
+        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(dp, r, c)});
+        b.emit(Opcode::RowSum, {b.buf(dp, r, c), b.buf(first ? di : part, r)});
+        if (!first) b.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
+        first = false;
+      }
+      first = true;
+      for (const Block& kb : kblocks) {  // sweep 2: dS and its consumers
+        if (!visible(s.causal, qb, kb)) continue;
+        const int64_t c = kb.rows;
+        recompute(kb);
+        b.emit(Opcode::Load, {g.rows(t.dv, h, kb), b.buf(dvj, c)});
+        b.emit(Opcode::Load, {g.rows(t.dk, h, kb), b.buf(dkj, c)});
+        b.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+        b.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+        b.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
+        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+        b.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+        b.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
+        if (first)
+          b.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
+        else
+          b.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
+        first = false;
+      }
+      b.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+    }
+  }
+  return std::move(b.p);
+}
+
+// Standard backward with the n x n intermediates in HBM (seed 000's "standard" algorithm, P recomputed
+// rather than kept from the forward), per head, in six phases:
+//   1. per query block i, per key block j: P_ij = exp(Q_i K_j^T - L_i) (masked), store to P;
+//   2. per i, per j: dP_ij = dO_i V_j^T, store to dP;
+//   3. per i: sweep j reading P_ij, dP_ij for D_i = rowsum(P * dP); sweep j again, store
+//      dS_ij = P_ij * (dP_ij - D_i) to dS;
+//   4. dQ = dS K: per i, per j: dQ_i += dS_ij K_j;
+//   5. dK = dS^T Q: per j, per i: dK_j += dS_ij^T Q_i;
+//   6. dV = P^T dO: per j, per i: dV_j += P_ij^T dO_i.
+// Causal masking zeroes P above the diagonal but no tile is skipped: every n x n matrix is written whole.
+isa::Program naive(const BackwardShape& s, Gen& g) {
+  Builder& b = g.b;
+  const Common t = declare_common(g, s, s.dtype, s.dtype);
+  const int ptensor = g.matrix("P", s.n, s.n, s.dtype);
+  const int dptensor = g.matrix("dP", s.n, s.n, s.dtype);
+  const int dstensor = g.matrix("dS", s.n, s.n, s.dtype);
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int qi = b.buffer("Qi", br, d, s.dtype);
+  const int doi = b.buffer("dOi", br, d, s.dtype);
+  const int kj = b.buffer("Kj", bc, d, s.dtype);
+  const int vj = b.buffer("Vj", bc, d, s.dtype);
+  const int li = b.buffer("Li", br, 1, kAcc);
+  const int di = b.buffer("Di", br, 1, kAcc);
+  const int part = b.buffer("Dpart", br, 1, kAcc);
+  const int sc = b.buffer("S", br, bc, kAcc);  // scores, then dP and P * dP in f32
+  const int pt = b.buffer("Pt", br, bc, s.dtype);
+  const int dpt = b.buffer("dPt", br, bc, s.dtype);
+  const int dst = b.buffer("dSt", br, bc, s.dtype);
+  const int accq = b.buffer("accQ", br, d, kAcc);
+  const int acck = b.buffer("accK", bc, d, kAcc);
+  const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
+
+  for (int64_t h = 0; h < s.heads; ++h) {
+    for (const Block& qb : qblocks) {  // 1. P
+      const int64_t r = qb.rows;
+      b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+      b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        if (crosses_diagonal(s.causal, qb, kb))
+          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pt, r, c)});
+        b.emit(Opcode::Store, {b.buf(pt, r, c), g.tile(ptensor, h, qb, kb)});
+      }
+    }
+    for (const Block& qb : qblocks) {  // 2. dP
+      const int64_t r = qb.rows;
+      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(sc, r, c)});
+        b.emit(Opcode::Store, {b.buf(sc, r, c), g.tile(dptensor, h, qb, kb)});
+      }
+    }
+    for (const Block& qb : qblocks) {  // 3. dS
+      const int64_t r = qb.rows;
+      bool first = true;
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+        b.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+        b.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(dpt, r, c), b.buf(sc, r, c)});
+        b.emit(Opcode::RowSum, {b.buf(sc, r, c), b.buf(first ? di : part, r)});
+        if (!first) b.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
+        first = false;
+      }
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+        b.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+        b.emit(Opcode::Sub, {b.buf(dpt, r, c), b.buf(di, r), b.buf(sc, r, c)});
+        b.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(sc, r, c), b.buf(dst, r, c)});
+        b.emit(Opcode::Store, {b.buf(dst, r, c), g.tile(dstensor, h, qb, kb)});
+      }
+    }
+    for (const Block& qb : qblocks) {  // 4. dQ = dS K
+      const int64_t r = qb.rows;
+      bool first = true;
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        b.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
+        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        if (first)
+          b.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
+        else
+          b.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
+        first = false;
+      }
+      b.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
+    }
+    // 5. dK = dS^T Q and 6. dV = P^T dO: the same column-of-tiles GEMM on different operands.
+    auto column_gemm = [&](int left, int right, int right_buf, int out) {
+      for (const Block& kb : kblocks) {
+        const int64_t c = kb.rows;
+        bool first = true;
+        for (const Block& qb : qblocks) {
+          const int64_t r = qb.rows;
+          b.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
+          b.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
+          if (first)
+            b.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
+          else
+            b.emit(Opcode::Mac, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
+          first = false;
+        }
+        b.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});
+      }
+    };
+    column_gemm(dstensor, t.q, qi, t.dk);
+    column_gemm(ptensor, t.dout, doi, t.dv);
+  }
+  return std::move(b.p);
+}
+
+}  // namespace
+
+std::string_view schedule_name(BackwardSchedule schedule) {
+  switch (schedule) {
+    case BackwardSchedule::Flash2: return "flash2-bwd";
+    case BackwardSchedule::Flash2NoD: return "flash2-bwd-no-d";
+    case BackwardSchedule::Naive: return "naive-bwd";
+  }
+  return "?";
+}
+
+isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& s) {
+  if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
+    throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+  Gen g(s, std::string(schedule_name(schedule)) + "(n=" + std::to_string(s.n) + ", d=" + std::to_string(s.d) +
+               ", heads=" + std::to_string(s.heads) + ", Br=" + std::to_string(s.block_q) +
+               ", Bc=" + std::to_string(s.block_k) + (s.causal ? ", causal" : "") + ")");
+  switch (schedule) {
+    case BackwardSchedule::Flash2: return flash2(s, g);
+    case BackwardSchedule::Flash2NoD: return flash2_no_d(s, g);
+    case BackwardSchedule::Naive: return naive(s, g);
+  }
+  throw std::invalid_argument("unknown backward schedule");
+}
+
+}  // namespace attnsim::traces

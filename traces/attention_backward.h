@@ -1,0 +1,42 @@
+// Tile programs for the attention backward pass (seed 002 "Backward Pass", seed 000's Algorithm 4).
+// Each program starts where a forward pass would have left HBM: Q, K, V and the upstream gradient dO are
+// random (seeded), and the forward's O and per-row logsumexp L = m + log(l) are computed here in float64
+// from those same inputs and embedded as initial values. Q is taken as already scaled (as in traces/tile.h),
+// so P = exp(Q K^T - L), dQ = dS K and dK = dS^T Q carry no softmax scale. Every program ends with three
+// checks: dQ, dK, dV against the float64 references attention[_causal]_grad_{q,k,v}(Q, K, V, dO).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "isa/program.h"
+#include "traces/tile.h"
+
+namespace attnsim::traces {
+
+enum class BackwardSchedule {
+  // FlashAttention-2 backward: a first pass writes D_i = rowsum(dO_i * O_i); then the outer loop runs over
+  // K/V blocks (K_j, V_j read once, dK_j and dV_j accumulated on chip and written once), the inner loop over
+  // query blocks, with dQ an f32 accumulator read-modify-written in HBM once per (K/V block, query block).
+  Flash2,
+  // Without the D_i trick: the outer loop runs over query blocks; D_i = rowsum(P_i * dP_i) needs the whole
+  // row, so a first sweep over the K/V blocks computes it, and a second sweep reloads K_j and V_j to form
+  // dS and consume it. dQ_i stays on chip; dK and dV are f32 accumulators read-modify-written in HBM.
+  Flash2NoD,
+  // Standard backward with every n x n intermediate in HBM: P (recomputed from Q K^T and L), dP = dO V^T,
+  // dS = P * (dP - rowsum(P * dP)), then dQ = dS K, dK = dS^T Q, dV = P^T dO as tiled GEMMs.
+  Naive,
+};
+
+// heads > 1 makes Q, K, V, dO, O, dQ, dK, dV [heads][n][d] (independent heads, one after another) and the
+// row statistics [heads][n].
+struct BackwardShape : AttentionShape {
+  int64_t heads = 1;
+};
+
+isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);
+
+// "flash2-bwd", "flash2-bwd-no-d", "naive-bwd".
+std::string_view schedule_name(BackwardSchedule schedule);
+
+}  // namespace attnsim::traces

@@ -1,0 +1,51 @@
+// The forward attention schedules, from the one that materialises everything to FlashAttention-2, each a
+// tile program for the tile machine (docs/schedules.md gives their loops and HBM traffic):
+//   naive-safe    S = QK^T to HBM, 3-pass safe softmax over S tiles (P to HBM), O = PV  (seed 001 §1.3)
+//   naive-online  the same with a 2-pass online softmax                                  (seed 001 §1.3)
+//   two-pass      pass 1 streams K for (m, l) per query block, pass 2 recomputes S, O = PV (seed 001 §2.1)
+//   flash1        FlashAttention Algorithm 1: outer loop over K/V blocks, O, l, m in HBM  (seed 000)
+//   flash2        outer loop over query blocks, O written once                           (seed 002)
+// Conventions as in traces/tile.h: Q is taken as already scaled by 1/sqrt(d); statistics and accumulators
+// are f32; Q, K, V, O and the P tiles use the shape's dtype. Every program ends with `.check O = ...`.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "isa/program.h"
+#include "traces/tile.h"
+
+namespace attnsim::traces {
+
+enum class ForwardSchedule { NaiveSafe, NaiveOnline, TwoPassFused, Flash1, Flash2 };
+
+// Seed 004's BREAK IT experiments, for the schedules with a running (online) softmax: naive-online,
+// two-pass (its pass 1), flash1 and flash2. naive-safe has no running statistics and rejects them.
+struct BreakIt {
+  bool no_max_subtraction = false;  // exp(S) with no max subtracted anywhere (m is never computed)
+  bool no_rescaling = false;        // keep the running max, drop the e^(m_old - m_new) factor on l and O
+
+  bool any() const { return no_max_subtraction || no_rescaling; }
+};
+
+struct ForwardShape : AttentionShape {
+  int64_t heads = 1;  // batch x heads, independent; > 1 makes Q, K, V, O [heads][n][d]
+  BreakIt breaks;
+  // Q and K are uniform in [-qk_range, qk_range), V in [-1, 1). Larger ranges make larger scores: with
+  // qk_range = 4 and d = 64 the scores reach ~100, so exp(S) overflows f16 (and f32) at any n.
+  double qk_range = 1.0;
+};
+
+// Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.
+isa::Program forward_program(ForwardSchedule schedule, const ForwardShape& shape);
+
+// "naive-safe", "naive-online", "two-pass", "flash1", "flash2".
+std::string_view schedule_name(ForwardSchedule schedule);
+std::optional<ForwardSchedule> find_forward_schedule(std::string_view name);
+const std::vector<ForwardSchedule>& all_forward_schedules();
+// Whether the schedule has a running softmax that BreakIt can break (all but naive-safe).
+bool breakable(ForwardSchedule schedule);
+
+}  // namespace attnsim::traces

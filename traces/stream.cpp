@@ -1,0 +1,122 @@
+#include "traces/stream.h"
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
+namespace attnsim::traces {
+
+namespace {
+
+thread_local StreamSink* active_sink = nullptr;
+
+// Thrown inside the generator thread when the consumer has gone away, to unwind the generator.
+struct StreamCancelled {};
+
+class ThreadedStream : public isa::ChunkSource, public StreamSink {
+ public:
+  ThreadedStream(std::function<isa::Program()> generate, size_t chunk_instructions)
+      : chunk_instructions_(chunk_instructions) {
+    worker_ = std::thread([this, generate = std::move(generate)] {
+      active_sink = this;
+      try {
+        isa::Program rest = generate();  // Builder::take() has flushed everything into chunk()
+        if (!rest.instructions.empty())
+          throw std::logic_error("a streamed generator must end with Builder::take(), not return its program");
+      } catch (const StreamCancelled&) {
+      } catch (...) {
+        std::lock_guard lock(mutex_);
+        error_ = std::current_exception();
+      }
+      std::lock_guard lock(mutex_);
+      finished_ = true;
+      header_ready_ = true;
+      changed_.notify_all();
+    });
+  }
+
+  ~ThreadedStream() override {
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_ = true;
+      changed_.notify_all();
+    }
+    worker_.join();
+  }
+
+  isa::Program wait_for_header() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return header_ready_; });
+    if (error_) std::rethrow_exception(error_);
+    return std::move(header_);
+  }
+
+  // Consumer side.
+  bool next(std::vector<isa::Instruction>& instructions, std::vector<isa::TileRef>& tiles) override {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !queue_.empty() || finished_; });
+    if (queue_.empty()) {
+      if (error_) std::rethrow_exception(error_);
+      return false;
+    }
+    instructions = std::move(queue_.front().instructions);
+    tiles = std::move(queue_.front().tiles);
+    queue_.pop_front();
+    changed_.notify_all();
+    return true;
+  }
+
+  // Producer side.
+  void header(const isa::Program& header) override {
+    std::lock_guard lock(mutex_);
+    header_.file = header.file;
+    header_.tensors = header.tensors;
+    header_.buffers = header.buffers;
+    header_.checks = header.checks;
+    header_ready_ = true;
+    changed_.notify_all();
+  }
+  void chunk(std::vector<isa::Instruction>&& instructions, std::vector<isa::TileRef>&& tiles) override {
+    std::unique_lock lock(mutex_);
+    // At most two chunks wait, so memory stays bounded while the simulator catches up.
+    changed_.wait(lock, [&] { return queue_.size() < 2 || cancelled_; });
+    if (cancelled_) throw StreamCancelled{};
+    queue_.push_back({std::move(instructions), std::move(tiles)});
+    changed_.notify_all();
+  }
+  size_t chunk_instructions() const override { return chunk_instructions_; }
+
+ private:
+  struct Chunk {
+    std::vector<isa::Instruction> instructions;
+    std::vector<isa::TileRef> tiles;
+  };
+  size_t chunk_instructions_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Chunk> queue_;
+  isa::Program header_;
+  bool header_ready_ = false;
+  bool finished_ = false;
+  bool cancelled_ = false;
+  std::exception_ptr error_;
+  std::thread worker_;
+};
+
+}  // namespace
+
+StreamSink* current_stream_sink() {
+  return active_sink;
+}
+
+isa::Program stream_program(std::function<isa::Program()> generate, size_t chunk_instructions) {
+  auto stream = std::make_shared<ThreadedStream>(std::move(generate), chunk_instructions);
+  isa::Program header = stream->wait_for_header();
+  header.stream = stream;
+  return header;
+}
+
+}  // namespace attnsim::traces

@@ -1,0 +1,26 @@
+// Runs a generator on a worker thread and hands its instructions to the simulator in chunks, so memory
+// stays bounded by a chunk instead of growing with the program. The generator is unchanged: Builder
+// (traces/builder.h) notices the active stream and flushes every `chunk_instructions` instructions.
+#pragma once
+
+#include <functional>
+
+#include "isa/program.h"
+
+namespace attnsim::traces {
+
+// Returns the program's header (tensors, buffers, checks, file) with `stream` set. The generator must
+// declare all tensors and buffers before its first instruction (Builder enforces it).
+isa::Program stream_program(std::function<isa::Program()> generate, size_t chunk_instructions = 1 << 16);
+
+// Used by Builder: the stream of the current thread, or null when generating into memory.
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  virtual void header(const isa::Program& header) = 0;
+  virtual void chunk(std::vector<isa::Instruction>&& instructions, std::vector<isa::TileRef>&& tiles) = 0;
+  virtual size_t chunk_instructions() const = 0;
+};
+StreamSink* current_stream_sink();
+
+}  // namespace attnsim::traces

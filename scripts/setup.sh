@@ -5,5 +5,5 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
-# The main job: the seed 002 c00 lab on the 3-register toy machine, with the register table.
-build/sim/attnsim run -c configs/toy-3reg.yaml labs/01-c00/c00.trace --table --symbolic
+# The main job: every forward attention schedule on one H100 SM's share, side by side.
+build/sim/attnsim compare -c configs/h100.yaml --N 4096 --d 64

@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "isa/init.h"
@@ -38,51 +36,40 @@ bool crosses_diagonal(bool causal, const Block& qb, const Block& kb) {
   return causal && kb.start + kb.rows - 1 > qb.start;
 }
 
-// Tensors are [n][d] for one head and [heads][n][d] for several (the layout the attention checks read);
-// row statistics are [n] or [heads][n]. Slices carry the head as a TileRef offset.
+// Tensors are [n][cols] for one head and [heads][n][cols] for several (the layout the attention checks
+// read, and the one the assembler gives `Q[h, 0:64, :]`); row statistics are n x 1 matrices. A slice
+// carries its head as the TileRef offset.
 class Gen {
  public:
-  Gen(const BackwardShape& s, std::string file) : s_(s), b(std::move(file)) {}
+  Gen(const BackwardShape& s, std::string file) : b(std::move(file)), s_(s) {}
 
   int matrix(const std::string& name, int64_t rows, int64_t cols, Dtype dtype) {
-    isa::TensorDecl t;
-    t.name = name;
-    t.shape = s_.heads > 1 ? std::vector<int64_t>{s_.heads, rows, cols} : std::vector<int64_t>{rows, cols};
-    t.dtype = dtype;
-    return b.p.add_tensor(std::move(t));
-  }
-  int random_matrix(const std::string& name, uint64_t seed) {
-    const int t = matrix(name, s_.n, s_.d, s_.dtype);
-    b.p.tensors[t].init.kind = isa::TensorInit::Kind::Random;
-    b.p.tensors[t].init.seed = seed;
+    const int t = b.tensor(name, rows, cols, dtype, false, 0);
+    if (s_.heads > 1) b.p.tensors[t].shape = {s_.heads, rows, cols};
     return t;
   }
-  int vector(const std::string& name, Dtype dtype) {
-    isa::TensorDecl t;
-    t.name = name;
-    t.shape = s_.heads > 1 ? std::vector<int64_t>{s_.heads, s_.n} : std::vector<int64_t>{s_.n};
-    t.dtype = dtype;
-    return b.p.add_tensor(std::move(t));
+  int random_matrix(const std::string& name, uint64_t seed) {
+    const int t = b.tensor(name, s_.n, s_.d, s_.dtype, true, seed);
+    if (s_.heads > 1) b.p.tensors[t].shape = {s_.heads, s_.n, s_.d};
+    return t;
   }
 
-  // Rows [r.start, r.start + r.rows) of head h, all columns.
-  Operand rows(int tensor, int64_t h, const Block& r, bool transpose = false) {
-    const auto& shape = b.p.tensors[tensor].shape;
-    const int64_t cols = shape.back();
-    return slice(tensor, h * s_.n * cols, r.start, r.rows, 0, cols, cols, transpose);
+  // Rows [r.start, r.start + r.rows) of head h of an n-row matrix, all columns.
+  Operand rows(int tensor, int64_t h, const Block& r) {
+    const int64_t cols = b.p.tensors[tensor].shape.back();
+    return slice(tensor, h * s_.n * cols, r.start, r.rows, 0, cols, cols);
   }
-  // The (r, c) tile of an n x n matrix of head h.
-  Operand tile(int tensor, int64_t h, const Block& r, const Block& c, bool transpose = false) {
-    return slice(tensor, h * s_.n * s_.n, r.start, r.rows, c.start, c.rows, s_.n, transpose);
+  // The (r, c) tile of head h of an n x n matrix.
+  Operand tile(int tensor, int64_t h, const Block& r, const Block& c) {
+    return slice(tensor, h * s_.n * s_.n, r.start, r.rows, c.start, c.rows, s_.n);
   }
-  // r.rows x 1 entries of a row statistic of head h.
-  Operand stat(int tensor, int64_t h, const Block& r) { return slice(tensor, h * s_.n, r.start, r.rows, 0, 1, 1); }
+  void emit(Opcode op, std::initializer_list<Operand> operands) { b.emit(op, operands); }
 
   Builder b;
 
  private:
   Operand slice(int tensor, int64_t offset, int64_t row0, int64_t rows, int64_t col0, int64_t cols,
-                int64_t stride, bool transpose = false) {
+                int64_t stride) {
     isa::TileRef t;
     t.index = tensor;
     t.offset = offset;
@@ -91,16 +78,10 @@ class Gen {
     t.col0 = col0;
     t.cols = cols;
     t.row_stride = stride;
-    t.transpose = transpose;
-    // K block j is read by every query block (and so on): one TileRef per distinct slice.
-    auto key = std::make_tuple(tensor, offset, row0, rows, col0, cols, transpose);
-    auto [it, inserted] = slices_.try_emplace(key, 0);
-    if (inserted) it->second = b.p.add_tile(t);
-    return Operand::tile(it->second);
+    return b.tile(t);
   }
 
   const BackwardShape& s_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>, int> slices_;
 };
 
 // The tensors every schedule shares: inputs, the forward's O and L, the gradients with their checks.
@@ -110,8 +91,8 @@ struct Common {
 
 // O = softmax(Q K^T) V and L = m + log(sum exp(S - m)) per row, in float64 from the values the simulator
 // will load (materialize rounds to the storage dtype exactly as the machine does).
-void forward_statistics(const BackwardShape& s, const isa::Program& p, const Common& t, std::vector<double>& o,
-                        std::vector<double>& lse) {
+void forward_statistics(const BackwardShape& s, const isa::Program& p, const Common& t,
+                        std::vector<double>& o, std::vector<double>& lse) {
   const auto q = isa::materialize(p.tensors[t.q], s.dtype);
   const auto k = isa::materialize(p.tensors[t.k], s.dtype);
   const auto v = isa::materialize(p.tensors[t.v], s.dtype);
@@ -149,7 +130,7 @@ Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_
   t.v = g.random_matrix("V", s.seed + 2);
   t.dout = g.random_matrix("dO", s.seed + 3);
   t.o = g.matrix("O", s.n, s.d, s.dtype);
-  t.lse = g.vector("L", kAcc);
+  t.lse = g.matrix("L", s.n, 1, kAcc);
   std::vector<double> o, lse;
   forward_statistics(s, g.b.p, t, o, lse);
   auto& od = g.b.p.tensors[t.o].init;
@@ -177,7 +158,7 @@ Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_
 isa::Program flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   const Common t = declare_common(g, s, kAcc, s.dtype);
-  const int dtensor = g.vector("D", kAcc);
+  const int dtensor = g.matrix("D", s.n, 1, kAcc);
   const int64_t br = s.block_q, bc = s.block_k, d = s.d;
   const int qi = b.buffer("Qi", br, d, s.dtype);
   const int doi = b.buffer("dOi", br, d, s.dtype);
@@ -199,51 +180,51 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
     // pass 2's working set.
     for (const Block& qb : qblocks) {
       const int64_t r = qb.rows;
-      b.emit(Opcode::Load, {g.rows(t.o, h, qb), b.buf(qi, r)});
-      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
-      b.emit(Opcode::Mul, {b.buf(doi, r), b.buf(qi, r), b.buf(dqi, r)});
-      b.emit(Opcode::RowSum, {b.buf(dqi, r), b.buf(di, r)});
-      b.emit(Opcode::Store, {b.buf(di, r), g.stat(dtensor, h, qb)});
+      g.emit(Opcode::Load, {g.rows(t.o, h, qb), b.buf(qi, r)});
+      g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      g.emit(Opcode::Mul, {b.buf(doi, r), b.buf(qi, r), b.buf(dqi, r)});
+      g.emit(Opcode::RowSum, {b.buf(dqi, r), b.buf(di, r)});
+      g.emit(Opcode::Store, {b.buf(di, r), g.rows(dtensor, h, qb)});
     }
     // Pass 2.
     for (const Block& kb : kblocks) {
       const int64_t c = kb.rows;
-      b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-      b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+      g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+      g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
       bool first = true;
       for (const Block& qb : qblocks) {
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t r = qb.rows;
-        b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
-        b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
-        b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
-        b.emit(Opcode::Load, {g.stat(dtensor, h, qb), b.buf(di, r)});
-        b.emit(Opcode::Load, {g.rows(t.dq, h, qb), b.buf(dqi, r)});
-        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+        g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+        g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
+        g.emit(Opcode::Load, {g.rows(dtensor, h, qb), b.buf(di, r)});
+        g.emit(Opcode::Load, {g.rows(t.dq, h, qb), b.buf(dqi, r)});
+        g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
         if (crosses_diagonal(s.causal, qb, kb))
-          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
-        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
+          g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
         if (first)
-          b.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
+          g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
         else
-          b.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
-        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
-        b.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
-        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+          g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+        g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
+        g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
+        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
         if (first)
-          b.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
+          g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
         else
-          b.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
-        b.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
-        b.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+          g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+        g.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
+        g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
         first = false;
       }
-      b.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
-      b.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+      g.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
+      g.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
     }
   }
-  return std::move(b.p);
+  return b.take();
 }
 
 // Without the D_i trick (seed 002: "K is loaded twice"), per head and query block i:
@@ -279,29 +260,29 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   for (int64_t h = 0; h < s.heads; ++h) {
     for (const Block& qb : qblocks) {
       const int64_t r = qb.rows;
-      b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
-      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
-      b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
+      g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+      g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
       // Recomputes P and dP of tile (qb, kb); leaves P in pb and dP in dp.
       auto recompute = [&](const Block& kb) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-        b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
-        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+        g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
         if (crosses_diagonal(s.causal, qb, kb))
-          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
-        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
-        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
+          g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
+        g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
       };
       bool first = true;
       for (const Block& kb : kblocks) {  // sweep 1: D_i
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t c = kb.rows;
         recompute(kb);
-        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(dp, r, c)});
-        b.emit(Opcode::RowSum, {b.buf(dp, r, c), b.buf(first ? di : part, r)});
-        if (!first) b.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
+        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(dp, r, c)});
+        g.emit(Opcode::RowSum, {b.buf(dp, r, c), b.buf(first ? di : part, r)});
+        if (!first) g.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
         first = false;
       }
       first = true;
@@ -309,24 +290,24 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t c = kb.rows;
         recompute(kb);
-        b.emit(Opcode::Load, {g.rows(t.dv, h, kb), b.buf(dvj, c)});
-        b.emit(Opcode::Load, {g.rows(t.dk, h, kb), b.buf(dkj, c)});
-        b.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
-        b.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
-        b.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
-        b.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
-        b.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
-        b.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
+        g.emit(Opcode::Load, {g.rows(t.dv, h, kb), b.buf(dvj, c)});
+        g.emit(Opcode::Load, {g.rows(t.dk, h, kb), b.buf(dkj, c)});
+        g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+        g.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+        g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
+        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+        g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+        g.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
         if (first)
-          b.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
+          g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
         else
-          b.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
+          g.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
         first = false;
       }
-      b.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+      g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
     }
   }
-  return std::move(b.p);
+  return b.take();
 }
 
 // Standard backward with the n x n intermediates in HBM (seed 000's "standard" algorithm, P recomputed
@@ -364,27 +345,27 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
   for (int64_t h = 0; h < s.heads; ++h) {
     for (const Block& qb : qblocks) {  // 1. P
       const int64_t r = qb.rows;
-      b.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
-      b.emit(Opcode::Load, {g.stat(t.lse, h, qb), b.buf(li, r)});
+      g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+      g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
       for (const Block& kb : kblocks) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-        b.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+        g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
         if (crosses_diagonal(s.causal, qb, kb))
-          b.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
-        b.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        b.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pt, r, c)});
-        b.emit(Opcode::Store, {b.buf(pt, r, c), g.tile(ptensor, h, qb, kb)});
+          g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+        g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pt, r, c)});
+        g.emit(Opcode::Store, {b.buf(pt, r, c), g.tile(ptensor, h, qb, kb)});
       }
     }
     for (const Block& qb : qblocks) {  // 2. dP
       const int64_t r = qb.rows;
-      b.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
       for (const Block& kb : kblocks) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
-        b.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(sc, r, c)});
-        b.emit(Opcode::Store, {b.buf(sc, r, c), g.tile(dptensor, h, qb, kb)});
+        g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+        g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(sc, r, c)});
+        g.emit(Opcode::Store, {b.buf(sc, r, c), g.tile(dptensor, h, qb, kb)});
       }
     }
     for (const Block& qb : qblocks) {  // 3. dS
@@ -392,20 +373,20 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
       bool first = true;
       for (const Block& kb : kblocks) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
-        b.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
-        b.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(dpt, r, c), b.buf(sc, r, c)});
-        b.emit(Opcode::RowSum, {b.buf(sc, r, c), b.buf(first ? di : part, r)});
-        if (!first) b.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
+        g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+        g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+        g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(dpt, r, c), b.buf(sc, r, c)});
+        g.emit(Opcode::RowSum, {b.buf(sc, r, c), b.buf(first ? di : part, r)});
+        if (!first) g.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
         first = false;
       }
       for (const Block& kb : kblocks) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
-        b.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
-        b.emit(Opcode::Sub, {b.buf(dpt, r, c), b.buf(di, r), b.buf(sc, r, c)});
-        b.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(sc, r, c), b.buf(dst, r, c)});
-        b.emit(Opcode::Store, {b.buf(dst, r, c), g.tile(dstensor, h, qb, kb)});
+        g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+        g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+        g.emit(Opcode::Sub, {b.buf(dpt, r, c), b.buf(di, r), b.buf(sc, r, c)});
+        g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(sc, r, c), b.buf(dst, r, c)});
+        g.emit(Opcode::Store, {b.buf(dst, r, c), g.tile(dstensor, h, qb, kb)});
       }
     }
     for (const Block& qb : qblocks) {  // 4. dQ = dS K
@@ -413,15 +394,15 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
       bool first = true;
       for (const Block& kb : kblocks) {
         const int64_t c = kb.rows;
-        b.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
-        b.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+        g.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
+        g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
         if (first)
-          b.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
+          g.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
         else
-          b.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
+          g.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
         first = false;
       }
-      b.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
+      g.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
     }
     // 5. dK = dS^T Q and 6. dV = P^T dO: the same column-of-tiles GEMM on different operands.
     auto column_gemm = [&](int left, int right, int right_buf, int out) {
@@ -430,30 +411,34 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
         bool first = true;
         for (const Block& qb : qblocks) {
           const int64_t r = qb.rows;
-          b.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
-          b.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
+          g.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
+          g.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
           if (first)
-            b.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
+            g.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
           else
-            b.emit(Opcode::Mac, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
+            g.emit(Opcode::Mac,
+                   {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
           first = false;
         }
-        b.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});
+        g.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});
       }
     };
     column_gemm(dstensor, t.q, qi, t.dk);
     column_gemm(ptensor, t.dout, doi, t.dv);
   }
-  return std::move(b.p);
+  return b.take();
 }
 
 }  // namespace
 
 std::string_view schedule_name(BackwardSchedule schedule) {
   switch (schedule) {
-    case BackwardSchedule::Flash2: return "flash2-bwd";
-    case BackwardSchedule::Flash2NoD: return "flash2-bwd-no-d";
-    case BackwardSchedule::Naive: return "naive-bwd";
+    case BackwardSchedule::Flash2:
+      return "flash2-bwd";
+    case BackwardSchedule::Flash2NoD:
+      return "flash2-bwd-no-d";
+    case BackwardSchedule::Naive:
+      return "naive-bwd";
   }
   return "?";
 }
@@ -465,9 +450,12 @@ isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& s)
                ", heads=" + std::to_string(s.heads) + ", Br=" + std::to_string(s.block_q) +
                ", Bc=" + std::to_string(s.block_k) + (s.causal ? ", causal" : "") + ")");
   switch (schedule) {
-    case BackwardSchedule::Flash2: return flash2(s, g);
-    case BackwardSchedule::Flash2NoD: return flash2_no_d(s, g);
-    case BackwardSchedule::Naive: return naive(s, g);
+    case BackwardSchedule::Flash2:
+      return flash2(s, g);
+    case BackwardSchedule::Flash2NoD:
+      return flash2_no_d(s, g);
+    case BackwardSchedule::Naive:
+      return naive(s, g);
   }
   throw std::invalid_argument("unknown backward schedule");
 }

@@ -55,6 +55,8 @@ class Builder {
     if (inserted) it->second = p.add_tile(t);
     return tile_operand(it->second);
   }
+  // Any tile reference (e.g. a slice of head h of a [heads][n][d] tensor), shared like the others.
+  Operand tile(const isa::TileRef& t) { return shared(t); }
   // A 1-D tensor of n values (row statistics such as m, l, D); its slices are rows x 1 tiles.
   int vector_tensor(const std::string& name, int64_t n, Dtype dtype) {
     declaring();
@@ -84,15 +86,25 @@ class Builder {
     c.args = std::move(args);
     p.checks.push_back(std::move(c));
   }
-  // When streaming, a chunk is handed off after the instruction that fills it, so operands made inline in
-  // an emit() call always belong to that instruction's chunk. An operand kept in a variable across the
-  // hand-off would point into the old chunk's tile table: emit() detects that (the chunk number rides in
-  // the operand's unused `flat` field) and refuses it.
+  // When streaming, a chunk is handed off after the instruction that fills it. Each chunk has its own tile
+  // table, so a tile operand records the chunk it was made in (in its otherwise unused `flat` field). An
+  // operand made in the previous chunk and kept in a variable is moved into the current table; one made
+  // two or more chunks ago is refused (its table is gone).
   void emit(Opcode op, std::initializer_list<Operand> operands) {
-    for (const Operand& o : operands)
-      if (o.kind == Operand::Kind::Tile && o.flat != epoch_)
-        throw std::logic_error("a tile operand was kept across a stream chunk boundary; make operands inline");
-    p.emit(op, operands);
+    isa::Instruction inst;
+    inst.op = op;
+    for (Operand o : operands) {
+      if (o.kind == Operand::Kind::Tile && o.flat != epoch_) {
+        if (o.flat != epoch_ - 1 || o.tensor >= static_cast<int32_t>(previous_tiles_.size()))
+          throw std::logic_error("a tile operand was kept across more than one stream chunk; make it closer to its use");
+        auto [it, inserted] = carried_.try_emplace(o.tensor, 0);
+        if (inserted) it->second = p.add_tile(previous_tiles_[o.tensor]);
+        o.tensor = it->second;
+        o.flat = epoch_;
+      }
+      inst.push(o);
+    }
+    p.instructions.push_back(inst);
     if (sink_ && p.instructions.size() >= sink_->chunk_instructions()) flush();
   }
   // The finished program; when streaming, the rest goes to the stream and only the header is returned.
@@ -114,17 +126,21 @@ class Builder {
   void flush() {
     if (!flushed_) sink_->header(p);
     flushed_ = true;
+    previous_tiles_ = p.tiles;  // kept for operands made in this chunk and used in the next
     sink_->chunk(std::move(p.instructions), std::move(p.tiles));
     p.instructions = {};
     p.tiles = {};
     views_.clear();
     slices_.clear();
+    carried_.clear();
     ++epoch_;
   }
 
   StreamSink* sink_ = nullptr;
   bool flushed_ = false;
   int64_t epoch_ = 0;  // chunks handed off so far
+  std::vector<isa::TileRef> previous_tiles_;
+  std::map<int32_t, int32_t> carried_;  // previous-chunk tile index -> index in this chunk
   // Tensor slices repeat too (K block j is read by every query block): one TileRef per distinct slice.
   Operand shared(const isa::TileRef& t) {
     auto key = std::make_tuple(t.index, t.offset, t.row0, t.rows, t.col0, t.cols, t.transpose);

@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "traces/builder.h"
 
@@ -42,50 +43,42 @@ Common declare_common(Builder& b, int64_t n, int64_t d, const LoopOrderOptions& 
   return c;
 }
 
-// Where one query's running state (o, m, l) sits on chip: a 1-row buffer, or row `row` of a resident one.
+// Where one query's running state (o, m, l) sits on chip: three buffers (a 1 x d row and two 1 x 1).
 struct State {
-  int o, m, l;
-  int64_t row = -1;  // -1: the whole 1-row buffer
+  int o = -1, m = -1, l = -1;
 };
 
-// Row `row` of a buffer (resident outputs). Added per use, not shared: cheap at lab sizes and safe when
-// the program is streamed in chunks.
-Operand buffer_row(Builder& b, int buffer, int64_t row) {
-  isa::TileRef t = b.p.buffer_tile(buffer);
-  t.row0 = row;
-  t.rows = 1;
-  return Operand::tile(b.p.add_tile(t));
+State declare_state(Builder& b, const std::string& suffix, int64_t d, Dtype dtype) {
+  return {b.buffer("O" + suffix, 1, d, dtype), b.buffer("m" + suffix, 1, 1, kState),
+          b.buffer("l" + suffix, 1, 1, kState)};
 }
 
-Operand view(Builder& b, int buffer, int64_t row) { return row < 0 ? b.buf(buffer) : buffer_row(b, buffer, row); }
-
+// Operands are made inline in each emit() (Builder may hand the program off in chunks between two
+// instructions, and an operand must belong to its instruction's chunk).
 void load_state(Builder& b, const Common& c, const State& st, int64_t i) {
-  b.emit(Opcode::Load, {b.rows_of(c.o, i, 1), view(b, st.o, st.row)});
-  b.emit(Opcode::Load, {b.rows_of(c.m, i, 1), view(b, st.m, st.row)});
-  b.emit(Opcode::Load, {b.rows_of(c.l, i, 1), view(b, st.l, st.row)});
+  b.emit(Opcode::Load, {b.rows_of(c.o, i, 1), b.buf(st.o)});
+  b.emit(Opcode::Load, {b.rows_of(c.m, i, 1), b.buf(st.m)});
+  b.emit(Opcode::Load, {b.rows_of(c.l, i, 1), b.buf(st.l)});
 }
 
-// The online-softmax step of query row i (in Qi) against key/value row j (in Kj, Vj): 11 instructions.
+// The online-softmax step of the query row in Qi against the key/value rows in Kj, Vj: 11 instructions.
 void step(Builder& b, const Common& c, const State& st) {
-  const Operand o = view(b, st.o, st.row), m = view(b, st.m, st.row), l = view(b, st.l, st.row);
-  const Operand s = b.buf(c.s), p = b.buf(c.p), m_new = b.buf(c.m_new), alpha = b.buf(c.alpha);
-  b.emit(Opcode::MacZ, {b.buf(c.qi), b.buf(c.kj, -1, -1, true), s});  // s = q_i k_j^T
-  b.emit(Opcode::Max, {m, s, m_new});                                  // m' = max(m, s)
-  b.emit(Opcode::Sub, {s, m_new, s});
-  b.emit(Opcode::Exp, {s, p});                                         // p = e^(s - m')
-  b.emit(Opcode::Sub, {m, m_new, alpha});
-  b.emit(Opcode::Exp, {alpha, alpha});                                 // a = e^(m - m')
-  b.emit(Opcode::Mul, {l, alpha, l});
-  b.emit(Opcode::Add, {l, p, l});                                      // l = l a + p
-  b.emit(Opcode::Mul, {o, alpha, o});
-  b.emit(Opcode::Mac, {p, b.buf(c.vj), o, o});                         // o = o a + p v_j
-  b.emit(Opcode::Mov, {m_new, m});                                     // m = m'
+  b.emit(Opcode::MacZ, {b.buf(c.qi), b.buf(c.kj, -1, -1, true), b.buf(c.s)});  // s = q_i k_j^T
+  b.emit(Opcode::Max, {b.buf(st.m), b.buf(c.s), b.buf(c.m_new)});              // m' = max(m, s)
+  b.emit(Opcode::Sub, {b.buf(c.s), b.buf(c.m_new), b.buf(c.s)});
+  b.emit(Opcode::Exp, {b.buf(c.s), b.buf(c.p)});                               // p = e^(s - m')
+  b.emit(Opcode::Sub, {b.buf(st.m), b.buf(c.m_new), b.buf(c.alpha)});
+  b.emit(Opcode::Exp, {b.buf(c.alpha), b.buf(c.alpha)});                       // a = e^(m - m')
+  b.emit(Opcode::Mul, {b.buf(st.l), b.buf(c.alpha), b.buf(st.l)});
+  b.emit(Opcode::Add, {b.buf(st.l), b.buf(c.p), b.buf(st.l)});                 // l = l a + p
+  b.emit(Opcode::Mul, {b.buf(st.o), b.buf(c.alpha), b.buf(st.o)});
+  b.emit(Opcode::Mac, {b.buf(c.p), b.buf(c.vj), b.buf(st.o), b.buf(st.o)});    // o = o a + p v_j
+  b.emit(Opcode::Mov, {b.buf(c.m_new), b.buf(st.m)});                          // m = m'
 }
 
 void finish(Builder& b, const Common& c, const State& st, int64_t i) {
-  const Operand o = view(b, st.o, st.row);
-  b.emit(Opcode::Div, {o, view(b, st.l, st.row), o});  // o / l
-  b.emit(Opcode::Store, {o, b.rows_of(c.o, i, 1)});
+  b.emit(Opcode::Div, {b.buf(st.o), b.buf(st.l), b.buf(st.o)});  // o / l
+  b.emit(Opcode::Store, {b.buf(st.o), b.rows_of(c.o, i, 1)});
 }
 
 std::string title(const char* order, int64_t n, int64_t d, int64_t r = 0) {
@@ -98,7 +91,7 @@ std::string title(const char* order, int64_t n, int64_t d, int64_t r = 0) {
 isa::Program inner_product_attention(int64_t n, int64_t d, const LoopOrderOptions& opt) {
   Builder b(title("inner-product-attention", n, d));
   const Common c = declare_common(b, n, d, opt);
-  const State st{b.buffer("Oi", 1, d, opt.dtype), b.buffer("mi", 1, 1, kState), b.buffer("li", 1, 1, kState)};
+  const State st = declare_state(b, "i", d, opt.dtype);
   for (int64_t i = 0; i < n; ++i) {
     b.emit(Opcode::Load, {b.rows_of(c.q, i, 1), b.buf(c.qi)});  // q_i: once
     load_state(b, c, st, i);                                     // o_i, m_i, l_i: once (initial values)
@@ -117,16 +110,12 @@ isa::Program outer_product_attention(int64_t n, int64_t d, const LoopOrderOption
   if (r < 0 || r > n) throw std::invalid_argument("outputs_on_chip must be between 0 and n");
   Builder b(title("outer-product-attention", n, d, r));
   const Common c = declare_common(b, n, d, opt);
-  // Streaming slot for queries r..n-1 (reloaded and stored for every key row) and resident rows for 0..r-1.
-  State streamed{-1, -1, -1};
-  if (r < n) streamed = {b.buffer("Oi", 1, d, opt.dtype), b.buffer("mi", 1, 1, kState), b.buffer("li", 1, 1, kState)};
-  int o_res = -1, m_res = -1, l_res = -1;
-  if (r > 0) {
-    o_res = b.buffer("O_res", r, d, opt.dtype);
-    m_res = b.buffer("m_res", r, 1, kState);
-    l_res = b.buffer("l_res", r, 1, kState);
-  }
-  auto state_of = [&](int64_t i) { return i < r ? State{o_res, m_res, l_res, i} : streamed; };
+  // One slot for queries r..n-1 (reloaded and stored for every key row), and one kept slot per query 0..r-1.
+  State streamed;
+  if (r < n) streamed = declare_state(b, "i", d, opt.dtype);
+  std::vector<State> kept;
+  for (int64_t i = 0; i < r; ++i) kept.push_back(declare_state(b, "_slot" + std::to_string(i), d, opt.dtype));
+  auto state_of = [&](int64_t i) { return i < r ? kept[static_cast<size_t>(i)] : streamed; };
 
   for (int64_t i = 0; i < r; ++i) load_state(b, c, state_of(i), i);  // resident outputs: loaded once
   for (int64_t j = 0; j < n; ++j) {

@@ -16,9 +16,9 @@
 //                      Q      K, V each   O loads        O stores       m, l loads each   m, l stores each
 //   inner (FA2-like)   n      n^2         n              n              n                 0
 //   outer (FA1-like)   n^2    n           n^2 - r(n-1)   n^2 - r(n-1)   n^2 - r(n-1)      (n - r)(n - 1)
-// where r = outputs_on_chip (0 by default): the outer order keeps the outputs of queries 0..r-1 (and their
-// m, l) in SRAM across all key rows, so each of them is loaded once and stored once: every extra output
-// slot saves n - 1 stores (and n - 1 loads). r = n recovers the inner order's O traffic. The state is
+// where r = outputs_on_chip (0 by default): the outer order keeps the outputs of queries 0..r-1 and their
+// m, l in SRAM (buffers O_slotK, m_slotK, l_slotK) across all key rows, so each is loaded and stored once:
+// every extra output slot saves n - 1 stores (and n - 1 loads). r = n recovers the inner order's O traffic. The state is
 // loaded whenever its O row is, and stored whenever its O row is stored, except when it is dead (after the
 // last key row): the inner order never stores it, the outer order skips the stores of its last pass.
 #pragma once

@@ -10,9 +10,12 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "models/common/registry.h"
+#include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
 #include "traces/scalar.h"
+#include "traces/attention_backward.h"
+#include "traces/attention_forward.h"
 #include "traces/tile.h"
 
 namespace po = boost::program_options;
@@ -22,12 +25,14 @@ namespace {
 
 constexpr int kExitCheckFailed = 1;
 constexpr int kExitInputError = 2;
+constexpr int kExitInternalError = 3;
 
 const char* kUsage = R"(usage: attnsim <command> [options]
 
 commands:
   run      run a trace on a machine config and print cycles, counts and checks
-  gen      generate a trace (softmax-safe, softmax-online, online-attention)
+  compare  run every forward attention schedule on a machine and compare HBM traffic, cycles, errors
+  gen      generate a trace (scalar softmax labs, online attention, tiled attention)
   disasm   assemble a trace and print it back in canonical form
   config   print a machine's effective parameters with units and descriptions
 
@@ -89,6 +94,9 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string x_values, v_values;
   traces::AttentionShape shape;
   int64_t block = 0;
+  int64_t heads = 1;
+  traces::BreakIt breaks;
+  double qk_range = 1.0;
   std::string dtype = "f16";
   po::options_description desc("gen options");
   desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
@@ -100,6 +108,10 @@ int cmd_gen(const std::vector<std::string>& args) {
       "causal", po::bool_switch(&shape.causal), "tile kinds: causal mask")(
       "double-buffer", po::bool_switch(&shape.double_buffer), "tile kinds: prefetch the next K/V block")(
       "dtype", po::value(&dtype)->default_value("f16"), "tile kinds: storage dtype of Q, K, V, O")(
+      "heads", po::value(&heads)->default_value(1), "attention kinds: batch x heads, independent")(
+      "break-no-max", po::bool_switch(&breaks.no_max_subtraction), "forward kinds: BREAK IT, never subtract the max")(
+      "break-no-rescale", po::bool_switch(&breaks.no_rescaling), "forward kinds: BREAK IT, drop the rescaling")(
+      "qk-range", po::value(&qk_range)->default_value(1.0), "forward kinds: Q, K uniform in [-r, r)")(
       "seed", po::value(&in.seed)->default_value(1), "seed of the random inputs")(
       "lo", po::value(&in.lo)->default_value(-4.0), "random inputs: lower bound")(
       "hi", po::value(&in.hi)->default_value(4.0), "random inputs: upper bound")(
@@ -112,6 +124,10 @@ int cmd_gen(const std::vector<std::string>& args) {
   for (const auto& g : traces::scalar_generators())
     synopsis += fmt::format("  {:18} {} ({} registers)\n", g.name, g.description, g.registers);
   synopsis += fmt::format("  {:18} {}\n", "flash2-forward", "tiled attention, FlashAttention-2 loop order (tile machines)");
+  for (auto f : traces::all_forward_schedules())
+    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(f), "forward attention schedule (docs/schedules.md)");
+  for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD, traces::BackwardSchedule::Naive})
+    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(b), "backward attention schedule (docs/schedules.md)");
   synopsis += fmt::format("  {:18} {}\n", "standard-attention", "attention with all of S on chip (seed 003's standard)");
   auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
   if (parsed.help) return 0;
@@ -138,15 +154,30 @@ int cmd_gen(const std::vector<std::string>& args) {
   if (!v_values.empty()) in.v = split(v_values);
   isa::Program program;
   try {
+    shape.n = in.n;
+    shape.seed = in.seed;
+    if (!parsed.vars.count("block-q")) shape.block_q = block;
+    if (!parsed.vars.count("block-k")) shape.block_k = block;
+    auto parsed_dtype = parse_dtype(dtype);
+    if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
+    shape.dtype = *parsed_dtype;
+    std::optional<traces::BackwardSchedule> backward;
+    for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD, traces::BackwardSchedule::Naive})
+      if (traces::schedule_name(b) == kind) backward = b;
     if (kind == "flash2-forward" || kind == "standard-attention") {
-      shape.n = in.n;
-      shape.seed = in.seed;
-      if (!parsed.vars.count("block-q")) shape.block_q = block;
-      if (!parsed.vars.count("block-k")) shape.block_k = block;
-      auto parsed_dtype = parse_dtype(dtype);
-      if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
-      shape.dtype = *parsed_dtype;
       program = kind == "flash2-forward" ? traces::flash2_forward(shape) : traces::standard_attention_on_chip(shape);
+    } else if (auto forward = traces::find_forward_schedule(kind)) {
+      traces::ForwardShape f;
+      static_cast<traces::AttentionShape&>(f) = shape;
+      f.heads = heads;
+      f.breaks = breaks;
+      f.qk_range = qk_range;
+      program = traces::forward_program(*forward, f);
+    } else if (backward) {
+      traces::BackwardShape b;
+      static_cast<traces::AttentionShape&>(b) = shape;
+      b.heads = heads;
+      program = traces::backward_program(*backward, b);
     } else {
       program = traces::generate_scalar(kind, in);
     }
@@ -159,6 +190,54 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string text = "# generated by: " + command_line + "\n" + isa::disassemble(program);
   if (output.empty()) std::cout << text;
   else write_file_atomically(output, text);
+  return 0;
+}
+
+int cmd_compare(const std::vector<std::string>& args) {
+  CompareOptions options;
+  std::string dtype = "f16", values = "auto";
+  bool json = false, single_buffer = false;
+  std::string json_file;
+  po::options_description desc("compare options");
+  desc.add_options()("config,c", po::value(&options.config_path)->required(), "tile machine YAML (configs/h100.yaml, ...)")(
+      "N", po::value(&options.n)->default_value(4096), "sequence length")(
+      "d", po::value(&options.d)->default_value(64), "head dimension")(
+      "heads", po::value(&options.heads)->default_value(1), "heads per batch element")(
+      "batch", po::value(&options.batch)->default_value(1), "batch size")(
+      "causal", po::bool_switch(&options.causal), "causal mask (fully masked tiles skipped where the schedule can)")(
+      "dtype", po::value(&dtype)->default_value("f16"), "storage dtype of Q, K, V, O: f16, bf16, f32")(
+      "block", po::value(&options.block)->default_value(0), "B_r = B_c; 0 plans them from the SRAM size")(
+      "values", po::value(&values)->default_value("auto"),
+      "compute values and check them: on, off (timing-only), auto (on for N <= 2048)")(
+      "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
+      "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
+      "json", po::bool_switch(&json), "print JSON instead of the table")(
+      "json-file", po::value(&json_file), "also write the JSON here")(
+      "param,p", po::value(&options.overrides)->composing(), "override a config key: -p sram.capacity_bytes=100000");
+  po::positional_options_description pos;
+  auto parsed = parse("compare", desc, pos, args,
+                      "-c CONFIG [--N 4096] [--d 64] [--heads H] [--batch B] [--causal] [--dtype f16] [--block B] "
+                      "[--values auto|on|off] [--json]");
+  if (parsed.help) return 0;
+  auto parsed_dtype = parse_dtype(dtype);
+  if (!parsed_dtype) throw InputError("attnsim compare", {}, "unknown dtype '" + dtype + "'");
+  options.dtype = *parsed_dtype;
+  if (values == "on") options.values = CompareOptions::Values::On;
+  else if (values == "off") options.values = CompareOptions::Values::Off;
+  else if (values != "auto") throw InputError("attnsim compare", {}, "--values must be auto, on or off");
+  options.double_buffer = !single_buffer;
+  std::vector<CompareRow> rows;
+  try {
+    rows = run_compare(options);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim compare", {}, e.what());
+  }
+  nlohmann::json j = compare_json(options, rows);
+  if (!json_file.empty()) write_file_atomically(json_file, j.dump(2) + "\n");
+  if (json) std::cout << j.dump(2) << "\n";
+  else print_compare(std::cout, options, rows);
+  for (const auto& r : rows)
+    if (r.passed && !*r.passed) return kExitCheckFailed;
   return 0;
 }
 
@@ -211,6 +290,7 @@ int sc_main(int argc, char** argv) {
   try {
     if (command == "run") return cmd_run(args);
     if (command == "gen") return cmd_gen(args);
+    if (command == "compare") return cmd_compare(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'\n" << kUsage;
@@ -218,6 +298,10 @@ int sc_main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << e.what() << "\n";
     return kExitInputError;
+  } catch (const std::exception& e) {
+    // Not the user's input: a bug or an exhausted resource. Say so plainly rather than let SystemC report it.
+    std::cerr << "attnsim: internal error: " << e.what() << "\n";
+    return kExitInternalError;
   }
 }
 

@@ -14,6 +14,7 @@
 #include "isa/disassembler.h"
 #include "sim/run.h"
 #include "traces/loop_order.h"
+#include "traces/stream.h"
 
 namespace attnsim {
 namespace {
@@ -121,7 +122,8 @@ TEST_P(Lab7Spectrum, EachOutputSlotOnChipSavesNMinusOneStores) {
   const uint64_t nn = n, rr = static_cast<uint64_t>(slots);
   traces::LoopOrderOptions opt;
   opt.outputs_on_chip = slots;
-  RunResult r = run_program(traces::outer_product_attention(n, kD, opt), toy_tile());
+  // A bigger SRAM than the toy's (which holds 2 slots beside the working rows) to walk the whole spectrum.
+  RunResult r = run_program(traces::outer_product_attention(n, kD, opt), toy_tile({"sram.capacity_bytes=1024"}));
   const Rows rows{r};
   EXPECT_EQ(rows.written("O"), nn * nn - rr * (nn - 1));
   EXPECT_EQ(rows.read("O"), nn * nn - rr * (nn - 1));
@@ -133,8 +135,7 @@ TEST_P(Lab7Spectrum, EachOutputSlotOnChipSavesNMinusOneStores) {
   expect_check_passed(r);
 }
 
-// 0..4 output slots fit the toy machine's 256-byte SRAM beside the working rows.
-INSTANTIATE_TEST_SUITE_P(Slots, Lab7Spectrum, ::testing::Values(0, 1, 2, 4));
+INSTANTIATE_TEST_SUITE_P(Slots, Lab7Spectrum, ::testing::Values(0, 1, 2, 4, 7));
 
 // All n outputs on chip: each O row moves once, as in the inner order; it needs a bigger SRAM.
 TEST(Lab7Spectrum, AllOutputsOnChipRecoverTheInnerOrdersOTraffic) {
@@ -158,10 +159,41 @@ TEST(Lab7ToyTile, SramCannotHoldAllEightOutputs) {
   EXPECT_THROW(run_program(traces::outer_product_attention(8, kD, opt), toy_tile()), InputError);
 }
 
-TEST(Lab7ToyTile, SramCannotHoldFiveOutputSlots) {
+// Each slot costs three 16-byte-aligned buffers (o row, m, l): 2 fit beside the working rows, 3 do not.
+TEST(Lab7ToyTile, SramHoldsTwoOutputSlots) {
   traces::LoopOrderOptions opt;
-  opt.outputs_on_chip = 5;
+  opt.outputs_on_chip = 2;
+  RunResult r = run_program(traces::outer_product_attention(8, kD, opt), toy_tile());
+  expect_check_passed(r);
+}
+
+TEST(Lab7ToyTile, SramCannotHoldThreeOutputSlots) {
+  traces::LoopOrderOptions opt;
+  opt.outputs_on_chip = 3;
   EXPECT_THROW(run_program(traces::outer_product_attention(8, kD, opt), toy_tile()), InputError);
+}
+
+// The generators also run streamed (Builder hands chunks off between instructions, here every 7, so
+// mid-step): the same ledger and values.
+TEST(Lab7Stream, StreamedOuterOrderMatchesTheSeedTable) {
+  traces::LoopOrderOptions opt;
+  opt.outputs_on_chip = 1;
+  RunResult r = run_program(traces::stream_program([opt] { return traces::outer_product_attention(5, kD, opt); }, 7),
+                            toy_tile());
+  const Rows rows{r};
+  EXPECT_EQ(rows.read("Q"), 25u);
+  EXPECT_EQ(rows.read("K"), 5u);
+  EXPECT_EQ(rows.written("O"), 25u - 4u);
+  expect_check_passed(r);
+}
+
+TEST(Lab7Stream, StreamedInnerOrderMatchesTheSeedTable) {
+  RunResult r = run_program(traces::stream_program([] { return traces::inner_product_attention(5, kD); }, 7),
+                            toy_tile());
+  const Rows rows{r};
+  EXPECT_EQ(rows.read("K"), 25u);
+  EXPECT_EQ(rows.written("O"), 5u);
+  expect_check_passed(r);
 }
 
 // The committed lab traces are the generators' output. ATTNSIM_WRITE_LAB7_TRACES=1 rewrites them.

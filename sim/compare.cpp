@@ -1,0 +1,187 @@
+#include "sim/compare.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "sim/machine.h"
+#include "sim/reference.h"
+#include "traces/attention_forward.h"
+#include "traces/planner.h"
+#include "traces/stream.h"
+
+namespace attnsim {
+
+namespace {
+
+// Bytes the schedule's buffers take in SRAM at these blocks (each rounded up to the SRAM's alignment),
+// read from a small instance of the real generator, so the planner checks the real inventory.
+uint64_t schedule_buffer_bytes(traces::ForwardSchedule schedule, traces::ForwardShape shape, int64_t bq, int64_t bk,
+                               uint64_t alignment) {
+  shape.block_q = bq;
+  shape.block_k = bk;
+  shape.n = std::max(bq, bk) * 2;
+  shape.heads = 1;
+  isa::Program p = traces::forward_program(schedule, shape);
+  uint64_t total = 0;
+  for (const auto& b : p.buffers) {
+    if (b.space != isa::BufferDecl::Space::Sram) continue;
+    uint64_t bytes = static_cast<uint64_t>(b.rows * b.cols) * dtype_bytes(b.dtype.value_or(shape.dtype));
+    total += (bytes + alignment - 1) / alignment * alignment;
+  }
+  return total;
+}
+
+}  // namespace
+
+std::vector<CompareRow> run_compare(const CompareOptions& options) {
+  if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
+    throw InputError("attnsim compare", {}, "--N, --d, --heads and --batch must be positive");
+  MachineConfig config = load_config(options.config_path, options.overrides);
+  Machine machine(config);
+  if (!machine.has_tile_units())
+    throw InputError(options.config_path, {}, "compare needs a tile machine (hbm, sram, dma, mxu, vpu)");
+  std::vector<traces::ForwardSchedule> schedules;
+  if (options.schedules.empty()) {
+    schedules = traces::all_forward_schedules();
+  } else {
+    for (const auto& name : options.schedules) {
+      auto s = traces::find_forward_schedule(name);
+      if (!s) throw InputError("attnsim compare", {}, "unknown schedule '" + name + "'");
+      schedules.push_back(*s);
+    }
+  }
+  traces::ForwardShape shape;
+  shape.n = options.n;
+  shape.d = options.d;
+  shape.heads = options.heads * options.batch;
+  shape.causal = options.causal;
+  shape.dtype = options.dtype;
+  shape.double_buffer = options.double_buffer;
+  const bool values = options.values_enabled();
+  const Sram& sram = *machine.sram();
+
+  std::vector<CompareRow> rows;
+  for (auto schedule : schedules) {
+    CompareRow row;
+    row.schedule = std::string(traces::schedule_name(schedule));
+    if (options.block > 0) {
+      row.block_q = row.block_k = options.block;
+      row.plan.push_back(fmt::format("B_r = B_c = {} (given)", options.block));
+    } else {
+      traces::BlockPlan plan = traces::plan_for_sram(
+          sram.params().capacity_bytes, options.d, dtype_bytes(options.dtype), [&](int64_t bq, int64_t bk) {
+            return schedule_buffer_bytes(schedule, shape, bq, bk, sram.params().alignment_bytes);
+          });
+      if (!plan.fits)
+        throw InputError(options.config_path, {},
+                         row.schedule + ": no block size fits the SRAM (" + plan.reasoning.back() + ")");
+      row.block_q = plan.block_q;
+      row.block_k = plan.block_k;
+      row.plan = plan.reasoning;
+    }
+    traces::ForwardShape run_shape = shape;
+    run_shape.block_q = row.block_q;
+    run_shape.block_k = row.block_k;
+    isa::Program program = traces::stream_program([&] { return traces::forward_program(schedule, run_shape); });
+    const auto started = std::chrono::steady_clock::now();
+    machine.load(program, false, !values);
+    std::vector<std::vector<double>> initial;
+    if (values)
+      for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.sequencer().tensor_values(int(t)));
+    machine.run();
+    row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const Hbm& hbm = *machine.hbm();
+    for (size_t t = 0; t < program.tensors.size(); ++t) {
+      row.bytes_read[program.tensors[t].name] = hbm.bytes_read_per_tensor[t];
+      row.bytes_written[program.tensors[t].name] = hbm.bytes_written_per_tensor[t];
+      row.hbm_read += hbm.bytes_read_per_tensor[t];
+      row.hbm_written += hbm.bytes_written_per_tensor[t];
+    }
+    row.sram_peak = sram.peak_occupancy_bytes;
+    row.mxu_flops = 2 * machine.mxu()->macs;
+    row.vpu_element_ops = machine.vpu()->element_ops;
+    row.cycles = machine.sequencer().cycles();
+    row.instructions = machine.sequencer().instructions();
+    row.seconds = static_cast<double>(row.cycles) / (machine.clock_ghz() * 1e9);
+    if (values) {
+      std::vector<std::vector<double>> final;
+      for (size_t t = 0; t < program.tensors.size(); ++t) final.push_back(machine.sequencer().tensor_values(int(t)));
+      for (const auto& check : program.checks) {
+        CheckResult r = evaluate_check(program, check, initial, final, options.dtype);
+        row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
+        row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
+        row.passed = row.passed.value_or(true) && r.passed;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+namespace {
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
+  int u = 0;
+  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
+  return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 1, units[u]);
+}
+
+}  // namespace
+
+void print_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
+  out << fmt::format("attention forward, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n", o.n, o.d, o.batch,
+                     o.heads, o.causal ? "causal" : "not causal", dtype_name(o.dtype),
+                     o.values_enabled() ? "" : ", timing-only (no values)");
+  const CompareRow* base = rows.empty() ? nullptr : &rows.front();
+  out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n", "schedule",
+                     "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs", "cycles", "FLOP/byte",
+                     "max err", "bytes/base", "cyc/base");
+  for (const auto& r : rows) {
+    const uint64_t total = r.hbm_read + r.hbm_written;
+    const uint64_t base_total = base->hbm_read + base->hbm_written;
+    out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
+                       r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
+                       human_bytes(double(r.hbm_written)), human_bytes(double(total)), human_bytes(double(r.sram_peak)),
+                       double(r.mxu_flops), r.cycles, total ? double(r.mxu_flops) / double(total) : 0.0,
+                       r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
+                                       : std::string("-"),
+                       base_total ? double(total) / double(base_total) : 0.0,
+                       base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
+  }
+  out << fmt::format("base = {}; max err is relative to the float64 reference (! = above the {} tolerance)\n",
+                     base ? base->schedule : "-", dtype_name(o.dtype));
+}
+
+nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRow>& rows) {
+  nlohmann::json out = {{"n", o.n}, {"d", o.d}, {"heads", o.heads}, {"batch", o.batch}, {"causal", o.causal},
+                        {"dtype", std::string(dtype_name(o.dtype))}, {"values", o.values_enabled()},
+                        {"schedules", nlohmann::json::array()}};
+  for (const auto& r : rows) {
+    nlohmann::json j = {{"schedule", r.schedule},
+                        {"block_q", r.block_q},
+                        {"block_k", r.block_k},
+                        {"plan", r.plan},
+                        {"hbm_bytes_read", r.hbm_read},
+                        {"hbm_bytes_written", r.hbm_written},
+                        {"hbm_bytes_read_per_tensor", r.bytes_read},
+                        {"hbm_bytes_written_per_tensor", r.bytes_written},
+                        {"sram_peak_bytes", r.sram_peak},
+                        {"mxu_flops", r.mxu_flops},
+                        {"vpu_element_ops", r.vpu_element_ops},
+                        {"cycles", r.cycles},
+                        {"instructions", r.instructions},
+                        {"simulated_seconds", r.seconds},
+                        {"host_seconds", r.host_seconds}};
+    if (r.max_rel_error) {
+      j["max_abs_error"] = *r.max_abs_error;
+      j["max_rel_error"] = *r.max_rel_error;
+      j["passed"] = *r.passed;
+    }
+    out["schedules"].push_back(j);
+  }
+  return out;
+}
+
+}  // namespace attnsim

@@ -1,0 +1,54 @@
+// `attnsim compare`: every forward attention schedule on one machine, side by side — HBM bytes, SRAM
+// peak, FLOPs, cycles, arithmetic intensity, max error — relative to the naive schedule. One Machine runs
+// all of them in turn (programs are streamed, so memory does not grow with N).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "isa/dtype.h"
+
+namespace attnsim {
+
+struct CompareOptions {
+  std::string config_path;
+  std::vector<std::string> overrides;
+  int64_t n = 4096;
+  int64_t d = 64;
+  int64_t heads = 1;  // per batch element
+  int64_t batch = 1;
+  bool causal = false;
+  Dtype dtype = Dtype::F16;
+  int64_t block = 0;  // 0: plan from the SRAM size
+  enum class Values { Auto, On, Off } values = Values::Auto;
+  bool double_buffer = true;
+  std::vector<std::string> schedules;  // empty: all
+  bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
+};
+
+struct CompareRow {
+  std::string schedule;
+  int64_t block_q = 0, block_k = 0;
+  std::vector<std::string> plan;
+  std::map<std::string, uint64_t> bytes_read, bytes_written;  // per tensor
+  uint64_t hbm_read = 0, hbm_written = 0;
+  uint64_t sram_peak = 0;
+  uint64_t mxu_flops = 0;
+  uint64_t vpu_element_ops = 0;
+  uint64_t cycles = 0;
+  uint64_t instructions = 0;
+  double seconds = 0;  // simulated
+  std::optional<double> max_abs_error, max_rel_error;
+  std::optional<bool> passed;
+  double host_seconds = 0;  // wall time the simulation took
+};
+
+std::vector<CompareRow> run_compare(const CompareOptions& options);
+void print_compare(std::ostream& out, const CompareOptions& options, const std::vector<CompareRow>& rows);
+nlohmann::json compare_json(const CompareOptions& options, const std::vector<CompareRow>& rows);
+
+}  // namespace attnsim

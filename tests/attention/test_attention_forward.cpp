@@ -1,0 +1,515 @@
+// The forward schedules of traces/attention_forward.h on the h100 preset: every schedule passes its
+// check (causal or not, f32/f16/bf16, ragged shapes, several heads); results do not depend on the block
+// size; seed 004's BREAK IT experiments; and each schedule's HBM ledger, per tensor, against closed forms
+// derived here from the loop structure in docs/schedules.md (never from numbers the simulator printed).
+// SystemC elaborates once per process: each TEST builds at most one Machine and may run several programs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/machine.h"
+#include "sim/reference.h"
+#include "sim/run.h"
+#include "traces/attention_forward.h"
+#include "traces/stream.h"
+#include "traces/tile.h"
+
+namespace attnsim {
+namespace {
+
+using traces::ForwardSchedule;
+using traces::ForwardShape;
+
+const std::string kConfigs = std::string(ATTNSIM_SOURCE_DIR) + "/configs/";
+
+ForwardShape shape(int64_t n, int64_t d, int64_t br, int64_t bc, bool causal, Dtype dtype,
+                   int64_t heads = 1) {
+  ForwardShape s;
+  s.n = n;
+  s.d = d;
+  s.block_q = br;
+  s.block_k = bc;
+  s.causal = causal;
+  s.dtype = dtype;
+  s.heads = heads;
+  return s;
+}
+
+int64_t bytes_of(Dtype t) {
+  return t == Dtype::F32 ? 4 : 2;
+}
+
+struct Outcome {
+  CheckResult check;
+  std::vector<double> o;
+  uint64_t cycles = 0;
+  std::array<uint64_t, isa::kOpcodeCount> opcodes{};
+  std::map<std::string, uint64_t> read, written;  // HBM bytes per tensor name
+};
+
+// The h100 preset; f32 programs run with machine dtype f32 so their checks use the f32 tolerance.
+class Sim {
+ public:
+  explicit Sim(Dtype machine_dtype = Dtype::F16)
+      : machine_(load_config(kConfigs + "h100.yaml", machine_dtype == Dtype::F32
+                                                         ? std::vector<std::string>{"dtype=f32"}
+                                                         : std::vector<std::string>{})) {}
+
+  Outcome run(const isa::Program& p, bool timing_only = false) {
+    machine_.load(p, false, timing_only);
+    std::vector<std::vector<double>> initial, final;
+    for (size_t t = 0; t < p.tensors.size(); ++t)
+      initial.push_back(machine_.sequencer().tensor_values(int(t)));
+    machine_.run();
+    Outcome r;
+    for (size_t t = 0; t < p.tensors.size(); ++t) {
+      final.push_back(machine_.sequencer().tensor_values(int(t)));
+      r.read[p.tensors[t].name] = machine_.hbm()->bytes_read_per_tensor[t];
+      r.written[p.tensors[t].name] = machine_.hbm()->bytes_written_per_tensor[t];
+    }
+    r.cycles = machine_.sequencer().cycles();
+    r.opcodes = machine_.sequencer().per_opcode();
+    if (!timing_only) {
+      EXPECT_EQ(p.checks.size(), 1u);
+      r.check = evaluate_check(p, p.checks.at(0), initial, final, machine_.dtype());
+      r.o = final.at(p.find_tensor("O"));
+    }
+    return r;
+  }
+
+ private:
+  Machine machine_;
+};
+
+std::string name_of(ForwardSchedule s) {
+  std::string n(traces::schedule_name(s));
+  for (char& c : n)
+    if (c == '-') c = '_';
+  return n;
+}
+
+std::string name_of(Dtype t) {
+  return t == Dtype::F32 ? "f32" : t == Dtype::F16 ? "f16" : "bf16";
+}
+
+int64_t non_finite(const std::vector<double>& v) {
+  int64_t count = 0;
+  for (double x : v) count += !std::isfinite(x);
+  return count;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// (1) Every schedule x causal x dtype passes its check. The shape depends on (causal, dtype), so every
+// schedule meets all six: ragged n and blocks, d from 16 to 64, 1 to 3 heads, double buffering.
+
+struct CaseShape {
+  int64_t n, d, br, bc, heads;
+  bool double_buffer;
+};
+
+const CaseShape kCaseShapes[] = {
+    {96, 64, 32, 32, 1, false},  {130, 32, 48, 40, 2, true}, {200, 16, 64, 24, 1, true},
+    {161, 48, 40, 64, 3, false}, {97, 24, 16, 32, 2, false}, {150, 64, 64, 48, 1, true},
+};
+
+using CheckParam = std::tuple<ForwardSchedule, bool, Dtype>;
+class EverySchedule : public ::testing::TestWithParam<CheckParam> {};
+
+TEST_P(EverySchedule, PassesItsCheck) {
+  const auto [schedule, causal, dtype] = GetParam();
+  const int dtype_index = dtype == Dtype::F32 ? 0 : dtype == Dtype::F16 ? 1 : 2;
+  const CaseShape& c = kCaseShapes[dtype_index * 2 + (causal ? 1 : 0)];
+  ForwardShape s = shape(c.n, c.d, c.br, c.bc, causal, dtype, c.heads);
+  s.double_buffer = c.double_buffer;
+  Sim sim(dtype);
+  const Outcome r = sim.run(traces::forward_program(schedule, s));
+  EXPECT_TRUE(r.check.passed) << r.check.description << ": max rel error " << r.check.max_rel_error
+                              << " > tolerance " << r.check.tolerance;
+  EXPECT_EQ(r.o.size(), static_cast<size_t>(c.heads * c.n * c.d));
+  EXPECT_EQ(non_finite(r.o), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(All, EverySchedule,
+                         ::testing::Combine(::testing::ValuesIn(traces::all_forward_schedules()),
+                                            ::testing::Bool(),
+                                            ::testing::Values(Dtype::F32, Dtype::F16, Dtype::BF16)),
+                         [](const auto& info) {
+                           return name_of(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_causal_" : "_full_") +
+                                  name_of(std::get<2>(info.param));
+                         });
+
+// ---------------------------------------------------------------------------------------------------
+// (2) Results do not depend on the block size: in f32 every tiling meets the f32 tolerance, and the
+// tilings agree with each other to a few f32 roundings (only the summation order differs).
+
+class BlockSizes : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(BlockSizes, SameResultForEveryTilingInF32) {
+  const std::pair<int64_t, int64_t> tilings[] = {{16, 16}, {40, 24}, {64, 64}, {130, 130}, {32, 96}};
+  Sim sim(Dtype::F32);
+  std::vector<double> first;
+  for (const auto& [br, bc] : tilings) {
+    ForwardShape s = shape(130, 32, br, bc, true, Dtype::F32);
+    const Outcome r = sim.run(traces::forward_program(GetParam(), s));
+    EXPECT_LE(r.check.max_rel_error, 1e-5) << "Br=" << br << " Bc=" << bc;
+    if (first.empty()) {
+      first = r.o;
+      continue;
+    }
+    double scale = 0, diff = 0;
+    for (size_t i = 0; i < first.size(); ++i) {
+      scale = std::max(scale, std::abs(first[i]));
+      diff = std::max(diff, std::abs(first[i] - r.o[i]));
+    }
+    EXPECT_LE(diff / scale, 1e-6) << "Br=" << br << " Bc=" << bc;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, BlockSizes, ::testing::ValuesIn(traces::all_forward_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// ---------------------------------------------------------------------------------------------------
+// (3) BREAK IT (seed 004). Q, K uniform in [-4, 4) at d = 64: scores have a standard deviation of
+// sqrt(64) x 16/3 ~ 43, so exp(S) overflows f16 (65504 = e^11.1) and even f32 (e^88.7) at n = 96.
+
+std::vector<ForwardSchedule> online_schedules() {
+  std::vector<ForwardSchedule> out;
+  for (ForwardSchedule s : traces::all_forward_schedules())
+    if (traces::breakable(s)) out.push_back(s);
+  return out;
+}
+
+ForwardShape break_shape(int64_t block = 32) {
+  ForwardShape s = shape(96, 64, block, block, false, Dtype::F16);
+  s.qk_range = 4.0;
+  return s;
+}
+
+class BreakIt : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(BreakIt, NoMaxSubtractionOverflowsInF16AtShortN) {
+  Sim sim;
+  ForwardShape s = break_shape();
+  const Outcome intact = sim.run(traces::forward_program(GetParam(), s));
+  EXPECT_TRUE(intact.check.passed) << intact.check.max_rel_error;
+  EXPECT_EQ(non_finite(intact.o), 0);
+  s.breaks.no_max_subtraction = true;
+  const Outcome broken = sim.run(traces::forward_program(GetParam(), s));
+  EXPECT_GT(non_finite(broken.o), 0) << "exp(S) of scores near 100 must overflow";
+  EXPECT_FALSE(broken.check.passed);
+  std::printf("%s no-max-subtraction: %lld of %zu outputs inf/NaN\n",
+              std::string(traces::schedule_name(GetParam())).c_str(),
+              static_cast<long long>(non_finite(broken.o)), broken.o.size());
+}
+
+TEST_P(BreakIt, NoRescalingIsFiniteButWrong) {
+  Sim sim;
+  ForwardShape s = break_shape();
+  s.breaks.no_rescaling = true;
+  const Outcome broken = sim.run(traces::forward_program(GetParam(), s));
+  EXPECT_EQ(non_finite(broken.o), 0);
+  EXPECT_GE(broken.check.max_rel_error, 0.1);
+  std::printf("%s no-rescaling: max rel error %.3f\n", std::string(traces::schedule_name(GetParam())).c_str(),
+              broken.check.max_rel_error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Online, BreakIt, ::testing::ValuesIn(online_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// The intact kernels keep exp(S - m) <= 1 whatever the scale of the scores: the same large inputs pass
+// in f16 for every tiling.
+class IntactLargeScores : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(IntactLargeScores, WithinToleranceForSeveralBlockSizes) {
+  Sim sim;
+  for (int64_t block : {16, 32, 40, 96}) {
+    ForwardShape s = break_shape(block);
+    s.causal = block == 40;  // one causal, ragged tiling too
+    const Outcome r = sim.run(traces::forward_program(GetParam(), s));
+    EXPECT_TRUE(r.check.passed) << "block " << block << ": " << r.check.max_rel_error;
+    EXPECT_EQ(non_finite(r.o), 0) << "block " << block;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, IntactLargeScores, ::testing::ValuesIn(traces::all_forward_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+TEST(BreakItScope, NaiveSafeRejectsBreaksOthersAcceptThem) {
+  ForwardShape s = break_shape();
+  s.breaks.no_max_subtraction = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::NaiveSafe, s), std::invalid_argument);
+  s.breaks = {.no_rescaling = true};
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::NaiveSafe, s), std::invalid_argument);
+  for (ForwardSchedule schedule : online_schedules()) EXPECT_NO_THROW(traces::forward_program(schedule, s));
+  EXPECT_EQ(online_schedules().size(), traces::all_forward_schedules().size() - 1);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// (4) HBM ledgers. Every tensor the program declares is compared (a tensor the schedule should not touch
+// must show 0 bytes, one it should not declare is absent).
+
+struct Traffic {
+  int64_t read = 0, written = 0;
+};
+using Ledger = std::map<std::string, Traffic>;
+
+int64_t cdiv(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Query-outer orders (two-pass, flash2): query block [q0, q0 + rows) reads whole key blocks up to the one
+// holding its last row (causal), the last one clipped at n; all n key rows otherwise.
+int64_t key_rows_per_sweep(const ForwardShape& s) {
+  int64_t total = 0;
+  for (int64_t q0 = 0; q0 < s.n; q0 += s.block_q) {
+    const int64_t rows = std::min(s.block_q, s.n - q0);
+    total += s.causal ? std::min(s.n, cdiv(q0 + rows, s.block_k) * s.block_k) : s.n;
+  }
+  return total;
+}
+
+// flash1: key block starting at k0 visits the query blocks from the one holding row k0 to the end
+// (causal); every query row otherwise.
+int64_t query_rows_flash1(const ForwardShape& s) {
+  int64_t total = 0;
+  for (int64_t k0 = 0; k0 < s.n; k0 += s.block_k)
+    total += s.causal ? s.n - (k0 / s.block_q) * s.block_q : s.n;
+  return total;
+}
+
+Ledger expected_ledger(ForwardSchedule schedule, const ForwardShape& s) {
+  const int64_t e = bytes_of(s.dtype), H = s.heads, n = s.n, d = s.d;
+  const int64_t row_blocks = cdiv(n, s.block_q);
+  const int64_t nd = H * n * d * e;  // one pass over Q, K, V or O
+  Ledger x;
+  switch (schedule) {
+    case ForwardSchedule::NaiveSafe:
+    case ForwardSchedule::NaiveOnline: {
+      // S: written once (f32), read by each softmax pass; P written once, read once by PV.
+      const int64_t s_reads = schedule == ForwardSchedule::NaiveSafe ? 3 : 2;
+      x["Q"] = {nd, 0};
+      x["K"] = {row_blocks * nd, 0};
+      x["V"] = {row_blocks * nd, 0};
+      x["S"] = {s_reads * H * n * n * 4, H * n * n * 4};
+      x["P"] = {H * n * n * e, H * n * n * e};
+      x["O"] = {0, nd};
+      break;
+    }
+    case ForwardSchedule::TwoPassFused: {
+      const int64_t keys = H * key_rows_per_sweep(s) * d * e;
+      x["Q"] = {2 * nd, 0};
+      x["K"] = {2 * keys, 0};
+      x["V"] = {keys, 0};
+      if (!s.breaks.no_max_subtraction) x["m"] = {H * n * 4, H * n * 4};
+      x["l"] = {H * n * 4, H * n * 4};
+      x["O"] = {0, nd};
+      break;
+    }
+    case ForwardSchedule::Flash1: {
+      const int64_t rows = H * query_rows_flash1(s);
+      x["Q"] = {rows * d * e, 0};
+      x["K"] = {nd, 0};
+      x["V"] = {nd, 0};
+      x["O"] = {rows * d * e, rows * d * e};
+      if (!s.breaks.no_max_subtraction) x["m"] = {rows * 4, rows * 4};
+      x["l"] = {rows * 4, rows * 4};
+      break;
+    }
+    case ForwardSchedule::Flash2: {
+      const int64_t keys = H * key_rows_per_sweep(s) * d * e;
+      x["Q"] = {nd, 0};
+      x["K"] = {keys, 0};
+      x["V"] = {keys, 0};
+      x["O"] = {0, nd};
+      break;
+    }
+  }
+  return x;
+}
+
+void expect_ledger(const Outcome& r, const Ledger& want, const std::string& what) {
+  std::map<std::string, bool> names;
+  for (const auto& [name, bytes] : r.read) names[name] = true;
+  for (const auto& [name, t] : want) names[name] = true;
+  for (const auto& [name, unused] : names) {
+    const Traffic w = want.count(name) ? want.at(name) : Traffic{};
+    EXPECT_EQ(r.read.count(name) ? r.read.at(name) : 0u, static_cast<uint64_t>(w.read))
+        << what << " " << name;
+    EXPECT_EQ(r.written.count(name) ? r.written.at(name) : 0u, static_cast<uint64_t>(w.written))
+        << what << " " << name;
+  }
+}
+
+// Ragged non-causal, ragged causal with heads, another ragged tiling double buffered in bf16, and an
+// even causal tiling in f32.
+std::vector<ForwardShape> ledger_shapes() {
+  std::vector<ForwardShape> out = {
+      shape(200, 32, 64, 48, false, Dtype::F16), shape(200, 32, 64, 48, true, Dtype::F16, 2),
+      shape(130, 16, 32, 40, true, Dtype::BF16, 3), shape(128, 16, 32, 32, true, Dtype::F32)};
+  out[2].double_buffer = true;
+  return out;
+}
+
+std::string label(const ForwardShape& s) {
+  return "n=" + std::to_string(s.n) + " Br=" + std::to_string(s.block_q) +
+         " Bc=" + std::to_string(s.block_k) + " heads=" + std::to_string(s.heads) +
+         (s.causal ? " causal" : "");
+}
+
+class Ledgers : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(Ledgers, MatchClosedForms) {
+  Sim sim;
+  for (const ForwardShape& s : ledger_shapes()) {
+    const Outcome r = sim.run(traces::forward_program(GetParam(), s), true);
+    expect_ledger(r, expected_ledger(GetParam(), s), label(s));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Ledgers, ::testing::ValuesIn(traces::all_forward_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// Without a max, the schedules that keep m in HBM (two-pass, flash1) no longer move it; the rest is as
+// intact.
+class BrokenLedgers : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(BrokenLedgers, NoMaxSubtractionDropsOnlyM) {
+  Sim sim;
+  ForwardShape s = ledger_shapes()[1];
+  s.breaks.no_max_subtraction = true;
+  const Outcome r = sim.run(traces::forward_program(GetParam(), s), true);
+  expect_ledger(r, expected_ledger(GetParam(), s), label(s));
+  EXPECT_EQ(r.read.count("m"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Online, BrokenLedgers, ::testing::ValuesIn(online_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+// Causal triangle with even blocks (Br = Bc = b, n = T b): the fused schedules touch T(T + 1)/2 tiles.
+// flash2 reads K once per visible tile, two-pass twice; flash1 reads Q (and reads and writes O) once per
+// visible tile; the naive schedules pay for all T^2 tiles.
+TEST(CausalTriangle, TileCountsWithEvenBlocks) {
+  const int64_t b = 32, T = 4, n = b * T, d = 16, e = 2;
+  const int64_t triangle = T * (T + 1) / 2 * b * d * e;  // bytes of b x d blocks over the visible tiles
+  Sim sim;
+  ForwardShape s = shape(n, d, b, b, true, Dtype::F16);
+  const Outcome f2 = sim.run(traces::forward_program(ForwardSchedule::Flash2, s), true);
+  EXPECT_EQ(f2.read.at("K"), static_cast<uint64_t>(triangle));
+  EXPECT_EQ(f2.read.at("V"), static_cast<uint64_t>(triangle));
+  const Outcome two = sim.run(traces::forward_program(ForwardSchedule::TwoPassFused, s), true);
+  EXPECT_EQ(two.read.at("K"), static_cast<uint64_t>(2 * triangle));
+  const Outcome f1 = sim.run(traces::forward_program(ForwardSchedule::Flash1, s), true);
+  EXPECT_EQ(f1.read.at("Q"), static_cast<uint64_t>(triangle));
+  EXPECT_EQ(f1.read.at("O"), static_cast<uint64_t>(triangle));
+  EXPECT_EQ(f1.written.at("O"), static_cast<uint64_t>(triangle));
+  EXPECT_EQ(f1.written.at("l"), static_cast<uint64_t>(T * (T + 1) / 2 * b * 4));
+  const Outcome naive = sim.run(traces::forward_program(ForwardSchedule::NaiveSafe, s), true);
+  EXPECT_EQ(naive.read.at("K"), static_cast<uint64_t>(T * T * b * d * e));
+  EXPECT_EQ(naive.written.at("S"), static_cast<uint64_t>(n * n * 4));
+}
+
+// FlashAttention's IO theorem (seed 000: Theta(N^2 d^2 / M)) for Algorithm 1. With SRAM of M elements the
+// paper takes B_c = M / 4d and B_r = min(M / 4d, d); there are T_c = N / B_c = 4 N d / M key blocks and
+// every one reads all of Q and reads and writes all of O: Q + O traffic = 3 T_c N d = 12 N^2 d^2 / M
+// elements exactly (N a multiple of B_c), so doubling M halves it.
+TEST(Flash1IoComplexity, QAndOTrafficIs12N2d2OverM) {
+  const int64_t n = 512, d = 32, e = 2;
+  Sim sim;
+  uint64_t previous = 0;
+  for (int64_t M : {4096, 8192, 16384}) {
+    const int64_t bc = M / (4 * d), br = std::min(bc, d);
+    ASSERT_EQ(n % bc, 0);
+    const Outcome r = sim.run(
+        traces::forward_program(ForwardSchedule::Flash1, shape(n, d, br, bc, false, Dtype::F16)), true);
+    const uint64_t q_and_o = r.read.at("Q") + r.read.at("O") + r.written.at("O");
+    EXPECT_EQ(q_and_o, static_cast<uint64_t>(12 * n * n * d * d / M * e)) << "M=" << M;
+    if (previous != 0) {
+      EXPECT_EQ(2 * q_and_o, previous) << "M=" << M;
+    }
+    previous = q_and_o;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Consistency with the existing generator and double buffering.
+
+// For one head and no breaks, flash2 is traces::flash2_forward: same instructions, cycles, bytes, values.
+TEST(Flash2, SameProgramAsTileFlash2Forward) {
+  Sim sim;
+  for (bool causal : {false, true}) {
+    ForwardShape s = shape(200, 32, 64, 48, causal, Dtype::F16);
+    s.double_buffer = causal;
+    const Outcome mine = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+    const Outcome theirs = sim.run(traces::flash2_forward(s));
+    EXPECT_EQ(mine.opcodes, theirs.opcodes);
+    EXPECT_EQ(mine.cycles, theirs.cycles);
+    EXPECT_EQ(mine.read, theirs.read);
+    EXPECT_EQ(mine.written, theirs.written);
+    EXPECT_EQ(mine.o, theirs.o);
+    EXPECT_TRUE(mine.check.passed);
+  }
+}
+
+// Prefetching the next block (flash1: the next Q_i, O_i, l_i, m_i and K_j, V_j; two-pass and flash2: the
+// next K/V block) overlaps transfers with compute: fewer cycles, the same bytes, the same values.
+class DoubleBuffer : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(DoubleBuffer, FewerCyclesSameBytes) {
+  Sim sim;
+  ForwardShape s = shape(512, 64, 64, 64, true, Dtype::F16);
+  const Outcome single = sim.run(traces::forward_program(GetParam(), s));
+  s.double_buffer = true;
+  const Outcome twice = sim.run(traces::forward_program(GetParam(), s));
+  EXPECT_LT(twice.cycles, single.cycles);
+  EXPECT_EQ(twice.read, single.read);
+  EXPECT_EQ(twice.written, single.written);
+  EXPECT_EQ(twice.o, single.o);
+  EXPECT_TRUE(twice.check.passed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Prefetching, DoubleBuffer,
+                         ::testing::Values(ForwardSchedule::TwoPassFused, ForwardSchedule::Flash1,
+                                           ForwardSchedule::Flash2),
+                         [](const auto& info) { return name_of(info.param); });
+
+// Streamed in chunks of 7 instructions (generated on a worker thread, as `attnsim` runs long programs),
+// every schedule runs exactly as in memory: operands stay valid across chunk hand-offs.
+class Streaming : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(Streaming, SameRunAsInMemory) {
+  Sim sim(Dtype::F32);
+  ForwardShape s = shape(150, 16, 32, 48, true, Dtype::F32, 2);
+  s.double_buffer = true;
+  const Outcome in_memory = sim.run(traces::forward_program(GetParam(), s));
+  const isa::Program streamed =
+      traces::stream_program([&] { return traces::forward_program(GetParam(), s); }, 7);
+  ASSERT_TRUE(streamed.instructions.empty());
+  const Outcome r = sim.run(streamed);
+  EXPECT_EQ(r.cycles, in_memory.cycles);
+  EXPECT_EQ(r.opcodes, in_memory.opcodes);
+  EXPECT_EQ(r.read, in_memory.read);
+  EXPECT_EQ(r.written, in_memory.written);
+  EXPECT_EQ(r.o, in_memory.o);
+  EXPECT_TRUE(r.check.passed) << r.check.max_rel_error;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Streaming, ::testing::ValuesIn(traces::all_forward_schedules()),
+                         [](const auto& info) { return name_of(info.param); });
+
+TEST(ScheduleNames, RoundTrip) {
+  const char* names[] = {"naive-safe", "naive-online", "two-pass", "flash1", "flash2"};
+  ASSERT_EQ(traces::all_forward_schedules().size(), std::size(names));
+  for (size_t i = 0; i < std::size(names); ++i) {
+    EXPECT_EQ(traces::schedule_name(traces::all_forward_schedules()[i]), names[i]);
+    EXPECT_EQ(traces::find_forward_schedule(names[i]), traces::all_forward_schedules()[i]);
+  }
+  EXPECT_FALSE(traces::find_forward_schedule("flash3").has_value());
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -1,0 +1,524 @@
+// The backward attention schedules (traces/attention_backward.h): dQ, dK, dV against the float64
+// references, the references against finite differences, and each schedule's HBM ledger, per tensor,
+// against closed forms derived here from the schedule's description (not from its generator loops).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "isa/assembler.h"
+#include "isa/disassembler.h"
+#include "sim/machine.h"
+#include "sim/reference.h"
+#include "sim/run.h"
+#include "traces/attention_backward.h"
+#include "traces/stream.h"
+
+namespace attnsim {
+
+// Readable parameters in test names' GetParam() lines.
+namespace traces {
+void PrintTo(BackwardSchedule s, std::ostream* os) {
+  *os << schedule_name(s);
+}
+}  // namespace traces
+void PrintTo(Dtype t, std::ostream* os) {
+  *os << dtype_name(t);
+}
+
+namespace {
+
+using traces::BackwardSchedule;
+using traces::BackwardShape;
+
+const std::string kConfigs = std::string(ATTNSIM_SOURCE_DIR) + "/configs/";
+
+RunOptions on(const std::string& config, std::vector<std::string> overrides = {}) {
+  RunOptions o;
+  o.config_path = kConfigs + config + ".yaml";
+  o.overrides = std::move(overrides);
+  return o;
+}
+
+BackwardShape shape(int64_t n, int64_t d, int64_t br, int64_t bc, bool causal, Dtype dtype,
+                    int64_t heads = 1) {
+  BackwardShape s;
+  s.n = n;
+  s.d = d;
+  s.block_q = br;
+  s.block_k = bc;
+  s.causal = causal;
+  s.dtype = dtype;
+  s.heads = heads;
+  return s;
+}
+
+const char* name_of(BackwardSchedule s) {
+  switch (s) {
+    case BackwardSchedule::Flash2:
+      return "Flash2";
+    case BackwardSchedule::Flash2NoD:
+      return "Flash2NoD";
+    case BackwardSchedule::Naive:
+      return "Naive";
+  }
+  return "?";
+}
+
+const auto kSchedules =
+    ::testing::Values(BackwardSchedule::Flash2, BackwardSchedule::Flash2NoD, BackwardSchedule::Naive);
+
+TEST(ScheduleName, NamesForTheCli) {
+  EXPECT_EQ(traces::schedule_name(BackwardSchedule::Flash2), "flash2-bwd");
+  EXPECT_EQ(traces::schedule_name(BackwardSchedule::Flash2NoD), "flash2-bwd-no-d");
+  EXPECT_EQ(traces::schedule_name(BackwardSchedule::Naive), "naive-bwd");
+}
+
+// ---- The float64 references against central differences of L = sum(dO * attention(Q, K, V)) ----
+
+// Forward attention of one head, written independently of sim/reference.cpp.
+std::vector<double> forward(const std::vector<double>& q, const std::vector<double>& k,
+                            const std::vector<double>& v, int64_t n, int64_t d, bool causal) {
+  std::vector<double> o(static_cast<size_t>(n * d), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<double> w;
+    for (int64_t j = 0; j < (causal ? i + 1 : n); ++j) {
+      double s = 0;
+      for (int64_t c = 0; c < d; ++c) s += q[i * d + c] * k[j * d + c];
+      w.push_back(s);
+    }
+    double total = 0;
+    for (double& x : w) total += (x = std::exp(x));
+    for (size_t j = 0; j < w.size(); ++j)
+      for (int64_t c = 0; c < d; ++c) o[i * d + c] += w[j] / total * v[j * d + c];
+  }
+  return o;
+}
+
+class ReferenceGradients : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ReferenceGradients, MatchFiniteDifferences) {
+  const bool causal = GetParam();
+  const int64_t heads = 2, n = 5, d = 3;  // seed 001's worked example is n = 5, d = 3
+  isa::Program p;
+  p.file = "fd";
+  std::vector<std::vector<double>> values;
+  for (const char* name : {"Q", "K", "V", "dO", "dQ", "dK", "dV"}) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = {heads, n, d};
+    t.dtype = Dtype::F64;
+    p.add_tensor(t);
+    std::vector<double> x(static_cast<size_t>(heads * n * d));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(1.7 * static_cast<double>(i + 7 * values.size()));
+    values.push_back(x);
+  }
+  // Numeric gradient of sum(dO * O) with respect to input `which` (0 Q, 1 K, 2 V), head by head.
+  auto numeric = [&](int which) {
+    std::vector<double> grad(values[which].size());
+    const double h = 1e-6;
+    for (int64_t head = 0; head < heads; ++head) {
+      auto part = [&](int t) {
+        const auto begin = values[t].begin() + head * n * d;
+        return std::vector<double>(begin, begin + n * d);
+      };
+      std::vector<double> in[3] = {part(0), part(1), part(2)};
+      const std::vector<double> dout = part(3);
+      for (int64_t e = 0; e < n * d; ++e) {
+        auto loss = [&](double delta) {
+          std::vector<double> x[3] = {in[0], in[1], in[2]};
+          x[which][e] += delta;
+          const auto o = forward(x[0], x[1], x[2], n, d, causal);
+          double sum = 0;
+          for (int64_t i = 0; i < n * d; ++i) sum += dout[i] * o[i];
+          return sum;
+        };
+        grad[head * n * d + e] = (loss(h) - loss(-h)) / (2 * h);
+      }
+    }
+    return grad;
+  };
+  std::vector<std::vector<double>> final = values;
+  final[4] = numeric(0);
+  final[5] = numeric(1);
+  final[6] = numeric(2);
+  const std::string prefix = causal ? "attention_causal_grad_" : "attention_grad_";
+  for (auto [target, which] : {std::pair{4, "q"}, std::pair{5, "k"}, std::pair{6, "v"}}) {
+    isa::Check c;
+    c.function = prefix + which;
+    c.target = target;
+    c.args = {0, 1, 2, 3};
+    const CheckResult r = evaluate_check(p, c, values, final, Dtype::F64);
+    EXPECT_LT(r.max_rel_error, 1e-8) << c.function;
+    // The same numbers checked as the wrong gradient must fail, or this test proves nothing.
+    c.target = target == 4 ? 5 : 4;
+    EXPECT_GT(evaluate_check(p, c, values, final, Dtype::F64).max_rel_error, 0.1) << c.function;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Mask, ReferenceGradients, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Causal" : "Full"; });
+
+TEST(ReferenceGradients, RejectsMismatchedShapes) {
+  isa::Program p;
+  for (const char* name : {"Q", "K", "V", "dO", "dQ"}) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = {4, std::string(name) == "dO" ? 3 : 2};  // dO must match V's columns (2)
+    p.add_tensor(t);
+  }
+  isa::Check c;
+  c.function = "attention_grad_q";
+  c.target = 4;
+  c.args = {0, 1, 2, 3};
+  std::vector<std::vector<double>> v = {std::vector<double>(8), std::vector<double>(8),
+                                        std::vector<double>(8), std::vector<double>(12),
+                                        std::vector<double>(8)};
+  EXPECT_THROW(evaluate_check(p, c, v, v, Dtype::F64), InputError);
+}
+
+// ---- Values: every schedule passes its three checks ----
+
+using ValueCase = std::tuple<BackwardSchedule, bool, std::tuple<int64_t, int64_t, int64_t, int64_t>>;
+
+std::string value_case_name(const ::testing::TestParamInfo<ValueCase>& info) {
+  const auto& [schedule, causal, dims] = info.param;
+  const auto& [n, d, br, bc] = dims;
+  return std::string(name_of(schedule)) + (causal ? "Causal" : "Full") + "_n" + std::to_string(n) + "_d" +
+         std::to_string(d) + "_Br" + std::to_string(br) + "_Bc" + std::to_string(bc);
+}
+
+class BackwardF32 : public ::testing::TestWithParam<ValueCase> {};
+
+// In f32 every schedule matches float64 to the f32 tolerance, for even, ragged and oversized blocks.
+TEST_P(BackwardF32, MatchesReference) {
+  const auto& [schedule, causal, dims] = GetParam();
+  const auto& [n, d, br, bc] = dims;
+  RunResult r = run_program(traces::backward_program(schedule, shape(n, d, br, bc, causal, Dtype::F32)),
+                            on("h100", {"dtype=f32"}));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) {
+    EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+    EXPECT_LE(c.max_rel_error, tolerance_for(Dtype::F32)) << c.description;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BackwardF32,
+    ::testing::Combine(kSchedules, ::testing::Bool(),
+                       ::testing::Values(std::tuple{64, 32, 32, 32},     // even
+                                         std::tuple{100, 16, 32, 48},    // ragged n, Br != Bc
+                                         std::tuple{160, 64, 64, 40},    // ragged key blocks
+                                         std::tuple{72, 16, 128, 16})),  // Br > n
+    value_case_name);
+
+class BackwardLowPrecision : public ::testing::TestWithParam<std::tuple<BackwardSchedule, bool, Dtype>> {};
+
+// bf16/f16 storage and MXU inputs, f32 statistics and accumulators: within the dtype's tolerance.
+TEST_P(BackwardLowPrecision, WithinTolerance) {
+  const auto& [schedule, causal, dtype] = GetParam();
+  RunResult r = run_program(traces::backward_program(schedule, shape(144, 32, 64, 48, causal, dtype)),
+                            on("h100", {"dtype=" + std::string(dtype_name(dtype))}));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) {
+    EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error << " > " << c.tolerance;
+    EXPECT_EQ(c.tolerance, tolerance_for(dtype));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, BackwardLowPrecision,
+                         ::testing::Combine(kSchedules, ::testing::Bool(),
+                                            ::testing::Values(Dtype::BF16, Dtype::F16)),
+                         [](const auto& info) {
+                           return std::string(name_of(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "Causal" : "Full") + "_" +
+                                  std::string(dtype_name(std::get<2>(info.param)));
+                         });
+
+// ---- The checks can fail: break the forward's saved state ----
+
+RunResult run_with_corrupted(BackwardSchedule schedule, const std::string& tensor, double shift,
+                             double scale) {
+  isa::Program p = traces::backward_program(schedule, shape(64, 16, 32, 32, false, Dtype::F32));
+  auto& init = p.tensors[p.find_tensor(tensor)].init;
+  EXPECT_EQ(init.kind, isa::TensorInit::Kind::Values);
+  for (double& x : init.values) x = x * scale + shift;
+  return run_program(p, on("h100", {"dtype=f32"}));
+}
+
+// D_i = rowsum(dO_i * O_i) enters dS only: with O zeroed, dQ and dK go wrong and dV (= P^T dO) stays right.
+TEST(BrokenForwardState, ZeroOBreaksDqAndDkOfFlash2) {
+  RunResult r = run_with_corrupted(BackwardSchedule::Flash2, "O", 0.0, 0.0);
+  ASSERT_EQ(r.checks.size(), 3u);
+  EXPECT_FALSE(r.checks[0].passed) << r.checks[0].description;
+  EXPECT_FALSE(r.checks[1].passed) << r.checks[1].description;
+  EXPECT_TRUE(r.checks[2].passed) << r.checks[2].description;
+}
+
+// Without the D trick, O is never read: zeroing it changes nothing.
+TEST(BrokenForwardState, ZeroODoesNotMatterWithoutD) {
+  RunResult r = run_with_corrupted(BackwardSchedule::Flash2NoD, "O", 0.0, 0.0);
+  EXPECT_TRUE(r.checks_passed());
+  EXPECT_EQ(r.hbm_bytes_read.at("O"), 0u);
+}
+
+// A wrong logsumexp scales every P by e^-1: all three gradients go wrong.
+TEST(BrokenForwardState, ShiftedLBreaksEveryGradient) {
+  RunResult r = run_with_corrupted(BackwardSchedule::Flash2, "L", 1.0, 1.0);
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) EXPECT_FALSE(c.passed) << c.description;
+}
+
+// ---- Ledgers ----
+
+using Bytes = std::map<std::string, uint64_t>;
+struct Ledger {
+  Bytes read, written;
+  uint64_t matmuls = 0, exps = 0, masks = 0;
+};
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Closed forms for one head. e: storage bytes, f: 4 (f32 statistics and accumulators).
+//   R: query rows that meet a key block, summed over key blocks. The query block holding row k0 is the first
+//      one whose last row reaches k0, so key block [k0, ...) sees n - floor(k0 / Br) * Br rows; n if not
+//      causal.
+//   C: key rows that meet a query block, summed over query blocks: query block with last row l sees the key
+//      blocks up to the one holding l, i.e. min(n, (floor(l / Bc) + 1) * Bc) rows; n if not causal.
+//   T: visible tiles; M: tiles that cross the diagonal (key block [k0, k1] and query block q0 < k1).
+Ledger expected(BackwardSchedule schedule, const BackwardShape& s) {
+  const int64_t n = s.n, d = s.d, br = s.block_q, bc = s.block_k, e = dtype_bytes(s.dtype), f = 4;
+  const int64_t tr = ceil_div(n, br), tc = ceil_div(n, bc);
+  int64_t r_rows = 0, c_rows = 0, tiles = 0, masked = 0, naive_masked = 0;
+  for (int64_t j = 0; j < tc; ++j) {
+    const int64_t k0 = j * bc, k1 = std::min(n, k0 + bc) - 1;
+    r_rows += s.causal ? n - k0 / br * br : n;
+    tiles += s.causal ? tr - k0 / br : tr;
+    masked += s.causal ? ceil_div(k1, br) - k0 / br : 0;
+    naive_masked += s.causal ? ceil_div(k1, br) : 0;
+  }
+  for (int64_t i = 0; i < tr; ++i) {
+    const int64_t last = std::min(n, (i + 1) * br) - 1;
+    c_rows += s.causal ? std::min(n, (last / bc + 1) * bc) : n;
+  }
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  Ledger l;
+  switch (schedule) {
+    case BackwardSchedule::Flash2:
+      // D pass reads O and dO once; per (K/V block, visible query block): Q, dO, L, D, dQ in, dQ out.
+      l.read = {{"Q", u(r_rows * d * e)},
+                {"K", u(n * d * e)},
+                {"V", u(n * d * e)},
+                {"dO", u((n + r_rows) * d * e)},
+                {"O", u(n * d * e)},
+                {"L", u(r_rows * f)},
+                {"D", u(r_rows * f)},
+                {"dQ", u(r_rows * d * f)},
+                {"dK", 0},
+                {"dV", 0}};
+      l.written = {{"Q", 0},
+                   {"K", 0},
+                   {"V", 0},
+                   {"dO", 0},
+                   {"O", 0},
+                   {"L", 0},
+                   {"D", u(n * f)},
+                   {"dQ", u(r_rows * d * f)},
+                   {"dK", u(n * d * e)},
+                   {"dV", u(n * d * e)}};
+      l.matmuls = u(5 * tiles);  // S, dV, dP, dK, dQ
+      l.exps = u(tiles);
+      l.masks = u(masked);
+      break;
+    case BackwardSchedule::Flash2NoD:
+      // Per query block: Q, dO, L once; K, V in both sweeps; dK, dV (f32) in and out in the second.
+      l.read = {{"Q", u(n * d * e)},
+                {"K", u(2 * c_rows * d * e)},
+                {"V", u(2 * c_rows * d * e)},
+                {"dO", u(n * d * e)},
+                {"O", 0},
+                {"L", u(n * f)},
+                {"dQ", 0},
+                {"dK", u(c_rows * d * f)},
+                {"dV", u(c_rows * d * f)}};
+      l.written = {{"Q", 0},
+                   {"K", 0},
+                   {"V", 0},
+                   {"dO", 0},
+                   {"O", 0},
+                   {"L", 0},
+                   {"dQ", u(n * d * e)},
+                   {"dK", u(c_rows * d * f)},
+                   {"dV", u(c_rows * d * f)}};
+      l.matmuls = u(7 * tiles);  // sweep 1: S, dP; sweep 2: S, dP, dV, dK, dQ
+      l.exps = u(2 * tiles);
+      l.masks = u(2 * masked);
+      break;
+    case BackwardSchedule::Naive:
+      // Every tile, causal or not. P: read twice for D and dS, once for dV; dP: twice; dS: by dQ and dK.
+      l.read = {{"Q", u((1 + tc) * n * d * e)},
+                {"K", u(2 * tr * n * d * e)},
+                {"V", u(tr * n * d * e)},
+                {"dO", u((1 + tc) * n * d * e)},
+                {"O", 0},
+                {"L", u(n * f)},
+                {"P", u(3 * n * n * e)},
+                {"dP", u(2 * n * n * e)},
+                {"dS", u(2 * n * n * e)},
+                {"dQ", 0},
+                {"dK", 0},
+                {"dV", 0}};
+      l.written = {{"Q", 0},
+                   {"K", 0},
+                   {"V", 0},
+                   {"dO", 0},
+                   {"O", 0},
+                   {"L", 0},
+                   {"P", u(n * n * e)},
+                   {"dP", u(n * n * e)},
+                   {"dS", u(n * n * e)},
+                   {"dQ", u(n * d * e)},
+                   {"dK", u(n * d * e)},
+                   {"dV", u(n * d * e)}};
+      l.matmuls = u(5 * tr * tc);  // S, dP, and one per tile in each of the three GEMMs
+      l.exps = u(tr * tc);
+      l.masks = u(naive_masked);
+      break;
+  }
+  return l;
+}
+
+Bytes times(Bytes b, int64_t k) {
+  for (auto& [name, bytes] : b) bytes *= static_cast<uint64_t>(k);
+  return b;
+}
+
+uint64_t count(const RunResult& r, const std::string& op) {
+  auto it = r.per_opcode.find(op);
+  return it == r.per_opcode.end() ? 0 : it->second;
+}
+
+using LedgerCase =
+    std::tuple<BackwardSchedule, bool, std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>>;
+
+std::string ledger_case_name(const ::testing::TestParamInfo<LedgerCase>& info) {
+  const auto& [schedule, causal, dims] = info.param;
+  const auto& [n, d, br, bc, heads] = dims;
+  return std::string(name_of(schedule)) + (causal ? "Causal" : "Full") + "_n" + std::to_string(n) + "_Br" +
+         std::to_string(br) + "_Bc" + std::to_string(bc) + "_h" + std::to_string(heads);
+}
+
+class BackwardLedger : public ::testing::TestWithParam<LedgerCase> {};
+
+// Every tensor's bytes, read and written, equal the closed form (f16 storage); so do the matmul, EXP and
+// MASK counts; and the values still check.
+TEST_P(BackwardLedger, MatchesClosedForm) {
+  const auto& [schedule, causal, dims] = GetParam();
+  const auto& [n, d, br, bc, heads] = dims;
+  const BackwardShape s = shape(n, d, br, bc, causal, Dtype::F16, heads);
+  RunResult r = run_program(traces::backward_program(schedule, s), on("h100"));
+  const Ledger l = expected(schedule, shape(n, d, br, bc, causal, Dtype::F16));
+  EXPECT_EQ(r.hbm_bytes_read, times(l.read, heads));
+  EXPECT_EQ(r.hbm_bytes_written, times(l.written, heads));
+  EXPECT_EQ(count(r, "MAC") + count(r, "MAC_Z"), l.matmuls * heads);
+  EXPECT_EQ(count(r, "EXP"), l.exps * heads);
+  EXPECT_EQ(count(r, "MASK"), l.masks * heads);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, BackwardLedger,
+    ::testing::Combine(kSchedules, ::testing::Bool(),
+                       ::testing::Values(std::tuple{100, 16, 32, 48, 1},   // Br < Bc, ragged
+                                         std::tuple{130, 16, 48, 20, 1},   // Br > Bc, ragged
+                                         std::tuple{96, 16, 32, 32, 3})),  // three heads
+    ledger_case_name);
+
+// Seed 002: without D, K (and V) are loaded twice per query block, where flash2-bwd loads them once in
+// all: exactly 2 * Tr times the bytes. Causal with square blocks dividing n: T(T+1)/2 tiles of b rows.
+TEST(KReads, NoDReadsKTwicePerQueryBlock) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  auto k_bytes = [&](BackwardSchedule schedule, const BackwardShape& s) {
+    isa::Program p = traces::backward_program(schedule, s);
+    machine.load(p, false, true);
+    machine.run();
+    return machine.hbm()->bytes_read_per_tensor[p.find_tensor("K")];
+  };
+  const int64_t n = 200, d = 32, br = 48, bc = 64, tr = 5;
+  const uint64_t once = k_bytes(BackwardSchedule::Flash2, shape(n, d, br, bc, false, Dtype::F16));
+  EXPECT_EQ(once, static_cast<uint64_t>(n * d * 2));
+  EXPECT_EQ(k_bytes(BackwardSchedule::Flash2NoD, shape(n, d, br, bc, false, Dtype::F16)), 2 * tr * once);
+
+  const int64_t b = 32, t = 4;  // n = 128
+  const uint64_t triangle = static_cast<uint64_t>(b * t * (t + 1) / 2 * d * 2);
+  EXPECT_EQ(k_bytes(BackwardSchedule::Flash2, shape(b * t, d, b, b, true, Dtype::F16)),
+            static_cast<uint64_t>(b * t * d * 2));
+  EXPECT_EQ(k_bytes(BackwardSchedule::Flash2NoD, shape(b * t, d, b, b, true, Dtype::F16)), 2 * triangle);
+}
+
+// ---- Streamed in small chunks, each schedule runs exactly as from memory ----
+
+class BackwardStreaming : public ::testing::TestWithParam<BackwardSchedule> {};
+
+// Head slices (TileRef offsets) must follow the stream's chunk hand-offs like every other operand.
+TEST_P(BackwardStreaming, SameResultsAsInMemory) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {"dtype=f32"}));
+  const BackwardShape s = shape(90, 16, 32, 24, true, Dtype::F32, 2);
+  const isa::Program in_memory = traces::backward_program(GetParam(), s);
+  machine.load(in_memory, false, false);
+  machine.run();
+  const uint64_t cycles = machine.sequencer().cycles();
+  const auto read = machine.hbm()->bytes_read_per_tensor;
+  std::vector<std::vector<double>> outputs;
+  for (const char* name : {"dQ", "dK", "dV"})
+    outputs.push_back(machine.sequencer().tensor_values(in_memory.find_tensor(name)));
+  const size_t small_chunks = 5;  // far below the program's length: many hand-offs
+  isa::Program streamed =
+      traces::stream_program([&] { return traces::backward_program(GetParam(), s); }, small_chunks);
+  EXPECT_TRUE(streamed.instructions.empty());
+  machine.load(streamed, false, false);
+  machine.run();
+  EXPECT_EQ(machine.sequencer().cycles(), cycles);
+  EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, read);
+  int i = 0;
+  for (const char* name : {"dQ", "dK", "dV"})
+    EXPECT_EQ(machine.sequencer().tensor_values(in_memory.find_tensor(name)), outputs[i++]) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, BackwardStreaming, kSchedules,
+                         [](const auto& info) { return std::string(name_of(info.param)); });
+
+// ---- The generated programs print as traces that assemble back to the same program ----
+
+class BackwardRoundTrip : public ::testing::TestWithParam<BackwardSchedule> {};
+
+TEST_P(BackwardRoundTrip, DisassemblesAndReassembles) {
+  const isa::Program p = traces::backward_program(GetParam(), shape(40, 8, 16, 24, true, Dtype::BF16, 2));
+  const std::string text = isa::disassemble(p);
+  const isa::Program back = isa::assemble(text, "roundtrip");
+  EXPECT_EQ(isa::disassemble(back), text);
+  ASSERT_EQ(back.instructions.size(), p.instructions.size());
+  for (size_t i = 0; i < p.instructions.size(); ++i) {
+    const auto& a = p.instructions[i];
+    const auto& b = back.instructions[i];
+    ASSERT_EQ(a.op, b.op) << i;
+    ASSERT_EQ(a.operand_count, b.operand_count) << i;
+    for (size_t k = 0; k < a.operand_count; ++k) {
+      if (a.operand(k).kind != isa::Operand::Kind::Tile) continue;
+      EXPECT_EQ(p.tiles[a.operand(k).tensor], back.tiles[b.operand(k).tensor])
+          << "instruction " << i << ": " << isa::format_instruction(p, a);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, BackwardRoundTrip, kSchedules,
+                         [](const auto& info) { return std::string(name_of(info.param)); });
+
+}  // namespace
+}  // namespace attnsim

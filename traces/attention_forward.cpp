@@ -1,0 +1,640 @@
+#include "traces/attention_forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "traces/builder.h"
+
+namespace attnsim::traces {
+
+namespace {
+
+using isa::Opcode;
+using isa::Operand;
+
+// Scores, row statistics and the output accumulator, as FlashAttention keeps them.
+constexpr Dtype kAcc = Dtype::F32;
+
+struct Block {
+  int64_t start = 0;
+  int64_t size = 0;
+};
+
+std::vector<Block> blocks(int64_t n, int64_t block) {
+  std::vector<Block> out;
+  for (int64_t start = 0; start < n; start += block) out.push_back({start, std::min(block, n - start)});
+  return out;
+}
+
+// Key blocks a query block must see: all, or (causal) those starting at or before its last row.
+std::vector<Block> visible_keys(const ForwardShape& s, const Block& q) {
+  const int64_t end = s.causal ? std::min(s.n, q.start + q.size) : s.n;
+  std::vector<Block> out;
+  for (int64_t k0 = 0; k0 < end; k0 += s.block_k) out.push_back({k0, std::min(s.block_k, s.n - k0)});
+  return out;
+}
+
+// A tile that reaches above the diagonal needs the causal mask; one wholly below it does not.
+bool needs_mask(const ForwardShape& s, const Block& q, const Block& k) {
+  return s.causal && k.start + k.size - 1 > q.start;
+}
+
+std::string describe(ForwardSchedule schedule, const ForwardShape& s) {
+  std::string out = std::string(schedule_name(schedule)) + "(n=" + std::to_string(s.n) +
+                    ", d=" + std::to_string(s.d) + ", Br=" + std::to_string(s.block_q) +
+                    ", Bc=" + std::to_string(s.block_k);
+  if (s.heads != 1) out += ", heads=" + std::to_string(s.heads);
+  if (s.causal) out += ", causal";
+  if (s.double_buffer) out += ", double-buffer";
+  if (s.breaks.no_max_subtraction) out += ", no-max-subtraction";
+  if (s.breaks.no_rescaling) out += ", no-rescaling";
+  return out + ")";
+}
+
+// The Builder plus what every schedule shares: Q, K, V, O (3-D when heads > 1), head-aware tensor slices.
+class Gen {
+ public:
+  Gen(ForwardSchedule schedule, const ForwardShape& shape) : s(shape), b(describe(schedule, shape)) {
+    q = matrix("Q", s.n, s.d, s.dtype);
+    k = matrix("K", s.n, s.d, s.dtype);
+    v = matrix("V", s.n, s.d, s.dtype);
+    o = matrix("O", s.n, s.d, s.dtype);
+    random(q, s.seed, s.qk_range);
+    random(k, s.seed + 1, s.qk_range);
+    random(v, s.seed + 2, 1.0);
+    b.check(s.causal ? "attention_causal" : "attention", o, {q, k, v});
+  }
+
+  // [n][cols], or [heads][n][cols].
+  int matrix(const std::string& name, int64_t rows, int64_t cols, Dtype dtype) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = s.heads == 1 ? std::vector<int64_t>{rows, cols} : std::vector<int64_t>{s.heads, rows, cols};
+    t.dtype = dtype;
+    return b.p.add_tensor(std::move(t));
+  }
+  // One f32 value per query row (m, l): [n], or [heads][n][1].
+  int row_stat(const std::string& name) {
+    isa::TensorDecl t;
+    t.name = name;
+    t.shape = s.heads == 1 ? std::vector<int64_t>{s.n} : std::vector<int64_t>{s.heads, s.n, 1};
+    t.dtype = kAcc;
+    return b.p.add_tensor(std::move(t));
+  }
+  void random(int tensor, uint64_t seed, double range) {
+    auto& init = b.p.tensors[tensor].init;
+    init.kind = isa::TensorInit::Kind::Random;
+    init.seed = seed;
+    init.lo = -range;
+    init.hi = range;
+  }
+  void fill(int tensor, double value) {
+    auto& init = b.p.tensors[tensor].init;
+    init.kind = isa::TensorInit::Kind::Fill;
+    init.lo = value;
+  }
+
+  // Rows `r` (and columns [col0, col0 + cols), all by default) of head `head` of a tensor. Builder shares
+  // repeated slices and keeps operands valid when the program is streamed in chunks.
+  Operand at(int tensor, int64_t head, const Block& r, int64_t col0 = 0, int64_t cols = -1,
+             bool transpose = false) {
+    isa::TileRef t = b.p.tensor_rows(tensor, r.start, r.size, transpose, head);
+    if (cols >= 0) {
+      t.col0 = col0;
+      t.cols = cols;
+    }
+    return b.tile(t);
+  }
+  // Operands are made where they are used, never kept across a loop: a streamed program is handed off in
+  // chunks, and an operand made more than one chunk ago is refused (traces/builder.h).
+  Operand buf(int buffer, int64_t rows = -1, int64_t cols = -1, bool transpose = false) {
+    return b.buf(buffer, rows, cols, transpose);
+  }
+  void emit(Opcode op, std::initializer_list<Operand> operands) { b.emit(op, operands); }
+
+  const ForwardShape& s;
+  Builder b;
+  int q = -1, k = -1, v = -1, o = -1;
+};
+
+// Walks `count` key blocks: load(j, slot) brings block j in, body(j, slot) uses it. Double buffered, block
+// j + 1 is loaded into the other slot before block j is used, so the transfer overlaps the compute.
+template <class Load, class Body>
+void stream(size_t count, bool double_buffer, Load load, Body body) {
+  const int slots = double_buffer ? 2 : 1;
+  load(0, 0);
+  for (size_t j = 0; j < count; ++j) {
+    if (double_buffer && j + 1 < count) load(j + 1, static_cast<int>((j + 1) % 2));
+    body(j, static_cast<int>(j % slots));
+    if (!double_buffer && j + 1 < count) load(j + 1, 0);
+  }
+}
+
+// The running-statistics buffers of a query block, for the schedules that keep (m, l) without O.
+struct Stats {
+  int m, m_tile, m_new, alpha, l, l_tile;
+};
+
+Stats stats_buffers(Gen& g, const std::string& m_name, const std::string& l_name) {
+  const int64_t br = g.s.block_q;
+  Stats st;
+  st.m = g.b.buffer(m_name, br, 1, kAcc);
+  st.m_tile = g.b.buffer("m_tile", br, 1, kAcc);
+  st.m_new = g.b.buffer("m_new", br, 1, kAcc);
+  st.alpha = g.b.buffer("alpha", br, 1, kAcc);
+  st.l = g.b.buffer(l_name, br, 1, kAcc);
+  st.l_tile = g.b.buffer("l_tile", br, 1, kAcc);
+  return st;
+}
+
+// Online softmax statistics (seed 001 §1.3, on tiles) of the f32 score tile `sc`; `sc` is overwritten
+// with its exponentials. With BREAK IT: no max at all (l = sum exp(S)), or the max kept but the old l
+// not rescaled.
+void online_stats(Gen& g, const Stats& st, int sc, int64_t rows, int64_t cols, bool first) {
+  const BreakIt& br = g.s.breaks;
+  auto S = [&] { return g.buf(sc, rows, cols); };
+  if (br.no_max_subtraction) {
+    g.emit(Opcode::Exp, {S(), S()});
+    if (first) {
+      g.emit(Opcode::RowSum, {S(), g.buf(st.l, rows)});
+    } else {
+      g.emit(Opcode::RowSum, {S(), g.buf(st.l_tile, rows)});
+      g.emit(Opcode::Add, {g.buf(st.l, rows), g.buf(st.l_tile, rows), g.buf(st.l, rows)});
+    }
+    return;
+  }
+  if (first) {
+    g.emit(Opcode::RowMax, {S(), g.buf(st.m, rows)});
+    g.emit(Opcode::Sub, {S(), g.buf(st.m, rows), S()});
+    g.emit(Opcode::Exp, {S(), S()});
+    g.emit(Opcode::RowSum, {S(), g.buf(st.l, rows)});
+    return;
+  }
+  g.emit(Opcode::RowMax, {S(), g.buf(st.m_tile, rows)});
+  g.emit(Opcode::Max, {g.buf(st.m, rows), g.buf(st.m_tile, rows), g.buf(st.m_new, rows)});
+  g.emit(Opcode::Sub, {S(), g.buf(st.m_new, rows), S()});
+  g.emit(Opcode::Exp, {S(), S()});
+  g.emit(Opcode::RowSum, {S(), g.buf(st.l_tile, rows)});
+  if (!br.no_rescaling) {
+    g.emit(Opcode::Sub, {g.buf(st.m, rows), g.buf(st.m_new, rows), g.buf(st.alpha, rows)});
+    g.emit(Opcode::Exp, {g.buf(st.alpha, rows), g.buf(st.alpha, rows)});
+    g.emit(Opcode::Mul, {g.buf(st.l, rows), g.buf(st.alpha, rows), g.buf(st.l, rows)});
+  }
+  g.emit(Opcode::Add, {g.buf(st.l, rows), g.buf(st.l_tile, rows), g.buf(st.l, rows)});
+  g.emit(Opcode::Mov, {g.buf(st.m_new, rows), g.buf(st.m, rows)});
+}
+
+// naive-safe / naive-online: three kernels per head, each a sweep over tiles with HBM in between.
+//   1. S = QK^T, every tile written to HBM (f32: the MXU's accumulator type, so the scores are the same
+//      numbers the fused schedules keep on chip). Causal: diagonal tiles masked, tiles above the diagonal
+//      still computed and written as all -inf: standard attention pays full price for masked entries.
+//   2. softmax over the S tiles of each row block, the row statistics (m, l) kept on chip for the block:
+//      safe = 3 passes (max, sum, normalise), online = 2 (running max and rescaled sum, normalise). The
+//      last pass writes P (storage dtype, the MXU's input type) to HBM.
+//   3. O = PV, reading every P tile (the masked zeros too) and V once per row block; O written once.
+void naive(Gen& g, bool online) {
+  const ForwardShape& s = g.s;
+  const int S = g.matrix("S", s.n, s.n, kAcc);
+  const int P = g.matrix("P", s.n, s.n, s.dtype);
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int qi = g.b.buffer("Qi", br, d, s.dtype);
+  const int kj = g.b.buffer("Kj", bc, d, s.dtype);
+  const int vj = g.b.buffer("Vj", bc, d, s.dtype);
+  const int sc = g.b.buffer("Sij", br, bc, kAcc);
+  const int pb = g.b.buffer("Pij", br, bc, s.dtype);
+  const Stats st = stats_buffers(g, "mi", "li");
+  const int oi = g.b.buffer("Oi", br, d, kAcc);
+  const auto q_blocks = blocks(s.n, br);
+  const auto k_blocks = blocks(s.n, bc);
+
+  for (int64_t h = 0; h < s.heads; ++h) {
+    for (const Block& qb : q_blocks) {
+      const int64_t rows = qb.size;
+      g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+      for (const Block& kb : k_blocks) {
+        const int64_t cols = kb.size;
+        g.emit(Opcode::Load, {g.at(g.k, h, kb), g.buf(kj, cols)});
+        g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj, cols, -1, true), g.buf(sc, rows, cols)});
+        if (needs_mask(s, qb, kb))
+          g.emit(Opcode::Mask, {g.buf(sc, rows, cols), Operand::imm(qb.start), Operand::imm(kb.start)});
+        g.emit(Opcode::Store, {g.buf(sc, rows, cols), g.at(S, h, qb, kb.start, cols)});
+      }
+    }
+
+    for (const Block& qb : q_blocks) {
+      const int64_t rows = qb.size;
+      auto load_s = [&](const Block& kb) {
+        g.emit(Opcode::Load, {g.at(S, h, qb, kb.start, kb.size), g.buf(sc, rows, kb.size)});
+      };
+      auto m = [&] { return g.buf(st.m, rows); };
+      auto l = [&] { return g.buf(st.l, rows); };
+      if (!online) {
+        for (size_t j = 0; j < k_blocks.size(); ++j) {  // pass 1: row max
+          load_s(k_blocks[j]);
+          auto S_ij = [&] { return g.buf(sc, rows, k_blocks[j].size); };
+          if (j == 0) {
+            g.emit(Opcode::RowMax, {S_ij(), m()});
+          } else {
+            g.emit(Opcode::RowMax, {S_ij(), g.buf(st.m_tile, rows)});
+            g.emit(Opcode::Max, {m(), g.buf(st.m_tile, rows), m()});
+          }
+        }
+        for (size_t j = 0; j < k_blocks.size(); ++j) {  // pass 2: sum of exp(S - m)
+          load_s(k_blocks[j]);
+          auto S_ij = [&] { return g.buf(sc, rows, k_blocks[j].size); };
+          g.emit(Opcode::Sub, {S_ij(), m(), S_ij()});
+          g.emit(Opcode::Exp, {S_ij(), S_ij()});
+          if (j == 0) {
+            g.emit(Opcode::RowSum, {S_ij(), l()});
+          } else {
+            g.emit(Opcode::RowSum, {S_ij(), g.buf(st.l_tile, rows)});
+            g.emit(Opcode::Add, {l(), g.buf(st.l_tile, rows), l()});
+          }
+        }
+      } else {
+        for (size_t j = 0; j < k_blocks.size(); ++j) {  // pass 1: running max and rescaled sum
+          load_s(k_blocks[j]);
+          online_stats(g, st, sc, rows, k_blocks[j].size, j == 0);
+        }
+      }
+      for (const Block& kb : k_blocks) {  // last pass: P = exp(S - m) / l, to HBM
+        load_s(kb);
+        auto S_ij = [&] { return g.buf(sc, rows, kb.size); };
+        if (!s.breaks.no_max_subtraction) g.emit(Opcode::Sub, {S_ij(), m(), S_ij()});
+        g.emit(Opcode::Exp, {S_ij(), S_ij()});
+        g.emit(Opcode::Div, {S_ij(), l(), g.buf(pb, rows, kb.size)});
+        g.emit(Opcode::Store, {g.buf(pb, rows, kb.size), g.at(P, h, qb, kb.start, kb.size)});
+      }
+    }
+
+    for (const Block& qb : q_blocks) {
+      const int64_t rows = qb.size;
+      for (size_t j = 0; j < k_blocks.size(); ++j) {
+        const Block& kb = k_blocks[j];
+        g.emit(Opcode::Load, {g.at(P, h, qb, kb.start, kb.size), g.buf(pb, rows, kb.size)});
+        g.emit(Opcode::Load, {g.at(g.v, h, kb), g.buf(vj, kb.size)});
+        if (j == 0)
+          g.emit(Opcode::MacZ, {g.buf(pb, rows, kb.size), g.buf(vj, kb.size), g.buf(oi, rows)});
+        else
+          g.emit(Opcode::Mac,
+                 {g.buf(pb, rows, kb.size), g.buf(vj, kb.size), g.buf(oi, rows), g.buf(oi, rows)});
+      }
+      g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+    }
+  }
+}
+
+// two-pass (seed 001 §2.1 on tiles): two kernels per head, S never in HBM.
+//   pass 1, per query block: stream the visible K blocks, S on chip, running (m, l); write m, l.
+//   pass 2, per query block: reload Q, m, l; stream K and V, recompute S, P = exp(S - m) / l, O += PV;
+//   write O once. Causal: tiles wholly above the diagonal skipped in both passes, diagonal ones masked.
+void two_pass(Gen& g) {
+  const ForwardShape& s = g.s;
+  const bool has_max = !s.breaks.no_max_subtraction;  // no max: m is never computed, so never stored
+  const int m = has_max ? g.row_stat("m") : -1;
+  const int l = g.row_stat("l");
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int slots = s.double_buffer ? 2 : 1;
+  const int qi = g.b.buffer("Qi", br, d, s.dtype);
+  int kj[2], vj[2];
+  for (int slot = 0; slot < slots; ++slot) {
+    const std::string suffix = slots == 1 ? "" : std::to_string(slot);
+    kj[slot] = g.b.buffer("Kj" + suffix, bc, d, s.dtype);
+    vj[slot] = g.b.buffer("Vj" + suffix, bc, d, s.dtype);
+  }
+  const int sc = g.b.buffer("Sij", br, bc, kAcc);
+  const int pb = g.b.buffer("Pij", br, bc, s.dtype);
+  const Stats st = stats_buffers(g, "mi", "li");
+  const int oi = g.b.buffer("Oi", br, d, kAcc);
+  const auto q_blocks = blocks(s.n, br);
+
+  for (int64_t h = 0; h < s.heads; ++h) {
+    for (const Block& qb : q_blocks) {
+      const int64_t rows = qb.size;
+      const auto keys = visible_keys(s, qb);
+      g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+      stream(
+          keys.size(), s.double_buffer,
+          [&](size_t j, int slot) {
+            g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
+          },
+          [&](size_t j, int slot) {
+            const int64_t cols = keys[j].size;
+            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), g.buf(sc, rows, cols)});
+            if (needs_mask(s, qb, keys[j]))
+              g.emit(Opcode::Mask,
+                     {g.buf(sc, rows, cols), Operand::imm(qb.start), Operand::imm(keys[j].start)});
+            online_stats(g, st, sc, rows, cols, j == 0);
+          });
+      if (has_max) g.emit(Opcode::Store, {g.buf(st.m, rows), g.at(m, h, qb)});
+      g.emit(Opcode::Store, {g.buf(st.l, rows), g.at(l, h, qb)});
+    }
+
+    for (const Block& qb : q_blocks) {
+      const int64_t rows = qb.size;
+      const auto keys = visible_keys(s, qb);
+      g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+      if (has_max) g.emit(Opcode::Load, {g.at(m, h, qb), g.buf(st.m, rows)});
+      g.emit(Opcode::Load, {g.at(l, h, qb), g.buf(st.l, rows)});
+      stream(
+          keys.size(), s.double_buffer,
+          [&](size_t j, int slot) {
+            g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
+            g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
+          },
+          [&](size_t j, int slot) {
+            const int64_t cols = keys[j].size;
+            auto S_ij = [&] { return g.buf(sc, rows, cols); };
+            auto P_ij = [&] { return g.buf(pb, rows, cols); };
+            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S_ij()});
+            if (needs_mask(s, qb, keys[j]))
+              g.emit(Opcode::Mask, {S_ij(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
+            if (has_max) g.emit(Opcode::Sub, {S_ij(), g.buf(st.m, rows), S_ij()});
+            g.emit(Opcode::Exp, {S_ij(), S_ij()});
+            g.emit(Opcode::Div, {S_ij(), g.buf(st.l, rows), P_ij()});
+            if (j == 0)
+              g.emit(Opcode::MacZ, {P_ij(), g.buf(vj[slot], cols), g.buf(oi, rows)});
+            else
+              g.emit(Opcode::Mac, {P_ij(), g.buf(vj[slot], cols), g.buf(oi, rows), g.buf(oi, rows)});
+          });
+      g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+    }
+  }
+}
+
+// flash1: FlashAttention Algorithm 1 (seed 000). O = 0, l = 0, m = -inf in HBM; outer loop over K/V
+// blocks j, inner over query blocks i; each step loads Q_i, O_i, l_i, m_i, updates them and writes O_i,
+// l_i, m_i back, O_i kept normalised (divided by l_new) after every step as in the paper.
+// P~ = exp(S - m_new) instead of the paper's e^(m~ - m_new) exp(S - m~): the same numbers, and no
+// exp(-inf - -inf) for a row the causal mask hides entirely in this tile.
+// Causal: tiles wholly above the diagonal are skipped, diagonal ones masked.
+// Double buffered: the next step's Q_i, O_i, l_i, m_i (and, at a new j, K_j, V_j) load during this step,
+// except when the next step revisits the rows this step writes (it must read them after the store).
+void flash1(Gen& g) {
+  const ForwardShape& s = g.s;
+  const bool has_max = !s.breaks.no_max_subtraction;
+  const int m = has_max ? g.row_stat("m") : -1;
+  const int l = g.row_stat("l");
+  if (has_max) g.fill(m, -std::numeric_limits<double>::infinity());
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int slots = s.double_buffer ? 2 : 1;
+  int qi[2], oi[2], li[2], mi[2], l_new[2], m_new[2], kj[2], vj[2];
+  for (int slot = 0; slot < slots; ++slot) {
+    const std::string suffix = slots == 1 ? "" : std::to_string(slot);
+    kj[slot] = g.b.buffer("Kj" + suffix, bc, d, s.dtype);
+    vj[slot] = g.b.buffer("Vj" + suffix, bc, d, s.dtype);
+  }
+  for (int slot = 0; slot < slots; ++slot) {
+    const std::string suffix = slots == 1 ? "" : std::to_string(slot);
+    qi[slot] = g.b.buffer("Qi" + suffix, br, d, s.dtype);
+    oi[slot] = g.b.buffer("Oi" + suffix, br, d, kAcc);
+    li[slot] = g.b.buffer("li" + suffix, br, 1, kAcc);
+    mi[slot] = g.b.buffer("mi" + suffix, br, 1, kAcc);
+    l_new[slot] = g.b.buffer("l_new" + suffix, br, 1, kAcc);
+    m_new[slot] = g.b.buffer("m_new" + suffix, br, 1, kAcc);
+  }
+  const int sc = g.b.buffer("Sij", br, bc, kAcc);
+  const int pb = g.b.buffer("Pij", br, bc, s.dtype);
+  const int m_tile = g.b.buffer("m_tile", br, 1, kAcc);
+  const int l_tile = g.b.buffer("l_tile", br, 1, kAcc);
+  const int alpha = g.b.buffer("alpha", br, 1, kAcc);
+  const int scale = g.b.buffer("scale", br, 1, kAcc);
+
+  struct Step {
+    int64_t head;
+    Block q, k;
+    bool first_of_kv;
+    int kv_index;
+  };
+  std::vector<Step> steps;
+  int kv_index = 0;
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (const Block& kb : blocks(s.n, bc)) {
+      bool first = true;
+      for (const Block& qb : blocks(s.n, br)) {
+        if (s.causal && kb.start > qb.start + qb.size - 1) continue;  // every key after every query
+        steps.push_back({h, qb, kb, first, kv_index});
+        first = false;
+      }
+      ++kv_index;
+    }
+
+  auto load_kv = [&](const Step& st) {
+    const int slot = st.kv_index % slots;
+    g.emit(Opcode::Load, {g.at(g.k, st.head, st.k), g.buf(kj[slot], st.k.size)});
+    g.emit(Opcode::Load, {g.at(g.v, st.head, st.k), g.buf(vj[slot], st.k.size)});
+  };
+  auto load_q = [&](const Step& st, int slot) {
+    const int64_t rows = st.q.size;
+    g.emit(Opcode::Load, {g.at(g.q, st.head, st.q), g.buf(qi[slot], rows)});
+    g.emit(Opcode::Load, {g.at(g.o, st.head, st.q), g.buf(oi[slot], rows)});
+    g.emit(Opcode::Load, {g.at(l, st.head, st.q), g.buf(li[slot], rows)});
+    if (has_max) g.emit(Opcode::Load, {g.at(m, st.head, st.q), g.buf(mi[slot], rows)});
+  };
+  auto same_rows = [](const Step& a, const Step& b) { return a.head == b.head && a.q.start == b.q.start; };
+
+  if (s.double_buffer && !steps.empty()) {
+    load_kv(steps[0]);
+    load_q(steps[0], 0);
+  }
+  for (size_t t = 0; t < steps.size(); ++t) {
+    const Step& st = steps[t];
+    const int qs = static_cast<int>(t % slots), ks = st.kv_index % slots;
+    const bool has_next = t + 1 < steps.size();
+    if (!s.double_buffer) {
+      if (st.first_of_kv) load_kv(st);
+      load_q(st, 0);
+    } else if (has_next) {
+      if (steps[t + 1].first_of_kv) load_kv(steps[t + 1]);
+      if (!same_rows(st, steps[t + 1])) load_q(steps[t + 1], static_cast<int>((t + 1) % 2));
+    }
+
+    const int64_t rows = st.q.size, cols = st.k.size;
+    auto S_ij = [&] { return g.buf(sc, rows, cols); };
+    auto P_ij = [&] { return g.buf(pb, rows, cols); };
+    auto O_i = [&] { return g.buf(oi[qs], rows); };
+    g.emit(Opcode::MacZ, {g.buf(qi[qs], rows), g.buf(kj[ks], cols, -1, true), S_ij()});
+    if (needs_mask(s, st.q, st.k))
+      g.emit(Opcode::Mask, {S_ij(), Operand::imm(st.q.start), Operand::imm(st.k.start)});
+    int old_l_factor =
+        li[qs];  // what the old l and O are multiplied by: l_i e^(m_i - m_new), or l_i if broken
+    if (has_max) {
+      g.emit(Opcode::RowMax, {S_ij(), g.buf(m_tile, rows)});
+      g.emit(Opcode::Max, {g.buf(mi[qs], rows), g.buf(m_tile, rows), g.buf(m_new[qs], rows)});
+      g.emit(Opcode::Sub, {S_ij(), g.buf(m_new[qs], rows), S_ij()});
+    }
+    g.emit(Opcode::Exp, {S_ij(), P_ij()});
+    g.emit(Opcode::RowSum, {P_ij(), g.buf(l_tile, rows)});
+    if (has_max && !s.breaks.no_rescaling) {
+      g.emit(Opcode::Sub, {g.buf(mi[qs], rows), g.buf(m_new[qs], rows), g.buf(alpha, rows)});
+      g.emit(Opcode::Exp, {g.buf(alpha, rows), g.buf(alpha, rows)});
+      g.emit(Opcode::Mul, {g.buf(li[qs], rows), g.buf(alpha, rows), g.buf(scale, rows)});
+      old_l_factor = scale;
+    }
+    // O_i <- (l_i e^(m_i - m_new) O_i + P~ V_j) / l_new, with l_new = l_i e^(m_i - m_new) + rowsum(P~).
+    g.emit(Opcode::Add, {g.buf(old_l_factor, rows), g.buf(l_tile, rows), g.buf(l_new[qs], rows)});
+    g.emit(Opcode::Mul, {O_i(), g.buf(old_l_factor, rows), O_i()});
+    g.emit(Opcode::Mac, {P_ij(), g.buf(vj[ks], cols), O_i(), O_i()});
+    g.emit(Opcode::Div, {O_i(), g.buf(l_new[qs], rows), O_i()});
+    g.emit(Opcode::Store, {O_i(), g.at(g.o, st.head, st.q)});
+    g.emit(Opcode::Store, {g.buf(l_new[qs], rows), g.at(l, st.head, st.q)});
+    if (has_max) g.emit(Opcode::Store, {g.buf(m_new[qs], rows), g.at(m, st.head, st.q)});
+    if (s.double_buffer && has_next && same_rows(st, steps[t + 1]))
+      load_q(steps[t + 1], static_cast<int>((t + 1) % 2));
+  }
+}
+
+// flash2: traces::flash2_forward with heads and BREAK IT (the same instructions for one head, no breaks):
+// outer loop over query blocks, O accumulated on chip and written once, K and V streamed per query block.
+void flash2(Gen& g) {
+  const ForwardShape& s = g.s;
+  const BreakIt& brk = s.breaks;
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  const int qi = g.b.buffer("Qi", br, d, s.dtype);
+  const int slots = s.double_buffer ? 2 : 1;
+  int kj[2], vj[2];
+  for (int slot = 0; slot < slots; ++slot) {
+    kj[slot] = g.b.buffer(slots == 1 ? "Kj" : "Kj" + std::to_string(slot), bc, d, s.dtype);
+    vj[slot] = g.b.buffer(slots == 1 ? "Vj" : "Vj" + std::to_string(slot), bc, d, s.dtype);
+  }
+  const int sc = g.b.buffer("S", br, bc, kAcc);
+  const int pb = g.b.buffer("P", br, bc, s.dtype);
+  const int m = g.b.buffer("m", br, 1, kAcc);
+  const int m_tile = g.b.buffer("m_tile", br, 1, kAcc);
+  const int m_new = g.b.buffer("m_new", br, 1, kAcc);
+  const int alpha = g.b.buffer("alpha", br, 1, kAcc);
+  const int l = g.b.buffer("l", br, 1, kAcc);
+  const int l_tile = g.b.buffer("l_tile", br, 1, kAcc);
+  const int oi = g.b.buffer("Oi", br, d, kAcc);
+
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (const Block& qb : blocks(s.n, br)) {
+      const int64_t rows = qb.size;
+      const auto keys = visible_keys(s, qb);
+      g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+      stream(
+          keys.size(), s.double_buffer,
+          [&](size_t j, int slot) {
+            g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
+            g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
+          },
+          [&](size_t j, int slot) {
+            const int64_t cols = keys[j].size;
+            auto S = [&] { return g.buf(sc, rows, cols); };
+            auto P = [&] { return g.buf(pb, rows, cols); };
+            auto V = [&] { return g.buf(vj[slot], cols); };
+            auto O = [&] { return g.buf(oi, rows); };
+            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S()});
+            if (needs_mask(s, qb, keys[j]))
+              g.emit(Opcode::Mask, {S(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
+            if (j == 0) {
+              if (!brk.no_max_subtraction) {
+                g.emit(Opcode::RowMax, {S(), g.buf(m, rows)});
+                g.emit(Opcode::Sub, {S(), g.buf(m, rows), S()});
+              }
+              g.emit(Opcode::Exp, {S(), P()});
+              g.emit(Opcode::RowSum, {P(), g.buf(l, rows)});
+              g.emit(Opcode::MacZ, {P(), V(), O()});
+              return;
+            }
+            if (brk.no_max_subtraction) {
+              g.emit(Opcode::Exp, {S(), P()});
+              g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
+              g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
+              g.emit(Opcode::Mac, {P(), V(), O(), O()});
+              return;
+            }
+            // Online softmax update (seed 002's running max and rescale, on tiles).
+            g.emit(Opcode::RowMax, {S(), g.buf(m_tile, rows)});
+            g.emit(Opcode::Max, {g.buf(m, rows), g.buf(m_tile, rows), g.buf(m_new, rows)});
+            g.emit(Opcode::Sub, {S(), g.buf(m_new, rows), S()});
+            g.emit(Opcode::Exp, {S(), P()});
+            if (!brk.no_rescaling) {
+              g.emit(Opcode::Sub, {g.buf(m, rows), g.buf(m_new, rows), g.buf(alpha, rows)});
+              g.emit(Opcode::Exp, {g.buf(alpha, rows), g.buf(alpha, rows)});
+            }
+            g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
+            if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(l, rows), g.buf(alpha, rows), g.buf(l, rows)});
+            g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
+            if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), g.buf(alpha, rows), O()});
+            g.emit(Opcode::Mac, {P(), V(), O(), O()});
+            g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
+          });
+      g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
+      g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+    }
+}
+
+void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
+  if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
+    throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+  if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
+    throw std::invalid_argument("qk_range must be positive and finite");
+  if (s.breaks.any() && !breakable(schedule))
+    throw std::invalid_argument(std::string(schedule_name(schedule)) +
+                                " has no running softmax to break; BREAK IT applies to naive-online, "
+                                "two-pass, flash1 and flash2");
+}
+
+}  // namespace
+
+isa::Program forward_program(ForwardSchedule schedule, const ForwardShape& shape) {
+  check_shape(schedule, shape);
+  Gen g(schedule, shape);
+  switch (schedule) {
+    case ForwardSchedule::NaiveSafe:
+      naive(g, false);
+      break;
+    case ForwardSchedule::NaiveOnline:
+      naive(g, true);
+      break;
+    case ForwardSchedule::TwoPassFused:
+      two_pass(g);
+      break;
+    case ForwardSchedule::Flash1:
+      flash1(g);
+      break;
+    case ForwardSchedule::Flash2:
+      flash2(g);
+      break;
+  }
+  return g.b.take();
+}
+
+std::string_view schedule_name(ForwardSchedule schedule) {
+  switch (schedule) {
+    case ForwardSchedule::NaiveSafe:
+      return "naive-safe";
+    case ForwardSchedule::NaiveOnline:
+      return "naive-online";
+    case ForwardSchedule::TwoPassFused:
+      return "two-pass";
+    case ForwardSchedule::Flash1:
+      return "flash1";
+    case ForwardSchedule::Flash2:
+      return "flash2";
+  }
+  return "?";
+}
+
+std::optional<ForwardSchedule> find_forward_schedule(std::string_view name) {
+  for (ForwardSchedule s : all_forward_schedules())
+    if (schedule_name(s) == name) return s;
+  return std::nullopt;
+}
+
+const std::vector<ForwardSchedule>& all_forward_schedules() {
+  static const std::vector<ForwardSchedule> all = {ForwardSchedule::NaiveSafe, ForwardSchedule::NaiveOnline,
+                                                   ForwardSchedule::TwoPassFused, ForwardSchedule::Flash1,
+                                                   ForwardSchedule::Flash2};
+  return all;
+}
+
+bool breakable(ForwardSchedule schedule) {
+  return schedule != ForwardSchedule::NaiveSafe;
+}
+
+}  // namespace attnsim::traces

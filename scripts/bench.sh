@@ -12,3 +12,7 @@ done
 for n in 20480 4096; do
   /usr/bin/time -f "peak RSS %M KiB" build/bench/attnsim_bench_tile --benchmark_filter="/${n}/"
 done
+for n in 4096 16384 65536; do
+  /usr/bin/time -f "compare N=${n}: wall %e s, peak RSS %M KiB" \
+    build/sim/attnsim compare -c configs/h100.yaml --N "${n}" --d 128 --values off
+done

@@ -150,8 +150,14 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
                        base_total ? double(total) / double(base_total) : 0.0,
                        base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
   }
-  out << fmt::format("base = {}; max err is relative to the float64 reference (! = above the {} tolerance)\n",
-                     base ? base->schedule : "-", dtype_name(o.dtype));
+  out << fmt::format("base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
+                     base ? base->schedule : "-", dtype_name(o.dtype),
+                     o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
+  if (o.show_plan)
+    for (const auto& r : rows) {
+      out << fmt::format("\nblocks for {}:\n", r.schedule);
+      for (const auto& line : r.plan) out << "  " << line << "\n";
+    }
 }
 
 nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRow>& rows) {

@@ -211,6 +211,7 @@ int cmd_compare(const std::vector<std::string>& args) {
       "compute values and check them: on, off (timing-only), auto (on for N <= 2048)")(
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
+      "plan", po::bool_switch(&options.show_plan), "print how the block sizes were chosen and that they fit")(
       "json", po::bool_switch(&json), "print JSON instead of the table")(
       "json-file", po::value(&json_file), "also write the JSON here")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p sram.capacity_bytes=100000");

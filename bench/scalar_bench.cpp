@@ -11,8 +11,9 @@ namespace {
 constexpr int64_t kElements = 750'000;  // online softmax: 14n - 4 instructions = 10.5M
 
 void BM_ScalarOnlineSoftmax(benchmark::State& state) {
-  static MachineConfig config = load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-4reg.yaml",
-                                            {state.range(0) ? "sequencer.issue=pipelined" : "sequencer.issue=blocking"});
+  static MachineConfig config =
+      load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-4reg.yaml",
+                  {state.range(0) ? "sequencer.issue=pipelined" : "sequencer.issue=blocking"});
   static Machine machine(config);
   traces::ScalarInputs in;
   in.n = kElements;
@@ -28,8 +29,8 @@ void BM_ScalarOnlineSoftmax(benchmark::State& state) {
   state.counters["instructions"] = static_cast<double>(machine.sequencer().instructions());
   state.counters["cycles"] = static_cast<double>(machine.sequencer().cycles());
   state.counters["kernel_syncs"] = static_cast<double>(machine.sequencer().kernel_syncs());
-  state.counters["sim_instr_per_s"] = benchmark::Counter(static_cast<double>(instructions),
-                                                         benchmark::Counter::kIsRate);
+  state.counters["sim_instr_per_s"] =
+      benchmark::Counter(static_cast<double>(instructions), benchmark::Counter::kIsRate);
 }
 
 }  // namespace

@@ -12,7 +12,8 @@ namespace {
 
 void BM_Flash2TimingOnly(benchmark::State& state) {
   static Machine machine(load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml", {}));
-  traces::AttentionShape shape{.n = state.range(0), .d = 64, .block_q = 64, .block_k = 64, .double_buffer = true};
+  traces::AttentionShape shape{
+      .n = state.range(0), .d = 64, .block_q = 64, .block_k = 64, .double_buffer = true};
   // Streamed: generated on a worker thread while the simulator runs, so memory does not grow with n.
   uint64_t instructions = 0;
   for (auto _ : state) {
@@ -32,7 +33,12 @@ void BM_Flash2TimingOnly(benchmark::State& state) {
 
 // n = 20480: 320 x 320 block pairs, 1.5M tile instructions; n = 65536: 15.7M. The time includes generating
 // the program (on a second thread).
-BENCHMARK(attnsim::BM_Flash2TimingOnly)->Arg(65536)->Arg(20480)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(attnsim::BM_Flash2TimingOnly)
+    ->Arg(65536)
+    ->Arg(20480)
+    ->Arg(4096)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 int sc_main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

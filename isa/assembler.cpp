@@ -83,7 +83,8 @@ class LineCursor {
   std::string identifier() {
     skip_space();
     size_t start = pos_;
-    if (pos_ < line_.size() && (std::isalpha(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '_')) {
+    if (pos_ < line_.size() &&
+        (std::isalpha(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '_')) {
       ++pos_;
       while (pos_ < line_.size() &&
              (std::isalnum(static_cast<unsigned char>(line_[pos_])) || line_[pos_] == '_'))
@@ -208,7 +209,8 @@ class Assembler {
     }
     if (c.accept('=')) {
       if (decl.init.kind != TensorInit::Kind::Zeros)
-        c.fail(decl.loc, "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
+        c.fail(decl.loc,
+               "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
       parse_values(c, decl);
     } else if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
       SourceLoc word_loc = c.loc();
@@ -217,8 +219,10 @@ class Assembler {
         c.fail(word_loc, "expected '= {values}', 'random(...)' or 'fill(...)', found '" + word + "'");
       if (decl.init.kind != TensorInit::Kind::Zeros)
         c.fail(word_loc, "tensor '" + decl.name + "' has two initialisers; keep one");
-      if (word == "fill") parse_fill(c, decl);
-      else parse_random(c, decl);
+      if (word == "fill")
+        parse_fill(c, decl);
+      else
+        parse_random(c, decl);
     }
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
     (void)where;
@@ -254,10 +258,15 @@ class Assembler {
     while (!c.at_end()) {
       SourceLoc word_loc = c.loc();
       std::string word = c.identifier();
-      if (word == "sram") decl.space = BufferDecl::Space::Sram;
-      else if (word == "regs") decl.space = BufferDecl::Space::Regs;
-      else if (auto dtype = parse_dtype(word)) decl.dtype = dtype;
-      else c.fail(word_loc, "expected a dtype (f16, bf16, f32, f64) or a space (sram, regs)" + (word.empty() ? c.found() : ", found '" + word + "'"));
+      if (word == "sram")
+        decl.space = BufferDecl::Space::Sram;
+      else if (word == "regs")
+        decl.space = BufferDecl::Space::Regs;
+      else if (auto dtype = parse_dtype(word))
+        decl.dtype = dtype;
+      else
+        c.fail(word_loc, "expected a dtype (f16, bf16, f32, f64) or a space (sram, regs)" +
+                             (word.empty() ? c.found() : ", found '" + word + "'"));
     }
     program_.buffers.push_back(std::move(decl));
   }
@@ -309,7 +318,8 @@ class Assembler {
           spec.end = *first + 1;
           if (*first < 0 || *first >= extent)
             c.fail(spec_loc, "index " + std::to_string(*first) + " out of range for dimension " +
-                                 std::to_string(dim) + " of '" + name + "' (size " + std::to_string(extent) + ")");
+                                 std::to_string(dim) + " of '" + name + "' (size " + std::to_string(extent) +
+                                 ")");
         }
         dims.push_back(spec);
       } while (c.accept(','));
@@ -441,16 +451,16 @@ class Assembler {
       check_tile_form(c, inst);
     } else {
       if (spec.tile_only)
-        c.fail(inst.loc, std::string(spec.mnemonic) + " works on tiles (.buffer operands): " +
-                             std::string(spec.semantics));
+        c.fail(inst.loc, std::string(spec.mnemonic) +
+                             " works on tiles (.buffer operands): " + std::string(spec.semantics));
       for (size_t i = 0; i < inst.operand_count; ++i) {
         const Operand& operand = inst.operand(i);
         bool want_reg = spec.roles[i] == OperandRole::Reg;
         bool ok = want_reg ? operand.kind == Operand::Kind::Register : operand.kind == Operand::Kind::Memory;
         if (!ok)
-          c.fail(operand.loc, std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) + " must be a " +
-                                  (want_reg ? "register" : "memory reference like x[0]") + " (" +
-                                  std::string(spec.semantics) + ")");
+          c.fail(operand.loc, std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) +
+                                  " must be a " + (want_reg ? "register" : "memory reference like x[0]") +
+                                  " (" + std::string(spec.semantics) + ")");
       }
     }
     program_.instructions.push_back(std::move(inst));
@@ -486,7 +496,8 @@ class Assembler {
       auto reg = parse_register_name(name);
       if (!reg) {
         if (program_.find_tensor(name) >= 0)
-          c.fail(operand.loc, "tensor '" + name + "' needs indices, e.g. " + name + "[0] or " + name + "[0:8, :]");
+          c.fail(operand.loc,
+                 "tensor '" + name + "' needs indices, e.g. " + name + "[0] or " + name + "[0:8, :]");
         c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor");
       }
       operand.kind = Operand::Kind::Register;
@@ -495,13 +506,14 @@ class Assembler {
     }
     operand.tensor = program_.find_tensor(name);
     if (operand.tensor < 0)
-      c.fail(operand.loc, "undeclared tensor '" + name + "' (declare it with .tensor, or .buffer for on-chip)");
+      c.fail(operand.loc,
+             "undeclared tensor '" + name + "' (declare it with .tensor, or .buffer for on-chip)");
     const TensorDecl& decl = program_.tensors[operand.tensor];
     auto dims = parse_dims(c, name, decl.shape);
     bool transpose = accept_transpose(c);
     if (dims.size() != decl.shape.size())
-      c.fail(operand.loc, "tensor '" + name + "' has " + std::to_string(decl.shape.size()) + " dimension(s), " +
-                              std::to_string(dims.size()) + " index(es) given");
+      c.fail(operand.loc, "tensor '" + name + "' has " + std::to_string(decl.shape.size()) +
+                              " dimension(s), " + std::to_string(dims.size()) + " index(es) given");
     bool any_range = false;
     for (const auto& d : dims) any_range = any_range || d.range;
     if (!any_range && !transpose) {
@@ -545,7 +557,8 @@ class Assembler {
     };
     auto at = [&](size_t i) { return inst.operand(i).loc; };
     auto want_kind = [&](size_t i, Operand::Kind kind, const char* what) {
-      if (inst.operand(i).kind != kind) c.fail(at(i), op + " operand " + std::to_string(i + 1) + " must be " + what);
+      if (inst.operand(i).kind != kind)
+        c.fail(at(i), op + " operand " + std::to_string(i + 1) + " must be " + what);
     };
     auto want_buffer = [&](size_t i, bool may_transpose) {
       want_kind(i, Operand::Kind::Tile, "an on-chip buffer (tile form)");
@@ -615,8 +628,8 @@ class Assembler {
         want_buffer(0, false);
         want_buffer(1, false);
         if (tile(1).out_rows() != tile(0).out_rows() || tile(1).out_cols() != 1)
-          c.fail(at(1), op + ": the destination must be " + std::to_string(tile(0).out_rows()) + "x1, found " +
-                            shape(1));
+          c.fail(at(1), op + ": the destination must be " + std::to_string(tile(0).out_rows()) +
+                            "x1, found " + shape(1));
         break;
       case Opcode::Mask:
         want_buffer(0, false);
@@ -632,7 +645,9 @@ class Assembler {
 
 }  // namespace
 
-Program assemble(std::string_view text, const std::string& file_name) { return Assembler(text, file_name).run(); }
+Program assemble(std::string_view text, const std::string& file_name) {
+  return Assembler(text, file_name).run();
+}
 
 Program assemble_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

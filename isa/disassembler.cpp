@@ -66,7 +66,8 @@ std::string disassemble(const Program& program) {
     for (int64_t extent : t.shape) out += fmt::format("[{}]", extent);
     if (t.dtype) out += " " + std::string(dtype_name(*t.dtype));
     switch (t.init.kind) {
-      case TensorInit::Kind::Zeros: break;
+      case TensorInit::Kind::Zeros:
+        break;
       case TensorInit::Kind::Values: {
         out += " = {";
         for (size_t i = 0; i < t.init.values.size(); ++i)
@@ -74,7 +75,9 @@ std::string disassemble(const Program& program) {
         out += "}";
         break;
       }
-      case TensorInit::Kind::Fill: out += fmt::format(" fill({})", format_number(t.init.lo)); break;
+      case TensorInit::Kind::Fill:
+        out += fmt::format(" fill({})", format_number(t.init.lo));
+        break;
       case TensorInit::Kind::Random:
         out += fmt::format(" random(seed={}, lo={}, hi={})", t.init.seed, format_number(t.init.lo),
                            format_number(t.init.hi));
@@ -90,7 +93,8 @@ std::string disassemble(const Program& program) {
   }
   for (const auto& check : program.checks) {
     out += ".check " + program.tensors[check.target].name + " = " + check.function + "(";
-    for (size_t i = 0; i < check.args.size(); ++i) out += (i ? ", " : "") + program.tensors[check.args[i]].name;
+    for (size_t i = 0; i < check.args.size(); ++i)
+      out += (i ? ", " : "") + program.tensors[check.args[i]].name;
     out += ")\n";
   }
   for (const auto& inst : program.instructions) out += format_instruction(program, inst) + "\n";

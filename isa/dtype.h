@@ -14,10 +14,14 @@ enum class Dtype : uint8_t { F16, BF16, F32, F64 };
 
 constexpr std::string_view dtype_name(Dtype t) {
   switch (t) {
-    case Dtype::F16: return "f16";
-    case Dtype::BF16: return "bf16";
-    case Dtype::F32: return "f32";
-    case Dtype::F64: return "f64";
+    case Dtype::F16:
+      return "f16";
+    case Dtype::BF16:
+      return "bf16";
+    case Dtype::F32:
+      return "f32";
+    case Dtype::F64:
+      return "f64";
   }
   return "?";
 }
@@ -25,9 +29,12 @@ constexpr std::string_view dtype_name(Dtype t) {
 constexpr int dtype_bytes(Dtype t) {
   switch (t) {
     case Dtype::F16:
-    case Dtype::BF16: return 2;
-    case Dtype::F32: return 4;
-    case Dtype::F64: return 8;
+    case Dtype::BF16:
+      return 2;
+    case Dtype::F32:
+      return 4;
+    case Dtype::F64:
+      return 8;
   }
   return 0;
 }
@@ -60,10 +67,14 @@ inline double round_to(double x) {
 
 inline double round_to(Dtype d, double x) {
   switch (d) {
-    case Dtype::F16: return round_to<Dtype::F16>(x);
-    case Dtype::BF16: return round_to<Dtype::BF16>(x);
-    case Dtype::F32: return round_to<Dtype::F32>(x);
-    case Dtype::F64: return x;
+    case Dtype::F16:
+      return round_to<Dtype::F16>(x);
+    case Dtype::BF16:
+      return round_to<Dtype::BF16>(x);
+    case Dtype::F32:
+      return round_to<Dtype::F32>(x);
+    case Dtype::F64:
+      return x;
   }
   return x;
 }

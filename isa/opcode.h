@@ -9,7 +9,22 @@
 
 namespace attnsim::isa {
 
-enum class Opcode : uint8_t { Load, Store, MacZ, Mac, Max, Sub, Exp, Add, Mul, Div, Mov, RowMax, RowSum, Mask };
+enum class Opcode : uint8_t {
+  Load,
+  Store,
+  MacZ,
+  Mac,
+  Max,
+  Sub,
+  Exp,
+  Add,
+  Mul,
+  Div,
+  Mov,
+  RowMax,
+  RowSum,
+  Mask
+};
 inline constexpr int kOpcodeCount = 14;
 
 // What each operand position must be in the scalar form (tile-only opcodes have no scalar form).
@@ -28,28 +43,69 @@ struct OpcodeInfo {
 inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
     {Opcode::Load, "LOAD", "LOAD src, Rd: Rd = DRAM[src]", 2, {OperandRole::Mem, OperandRole::Reg}},
     {Opcode::Store, "STORE", "STORE Rs, dst: DRAM[dst] = Rs", 2, {OperandRole::Reg, OperandRole::Mem}},
-    {Opcode::MacZ, "MAC_Z", "MAC_Z Ra, Rb, Rd: Rd = Ra * Rb", 3,
+    {Opcode::MacZ,
+     "MAC_Z",
+     "MAC_Z Ra, Rb, Rd: Rd = Ra * Rb",
+     3,
      {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Mac, "MAC", "MAC Ra, Rb, Rc, Rd: Rd = Ra * Rb + Rc", 4,
+    {Opcode::Mac,
+     "MAC",
+     "MAC Ra, Rb, Rc, Rd: Rd = Ra * Rb + Rc",
+     4,
      {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Max, "MAX", "MAX Ra, Rb, Rd: Rd = max(Ra, Rb)", 3,
+    {Opcode::Max,
+     "MAX",
+     "MAX Ra, Rb, Rd: Rd = max(Ra, Rb)",
+     3,
      {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Sub, "SUB", "SUB Ra, Rb, Rd: Rd = Ra - Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Sub,
+     "SUB",
+     "SUB Ra, Rb, Rd: Rd = Ra - Rb",
+     3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
     {Opcode::Exp, "EXP", "EXP Ra, Rd: Rd = exp(Ra)", 2, {OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Add, "ADD", "ADD Ra, Rb, Rd: Rd = Ra + Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Mul, "MUL", "MUL Ra, Rb, Rd: Rd = Ra * Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::Div, "DIV", "DIV Ra, Rb, Rd: Rd = Ra / Rb", 3, {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Add,
+     "ADD",
+     "ADD Ra, Rb, Rd: Rd = Ra + Rb",
+     3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Mul,
+     "MUL",
+     "MUL Ra, Rb, Rd: Rd = Ra * Rb",
+     3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
+    {Opcode::Div,
+     "DIV",
+     "DIV Ra, Rb, Rd: Rd = Ra / Rb",
+     3,
+     {OperandRole::Reg, OperandRole::Reg, OperandRole::Reg}},
     {Opcode::Mov, "MOV", "MOV Rs, Rd: Rd = Rs", 2, {OperandRole::Reg, OperandRole::Reg}},
-    {Opcode::RowMax, "ROWMAX", "ROWMAX A, d: d[i] = max_j A[i][j] (d is rows x 1)", 2,
-     {OperandRole::None, OperandRole::None}, true},
-    {Opcode::RowSum, "ROWSUM", "ROWSUM A, d: d[i] = sum_j A[i][j] (d is rows x 1)", 2,
-     {OperandRole::None, OperandRole::None}, true},
-    {Opcode::Mask, "MASK", "MASK S, q0, k0: S[i][j] = -inf where k0 + j > q0 + i (causal mask of a tile)", 3,
-     {OperandRole::None, OperandRole::None, OperandRole::None}, true},
+    {Opcode::RowMax,
+     "ROWMAX",
+     "ROWMAX A, d: d[i] = max_j A[i][j] (d is rows x 1)",
+     2,
+     {OperandRole::None, OperandRole::None},
+     true},
+    {Opcode::RowSum,
+     "ROWSUM",
+     "ROWSUM A, d: d[i] = sum_j A[i][j] (d is rows x 1)",
+     2,
+     {OperandRole::None, OperandRole::None},
+     true},
+    {Opcode::Mask,
+     "MASK",
+     "MASK S, q0, k0: S[i][j] = -inf where k0 + j > q0 + i (causal mask of a tile)",
+     3,
+     {OperandRole::None, OperandRole::None, OperandRole::None},
+     true},
 }};
 
-constexpr const OpcodeInfo& info(Opcode op) { return kOpcodes[static_cast<size_t>(op)]; }
-constexpr std::string_view mnemonic(Opcode op) { return info(op).mnemonic; }
+constexpr const OpcodeInfo& info(Opcode op) {
+  return kOpcodes[static_cast<size_t>(op)];
+}
+constexpr std::string_view mnemonic(Opcode op) {
+  return info(op).mnemonic;
+}
 
 // Case-insensitive lookup, so `load` and `LOAD` both assemble.
 std::optional<Opcode> find_opcode(std::string_view text);

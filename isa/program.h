@@ -2,8 +2,8 @@
 // It carries source locations so later stages (decode against a machine) can still point at the text.
 #pragma once
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -115,9 +115,9 @@ struct Instruction {
 // `.check out = softmax(x)`: compare a tensor's final contents with a float64 reference of the inputs'
 // initial contents.
 struct Check {
-  std::string function;             // matmul, softmax, attend
-  int target = -1;                  // tensor index
-  std::vector<int> args;            // tensor indices
+  std::string function;   // matmul, softmax, attend
+  int target = -1;        // tensor index
+  std::vector<int> args;  // tensor indices
   SourceLoc loc;
 };
 
@@ -162,7 +162,8 @@ struct Program {
     return t;
   }
   // Rows of a tensor; for a tensor of rank 3 ([heads][n][d]) `head` picks the leading index.
-  TileRef tensor_rows(int tensor, int64_t row0, int64_t rows, bool transpose = false, int64_t head = 0) const {
+  TileRef tensor_rows(int tensor, int64_t row0, int64_t rows, bool transpose = false,
+                      int64_t head = 0) const {
     TileRef t;
     t.index = tensor;
     const auto& shape = tensors[tensor].shape;

@@ -16,8 +16,8 @@ namespace {
 
 // Bytes the schedule's buffers take in SRAM at these blocks (each rounded up to the SRAM's alignment),
 // read from a small instance of the real generator, so the planner checks the real inventory.
-uint64_t schedule_buffer_bytes(traces::ForwardSchedule schedule, traces::ForwardShape shape, int64_t bq, int64_t bk,
-                               uint64_t alignment) {
+uint64_t schedule_buffer_bytes(traces::ForwardSchedule schedule, traces::ForwardShape shape, int64_t bq,
+                               int64_t bk, uint64_t alignment) {
   shape.block_q = bq;
   shape.block_k = bk;
   shape.n = std::max(bq, bk) * 2;
@@ -83,12 +83,14 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
     traces::ForwardShape run_shape = shape;
     run_shape.block_q = row.block_q;
     run_shape.block_k = row.block_k;
-    isa::Program program = traces::stream_program([&] { return traces::forward_program(schedule, run_shape); });
+    isa::Program program =
+        traces::stream_program([&] { return traces::forward_program(schedule, run_shape); });
     const auto started = std::chrono::steady_clock::now();
     machine.load(program, false, !values);
     std::vector<std::vector<double>> initial;
     if (values)
-      for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.sequencer().tensor_values(int(t)));
+      for (size_t t = 0; t < program.tensors.size(); ++t)
+        initial.push_back(machine.sequencer().tensor_values(int(t)));
     machine.run();
     row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const Hbm& hbm = *machine.hbm();
@@ -106,7 +108,8 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
     row.seconds = static_cast<double>(row.cycles) / (machine.clock_ghz() * 1e9);
     if (values) {
       std::vector<std::vector<double>> final;
-      for (size_t t = 0; t < program.tensors.size(); ++t) final.push_back(machine.sequencer().tensor_values(int(t)));
+      for (size_t t = 0; t < program.tensors.size(); ++t)
+        final.push_back(machine.sequencer().tensor_values(int(t)));
       for (const auto& check : program.checks) {
         CheckResult r = evaluate_check(program, check, initial, final, options.dtype);
         row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
@@ -131,28 +134,30 @@ std::string human_bytes(double bytes) {
 }  // namespace
 
 void print_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
-  out << fmt::format("attention forward, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n", o.n, o.d, o.batch,
-                     o.heads, o.causal ? "causal" : "not causal", dtype_name(o.dtype),
+  out << fmt::format("attention forward, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n", o.n, o.d,
+                     o.batch, o.heads, o.causal ? "causal" : "not causal", dtype_name(o.dtype),
                      o.values_enabled() ? "" : ", timing-only (no values)");
   const CompareRow* base = rows.empty() ? nullptr : &rows.front();
-  out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n", "schedule",
-                     "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs", "cycles", "FLOP/byte",
-                     "max err", "bytes/base", "cyc/base");
+  out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
+                     "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
+                     "cycles", "FLOP/byte", "max err", "bytes/base", "cyc/base");
   for (const auto& r : rows) {
     const uint64_t total = r.hbm_read + r.hbm_written;
     const uint64_t base_total = base->hbm_read + base->hbm_written;
-    out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
-                       r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
-                       human_bytes(double(r.hbm_written)), human_bytes(double(total)), human_bytes(double(r.sram_peak)),
-                       double(r.mxu_flops), r.cycles, total ? double(r.mxu_flops) / double(total) : 0.0,
-                       r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
-                                       : std::string("-"),
-                       base_total ? double(total) / double(base_total) : 0.0,
-                       base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
+    out << fmt::format(
+        "{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
+        r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
+        human_bytes(double(r.hbm_written)), human_bytes(double(total)), human_bytes(double(r.sram_peak)),
+        double(r.mxu_flops), r.cycles, total ? double(r.mxu_flops) / double(total) : 0.0,
+        r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
+                        : std::string("-"),
+        base_total ? double(total) / double(base_total) : 0.0,
+        base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
   }
-  out << fmt::format("base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
-                     base ? base->schedule : "-", dtype_name(o.dtype),
-                     o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
+  out << fmt::format(
+      "base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
+      base ? base->schedule : "-", dtype_name(o.dtype),
+      o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
   if (o.show_plan)
     for (const auto& r : rows) {
       out << fmt::format("\nblocks for {}:\n", r.schedule);
@@ -161,8 +166,13 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
 }
 
 nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRow>& rows) {
-  nlohmann::json out = {{"n", o.n}, {"d", o.d}, {"heads", o.heads}, {"batch", o.batch}, {"causal", o.causal},
-                        {"dtype", std::string(dtype_name(o.dtype))}, {"values", o.values_enabled()},
+  nlohmann::json out = {{"n", o.n},
+                        {"d", o.d},
+                        {"heads", o.heads},
+                        {"batch", o.batch},
+                        {"causal", o.causal},
+                        {"dtype", std::string(dtype_name(o.dtype))},
+                        {"values", o.values_enabled()},
                         {"schedules", nlohmann::json::array()}};
   for (const auto& r : rows) {
     nlohmann::json j = {{"schedule", r.schedule},

@@ -27,7 +27,7 @@ struct CompareOptions {
   enum class Values { Auto, On, Off } values = Values::Auto;
   bool double_buffer = true;
   std::vector<std::string> schedules;  // empty: all
-  bool show_plan = false;               // print the block planner's reasoning per schedule
+  bool show_plan = false;              // print the block planner's reasoning per schedule
   bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
 };
 

@@ -35,7 +35,8 @@ void apply_override(YAML::Node& root, const std::string& text, ConfigSource& sou
     if (!child.IsDefined() || child.IsNull()) node[parts[i]] = YAML::Node(YAML::NodeType::Map);
     YAML::Node next = node[parts[i]];
     if (!next.IsMap())
-      throw InputError("-p " + text, {}, "'" + parts[i] + "' in '" + key + "' is a value, not a map of parameters");
+      throw InputError("-p " + text, {},
+                       "'" + parts[i] + "' in '" + key + "' is a value, not a map of parameters");
     node.reset(next);
   }
   try {

@@ -70,7 +70,8 @@ Machine::Machine(const MachineConfig& config) {
   for (const ParamReader& r : sections) r.finish();
   seq.finish();
   top.finish();
-  if (!dram_ && !hbm_) throw InputError(config.source->file, {}, "a machine needs a dram: (scalar) or hbm: (tile) section");
+  if (!dram_ && !hbm_)
+    throw InputError(config.source->file, {}, "a machine needs a dram: (scalar) or hbm: (tile) section");
   SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(),
                        sram_.get(), dma_.get(),     mxu_.get(), vpu_.get(), tile_regs_.get()};
   sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);

@@ -47,8 +47,10 @@ class TableRecorder : public StepObserver {
     Row row;
     row.instruction = index;
     row.written = regs_.written;
-    if (symbolic_) row.symbols = regs_.symbols;
-    else row.values = regs_.values;
+    if (symbolic_)
+      row.symbols = regs_.symbols;
+    else
+      row.values = regs_.values;
     rows_.push_back(std::move(row));
   }
 
@@ -60,12 +62,16 @@ class TableRecorder : public StepObserver {
     for (size_t step = 0; step < rows_.size(); ++step) {
       const Row& row = rows_[step];
       std::vector<std::string> cells = {
-          fmt::format("{}", step + 1), isa::format_instruction(program_, program_.instructions[row.instruction])};
+          fmt::format("{}", step + 1),
+          isa::format_instruction(program_, program_.instructions[row.instruction])};
       for (int r = 0; r < regs_.count(); ++r) {
         bool shown = row.written[r] && (!allow_uninit || touched(step, r));
-        if (!shown) cells.emplace_back("");
-        else if (symbolic_) cells.push_back(symbolic::render(row.symbols[r], aliases));
-        else cells.push_back(fmt::format("{:.6g}", row.values[r]));
+        if (!shown)
+          cells.emplace_back("");
+        else if (symbolic_)
+          cells.push_back(symbolic::render(row.symbols[r], aliases));
+        else
+          cells.push_back(fmt::format("{:.6g}", row.values[r]));
       }
       table.push_back(std::move(cells));
     }
@@ -103,11 +109,13 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   const bool tiles = machine.sequencer().tile_mode();
 
   std::vector<std::vector<double>> initial;
-  for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(machine.sequencer().tensor_values(int(t)));
+  for (size_t t = 0; t < program.tensors.size(); ++t)
+    initial.push_back(machine.sequencer().tensor_values(int(t)));
 
   std::unique_ptr<TableRecorder> recorder;
   if (options.table && tiles)
-    throw InputError(program.file, {}, "--table prints scalar registers; tile programs report per-unit stats");
+    throw InputError(program.file, {},
+                     "--table prints scalar registers; tile programs report per-unit stats");
   if (options.table) {
     recorder = std::make_unique<TableRecorder>(program, machine.regfile(), options.symbolic);
     machine.sequencer().set_observer(recorder.get());
@@ -120,7 +128,8 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   result.cycles = seq.cycles();
   result.instructions = seq.instructions();
   for (int op = 0; op < isa::kOpcodeCount; ++op)
-    if (seq.per_opcode()[op]) result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = seq.per_opcode()[op];
+    if (seq.per_opcode()[op])
+      result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = seq.per_opcode()[op];
   result.tile_machine = tiles;
   result.clock_ghz = machine.clock_ghz();
   if (tiles) {
@@ -205,8 +214,10 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
   out << fmt::format("instructions      {}   by opcode:{}\n", r.instructions, per(r.per_opcode));
   if (r.tile_machine) {
     const auto& st = r.stats["stats"];
-    out << fmt::format("time              {:.3f} us at {} GHz\n", r.cycles / (r.clock_ghz * 1e3), r.clock_ghz);
-    out << fmt::format("hbm bytes read    {}   by tensor:{}\n", r.total_hbm_bytes_read(), per(r.hbm_bytes_read));
+    out << fmt::format("time              {:.3f} us at {} GHz\n", r.cycles / (r.clock_ghz * 1e3),
+                       r.clock_ghz);
+    out << fmt::format("hbm bytes read    {}   by tensor:{}\n", r.total_hbm_bytes_read(),
+                       per(r.hbm_bytes_read));
     out << fmt::format("hbm bytes written {}   by tensor:{}\n", r.total_hbm_bytes_written(),
                        per(r.hbm_bytes_written));
     auto stat = [&](const char* group, const char* name) -> nlohmann::json {
@@ -217,16 +228,18 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
       auto busy = stat(unit, "busy_cycles");
       auto util = stat(unit, "utilisation");
       if (busy.is_number())
-        out << fmt::format("{:17} busy {} cycles{}\n", std::string(unit), busy.get<uint64_t>(),
-                           util.is_number() ? fmt::format(", utilisation {:.1f}%", 100 * util.get<double>()) : "");
+        out << fmt::format(
+            "{:17} busy {} cycles{}\n", std::string(unit), busy.get<uint64_t>(),
+            util.is_number() ? fmt::format(", utilisation {:.1f}%", 100 * util.get<double>()) : "");
     }
     if (auto peak = stat("sram", "peak_occupancy_bytes"); peak.is_number())
       out << fmt::format("sram peak         {} bytes\n", peak.get<uint64_t>());
     if (auto flops = stat("mxu", "flops"); flops.is_number())
       out << fmt::format("mxu flops         {}\n", flops.get<uint64_t>());
     for (const auto& c : r.checks)
-      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n", c.description,
-                         c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
+                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
+                         c.passed ? "OK" : "FAIL");
     return;
   }
   out << fmt::format("dram reads        {}   by tensor:{}\n", r.total_dram_reads(), per(r.dram_reads));
@@ -242,8 +255,9 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
     out << fmt::format("result {:11} [{}]\n", name, text);
   }
   for (const auto& c : r.checks)
-    out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n", c.description,
-                       c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+    out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
+                       c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
+                       c.passed ? "OK" : "FAIL");
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {

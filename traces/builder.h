@@ -96,7 +96,8 @@ class Builder {
     for (Operand o : operands) {
       if (o.kind == Operand::Kind::Tile && o.flat != epoch_) {
         if (o.flat != epoch_ - 1 || o.tensor >= static_cast<int32_t>(previous_tiles_.size()))
-          throw std::logic_error("a tile operand was kept across more than one stream chunk; make it closer to its use");
+          throw std::logic_error(
+              "a tile operand was kept across more than one stream chunk; make it closer to its use");
         auto [it, inserted] = carried_.try_emplace(o.tensor, 0);
         if (inserted) it->second = p.add_tile(previous_tiles_[o.tensor]);
         o.tensor = it->second;

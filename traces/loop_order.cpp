@@ -17,8 +17,8 @@ const Dtype kState = Dtype::F32;  // m, l and the 1 x 1 scalars, as FlashAttenti
 
 // Tensors and the buffers both orders share.
 struct Common {
-  int q, k, v, o, m, l;                        // HBM tensors
-  int qi, kj, vj, s, p, m_new, alpha;          // SRAM buffers
+  int q, k, v, o, m, l;                // HBM tensors
+  int qi, kj, vj, s, p, m_new, alpha;  // SRAM buffers
 };
 
 Common declare_common(Builder& b, int64_t n, int64_t d, const LoopOrderOptions& opt) {
@@ -66,14 +66,14 @@ void step(Builder& b, const Common& c, const State& st) {
   b.emit(Opcode::MacZ, {b.buf(c.qi), b.buf(c.kj, -1, -1, true), b.buf(c.s)});  // s = q_i k_j^T
   b.emit(Opcode::Max, {b.buf(st.m), b.buf(c.s), b.buf(c.m_new)});              // m' = max(m, s)
   b.emit(Opcode::Sub, {b.buf(c.s), b.buf(c.m_new), b.buf(c.s)});
-  b.emit(Opcode::Exp, {b.buf(c.s), b.buf(c.p)});                               // p = e^(s - m')
+  b.emit(Opcode::Exp, {b.buf(c.s), b.buf(c.p)});  // p = e^(s - m')
   b.emit(Opcode::Sub, {b.buf(st.m), b.buf(c.m_new), b.buf(c.alpha)});
-  b.emit(Opcode::Exp, {b.buf(c.alpha), b.buf(c.alpha)});                       // a = e^(m - m')
+  b.emit(Opcode::Exp, {b.buf(c.alpha), b.buf(c.alpha)});  // a = e^(m - m')
   b.emit(Opcode::Mul, {b.buf(st.l), b.buf(c.alpha), b.buf(st.l)});
-  b.emit(Opcode::Add, {b.buf(st.l), b.buf(c.p), b.buf(st.l)});                 // l = l a + p
+  b.emit(Opcode::Add, {b.buf(st.l), b.buf(c.p), b.buf(st.l)});  // l = l a + p
   b.emit(Opcode::Mul, {b.buf(st.o), b.buf(c.alpha), b.buf(st.o)});
-  b.emit(Opcode::Mac, {b.buf(c.p), b.buf(c.vj), b.buf(st.o), b.buf(st.o)});    // o = o a + p v_j
-  b.emit(Opcode::Mov, {b.buf(c.m_new), b.buf(st.m)});                          // m = m'
+  b.emit(Opcode::Mac, {b.buf(c.p), b.buf(c.vj), b.buf(st.o), b.buf(st.o)});  // o = o a + p v_j
+  b.emit(Opcode::Mov, {b.buf(c.m_new), b.buf(st.m)});                        // m = m'
 }
 
 void finish(Builder& b, const Common& c, const State& st, int64_t i) {
@@ -94,7 +94,7 @@ isa::Program inner_product_attention(int64_t n, int64_t d, const LoopOrderOption
   const State st = declare_state(b, "i", d, opt.dtype);
   for (int64_t i = 0; i < n; ++i) {
     b.emit(Opcode::Load, {b.rows_of(c.q, i, 1), b.buf(c.qi)});  // q_i: once
-    load_state(b, c, st, i);                                     // o_i, m_i, l_i: once (initial values)
+    load_state(b, c, st, i);                                    // o_i, m_i, l_i: once (initial values)
     for (int64_t j = 0; j < n; ++j) {
       b.emit(Opcode::Load, {b.rows_of(c.k, j, 1), b.buf(c.kj)});  // every k_j, v_j for every query
       b.emit(Opcode::Load, {b.rows_of(c.v, j, 1), b.buf(c.vj)});
@@ -125,7 +125,7 @@ isa::Program outer_product_attention(int64_t n, int64_t d, const LoopOrderOption
     for (int64_t i = 0; i < n; ++i) {
       const State st = state_of(i);
       b.emit(Opcode::Load, {b.rows_of(c.q, i, 1), b.buf(c.qi)});  // q_i: once per key row
-      if (i >= r) load_state(b, c, st, i);                         // o_i, m_i, l_i: once per key row
+      if (i >= r) load_state(b, c, st, i);                        // o_i, m_i, l_i: once per key row
       step(b, c, st);
       if (i < r) continue;
       if (last) {

@@ -15,8 +15,8 @@
 namespace attnsim::traces {
 
 struct BlockPlan {
-  int64_t block_q = 0;  // B_r
-  int64_t block_k = 0;  // B_c
+  int64_t block_q = 0;                 // B_r
+  int64_t block_k = 0;                 // B_c
   std::vector<std::string> reasoning;  // one line per step, for reports
   bool fits = false;
 };

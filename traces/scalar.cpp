@@ -9,10 +9,12 @@ using isa::Operand;
 
 namespace {
 
-Operand R(int r) { return Operand::r(r); }
+Operand R(int r) {
+  return Operand::r(r);
+}
 
-int declare(isa::Program& p, const std::string& name, int64_t n, const std::optional<std::vector<double>>& values,
-            const ScalarInputs& in, uint64_t seed_offset) {
+int declare(isa::Program& p, const std::string& name, int64_t n,
+            const std::optional<std::vector<double>>& values, const ScalarInputs& in, uint64_t seed_offset) {
   isa::TensorDecl t;
   t.name = name;
   t.shape = {n};
@@ -82,8 +84,10 @@ isa::Program softmax_safe(const ScalarInputs& in) {
     p.emit(Opcode::Load, {Operand::m(x, i), R(0)});
     p.emit(Opcode::Sub, {R(0), R(1), R(0)});
     p.emit(Opcode::Exp, {R(0), R(0)});
-    if (i == 0) p.emit(Opcode::Mov, {R(0), R(2)});
-    else p.emit(Opcode::Add, {R(2), R(0), R(2)});
+    if (i == 0)
+      p.emit(Opcode::Mov, {R(0), R(2)});
+    else
+      p.emit(Opcode::Add, {R(2), R(0), R(2)});
   }
   normalize_pass(p, x, out, in.n);
   return p;
@@ -158,8 +162,8 @@ isa::Program online_attention(const ScalarInputs& in) {
 const std::vector<GeneratorInfo>& scalar_generators() {
   static const std::vector<GeneratorInfo> generators = {
       {"softmax-safe", "3-pass safe softmax on 3 registers (seed 002 problem 4): 3n reads, n writes", 3},
-      {"softmax-online", "online softmax then normalize on 4 registers (seed 002 problem 5): 2n reads, n writes",
-       4},
+      {"softmax-online",
+       "online softmax then normalize on 4 registers (seed 002 problem 5): 2n reads, n writes", 4},
       {"online-attention", "one query, n scores x and scalar values v, one pass (seed 001 section 2)", 6},
   };
   return generators;

@@ -25,7 +25,8 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
       try {
         isa::Program rest = generate();  // Builder::take() has flushed everything into chunk()
         if (!rest.instructions.empty())
-          throw std::logic_error("a streamed generator must end with Builder::take(), not return its program");
+          throw std::logic_error(
+              "a streamed generator must end with Builder::take(), not return its program");
       } catch (const StreamCancelled&) {
       } catch (...) {
         std::lock_guard lock(mutex_);

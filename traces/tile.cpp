@@ -21,8 +21,9 @@ void check_shape(const AttentionShape& s) {
 
 isa::Program flash2_forward(const AttentionShape& s) {
   check_shape(s);
-  Builder b("flash2-forward(n=" + std::to_string(s.n) + ", d=" + std::to_string(s.d) + ", Br=" +
-            std::to_string(s.block_q) + ", Bc=" + std::to_string(s.block_k) + (s.causal ? ", causal" : "") + ")");
+  Builder b("flash2-forward(n=" + std::to_string(s.n) + ", d=" + std::to_string(s.d) +
+            ", Br=" + std::to_string(s.block_q) + ", Bc=" + std::to_string(s.block_k) +
+            (s.causal ? ", causal" : "") + ")");
   const Dtype acc = Dtype::F32;  // statistics and the output accumulator stay in fp32, as FlashAttention does
   const int q = b.tensor("Q", s.n, s.d, s.dtype, true, s.seed);
   const int k = b.tensor("K", s.n, s.d, s.dtype, true, s.seed + 1);
@@ -73,7 +74,8 @@ isa::Program flash2_forward(const AttentionShape& s) {
       const int64_t cols = std::min(bc, s.n - k0);
       const int slot = static_cast<int>(j % slots);
       b.emit(Opcode::MacZ, {b.buf(qi, rows), b.buf(kj[slot], cols, -1, true), b.buf(sc, rows, cols)});
-      if (s.causal && k0 + cols - 1 > q0) b.emit(Opcode::Mask, {b.buf(sc, rows, cols), Operand::imm(q0), Operand::imm(k0)});
+      if (s.causal && k0 + cols - 1 > q0)
+        b.emit(Opcode::Mask, {b.buf(sc, rows, cols), Operand::imm(q0), Operand::imm(k0)});
       if (j == 0) {
         b.emit(Opcode::RowMax, {b.buf(sc, rows, cols), b.buf(m, rows)});
         b.emit(Opcode::Sub, {b.buf(sc, rows, cols), b.buf(m, rows), b.buf(sc, rows, cols)});

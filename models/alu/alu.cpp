@@ -23,17 +23,19 @@ Alu::Alu(sc_core::sc_module_name instance, const Params& params) : Component(ins
 }
 
 void register_alu_models() {
-  Registry<Alu>::instance().add("alu", "scalar ALU (MAX SUB EXP ADD MUL DIV MOV)", [](const char* instance, ParamReader& p,
-                                                                                   const BuildContext&) {
-    Alu::Params params;
-    for (auto op : kAluOps) {
-      std::string key(isa::mnemonic(op));
-      for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      params.latency[static_cast<size_t>(op)] = p.get<int64_t>(
-          key + "_latency", 1, "cycles", "cycles per " + std::string(isa::mnemonic(op)), 1);
-    }
-    return std::make_unique<Alu>(instance, params);
-  });
+  Registry<Alu>::instance().add("alu", "scalar ALU (MAX SUB EXP ADD MUL DIV MOV)",
+                                [](const char* instance, ParamReader& p, const BuildContext&) {
+                                  Alu::Params params;
+                                  for (auto op : kAluOps) {
+                                    std::string key(isa::mnemonic(op));
+                                    for (char& ch : key)
+                                      ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+                                    params.latency[static_cast<size_t>(op)] =
+                                        p.get<int64_t>(key + "_latency", 1, "cycles",
+                                                       "cycles per " + std::string(isa::mnemonic(op)), 1);
+                                  }
+                                  return std::make_unique<Alu>(instance, params);
+                                });
 }
 
 }  // namespace attnsim

@@ -29,7 +29,8 @@ ParamReader::ParamReader(const ParamReader& parent, YAML::Node node, const std::
   if (node_ && !node_.IsNull() && !node_.IsMap()) fail_node(node_, key_path_, "expected a map of parameters");
 }
 
-void ParamReader::fail_node(const YAML::Node& node, const std::string& key, const std::string& message) const {
+void ParamReader::fail_node(const YAML::Node& node, const std::string& key,
+                            const std::string& message) const {
   if (auto it = source_->overrides.find(key); it != source_->overrides.end())
     throw InputError("-p " + it->second, {}, key + ": " + message);
   SourceLoc loc;
@@ -62,21 +63,26 @@ std::string type_name() {
   if constexpr (std::is_same_v<T, std::string>) return "string";
 }
 
-std::string article(const std::string& noun) { return (noun[0] == 'i' ? "an " : "a ") + noun; }
+std::string article(const std::string& noun) {
+  return (noun[0] == 'i' ? "an " : "a ") + noun;
+}
 
 template <class T>
 std::string show(const T& v) {
-  if constexpr (std::is_same_v<T, bool>) return v ? "true" : "false";
-  else return fmt::format("{}", v);
+  if constexpr (std::is_same_v<T, bool>)
+    return v ? "true" : "false";
+  else
+    return fmt::format("{}", v);
 }
 
 }  // namespace
 
 template <class T>
-T ParamReader::get(const std::string& name, T default_value, std::string_view unit, std::string_view description,
-                   std::optional<double> min, std::optional<double> max) {
+T ParamReader::get(const std::string& name, T default_value, std::string_view unit,
+                   std::string_view description, std::optional<double> min, std::optional<double> max) {
   const size_t doc_index = docs_->size();
-  docs_->push_back({path_of(name), type_name<T>(), show(default_value), "", std::string(unit), std::string(description)});
+  docs_->push_back(
+      {path_of(name), type_name<T>(), show(default_value), "", std::string(unit), std::string(description)});
   YAML::Node value = lookup(name);
   T result = default_value;
   if (value && !value.IsNull()) {
@@ -93,7 +99,8 @@ T ParamReader::get(const std::string& name, T default_value, std::string_view un
         result = value.as<T>();
       }
     } catch (const std::exception&) {
-      fail_node(value, path_of(name), "expected " + article(type_name<T>()) + ", found '" + value.Scalar() + "'");
+      fail_node(value, path_of(name),
+                "expected " + article(type_name<T>()) + ", found '" + value.Scalar() + "'");
     }
   }
   if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
@@ -115,7 +122,8 @@ template int64_t ParamReader::get<int64_t>(const std::string&, int64_t, std::str
 template double ParamReader::get<double>(const std::string&, double, std::string_view, std::string_view,
                                          std::optional<double>, std::optional<double>);
 template std::string ParamReader::get<std::string>(const std::string&, std::string, std::string_view,
-                                                   std::string_view, std::optional<double>, std::optional<double>);
+                                                   std::string_view, std::optional<double>,
+                                                   std::optional<double>);
 
 std::string ParamReader::choice(const std::string& name, const std::string& default_value,
                                 const std::vector<std::string>& choices, std::string_view description) {

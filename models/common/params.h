@@ -51,14 +51,17 @@ class ParamReader {
   void finish() const;
 
   [[noreturn]] void fail(const std::string& name, const std::string& message) const;
-  [[noreturn]] void fail_node(const YAML::Node& node, const std::string& key, const std::string& message) const;
+  [[noreturn]] void fail_node(const YAML::Node& node, const std::string& key,
+                              const std::string& message) const;
 
   const std::string& key_path() const { return key_path_; }
   nlohmann::json& effective() { return *effective_; }
   const std::vector<ParamDoc>& docs() const { return *docs_; }
 
  private:
-  std::string path_of(const std::string& name) const { return key_path_.empty() ? name : key_path_ + "." + name; }
+  std::string path_of(const std::string& name) const {
+    return key_path_.empty() ? name : key_path_ + "." + name;
+  }
   YAML::Node lookup(const std::string& name);
 
   YAML::Node node_;

@@ -33,8 +33,8 @@ class Registry {
   }
 
   // Reads `type:` from the reader (default_type when absent) and builds the model.
-  std::unique_ptr<Base> create(const char* instance_name, ParamReader& params, const std::string& default_type,
-                               const BuildContext& context) {
+  std::unique_ptr<Base> create(const char* instance_name, ParamReader& params,
+                               const std::string& default_type, const BuildContext& context) {
     std::vector<std::string> names;
     for (const auto& [name, entry] : entries_) names.push_back(name);
     std::string type = params.choice("type", default_type, names, "model implementation");

@@ -19,8 +19,8 @@ class StatGroup {
                         [value] { return nlohmann::json(*value); }});
   }
   // One counter per label (e.g. per tensor); labels are looked up only when dumping.
-  void add_vector(const std::vector<uint64_t>* values, const std::vector<std::string>* labels, std::string name,
-                  std::string unit, std::string description) {
+  void add_vector(const std::vector<uint64_t>* values, const std::vector<std::string>* labels,
+                  std::string name, std::string unit, std::string description) {
     entries_.push_back({std::move(name), std::move(unit), std::move(description), [values, labels] {
                           nlohmann::json out = nlohmann::json::object();
                           for (size_t i = 0; i < values->size() && i < labels->size(); ++i)

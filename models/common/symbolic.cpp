@@ -17,8 +17,10 @@ Expr make(Node::Kind kind, std::vector<Expr> args) {
 Expr nary(Node::Kind kind, const Expr& a, const Expr& b, const Aliases* none = nullptr) {
   std::vector<Expr> args;
   for (const Expr& e : {a, b}) {
-    if (e->kind == kind) args.insert(args.end(), e->args.begin(), e->args.end());
-    else args.push_back(e);
+    if (e->kind == kind)
+      args.insert(args.end(), e->args.begin(), e->args.end());
+    else
+      args.push_back(e);
   }
   (void)none;
   return make(kind, std::move(args));
@@ -27,10 +29,13 @@ Expr nary(Node::Kind kind, const Expr& a, const Expr& b, const Aliases* none = n
 int precedence(Node::Kind k) {
   switch (k) {
     case Node::Kind::Add:
-    case Node::Kind::Sub: return 1;
+    case Node::Kind::Sub:
+      return 1;
     case Node::Kind::Mul:
-    case Node::Kind::Div: return 2;
-    default: return 3;
+    case Node::Kind::Div:
+      return 2;
+    default:
+      return 3;
   }
 }
 
@@ -47,10 +52,18 @@ class Renderer {
     bool paren = p < parent_precedence;
     if (paren) put("(");
     switch (e->kind) {
-      case Node::Kind::Leaf: put(e->name); break;
-      case Node::Kind::Constant: put(fmt::format("{}", e->value)); break;
-      case Node::Kind::Add: join(e, " + ", p); break;
-      case Node::Kind::Mul: join(e, "·", p + 1); break;
+      case Node::Kind::Leaf:
+        put(e->name);
+        break;
+      case Node::Kind::Constant:
+        put(fmt::format("{}", e->value));
+        break;
+      case Node::Kind::Add:
+        join(e, " + ", p);
+        break;
+      case Node::Kind::Mul:
+        join(e, "·", p + 1);
+        break;
       case Node::Kind::Sub:
         emit(e->args[0], p, false);
         put(" − ");
@@ -121,7 +134,9 @@ Expr add(const Expr& a, const Expr& b) {
   if (b->kind == Node::Kind::Constant && b->value == 0) return a;
   return nary(Node::Kind::Add, a, b);
 }
-bool is_constant(const Expr& e, double v) { return e->kind == Node::Kind::Constant && e->value == v; }
+bool is_constant(const Expr& e, double v) {
+  return e->kind == Node::Kind::Constant && e->value == v;
+}
 
 // Only the identities the seed's tables rely on (1·x = x, x + 0 = x); no general algebra.
 Expr mul(const Expr& a, const Expr& b) {
@@ -137,7 +152,9 @@ Expr sub(const Expr& a, const Expr& b) {
   if (a == b) return constant(0);
   return make(Node::Kind::Sub, {a, b});
 }
-Expr div(const Expr& a, const Expr& b) { return make(Node::Kind::Div, {a, b}); }
+Expr div(const Expr& a, const Expr& b) {
+  return make(Node::Kind::Div, {a, b});
+}
 Expr exp(const Expr& a) {
   if (a->kind == Node::Kind::Constant && a->value == 0) return constant(1);
   return make(Node::Kind::Exp, {a});

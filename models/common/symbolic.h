@@ -14,9 +14,9 @@ using Expr = std::shared_ptr<const Node>;
 
 struct Node {
   enum class Kind : uint8_t { Leaf, Constant, Add, Sub, Mul, Div, Max, Exp } kind;
-  std::string name;          // Leaf
-  double value = 0;          // Constant
-  std::vector<Expr> args;    // operators; Add, Mul, Max are n-ary (flattened)
+  std::string name;        // Leaf
+  double value = 0;        // Constant
+  std::vector<Expr> args;  // operators; Add, Mul, Max are n-ary (flattened)
 };
 
 Expr leaf(std::string name);

@@ -8,10 +8,10 @@ namespace attnsim {
 
 struct TileView {
   double* data = nullptr;
-  int64_t rows = 0;        // logical shape, after any transpose
+  int64_t rows = 0;  // logical shape, after any transpose
   int64_t cols = 0;
-  int64_t row_stride = 0;  // elements between consecutive *stored* rows
-  bool transposed = false; // logical (i, j) is stored at (j, i)
+  int64_t row_stride = 0;   // elements between consecutive *stored* rows
+  bool transposed = false;  // logical (i, j) is stored at (j, i)
 
   double& at(int64_t i, int64_t j) const {
     return transposed ? data[j * row_stride + i] : data[i * row_stride + j];

@@ -50,8 +50,9 @@ class DmaEngine : public Component {
 
  private:
   Params params_;
-  std::deque<uint64_t> in_flight_;  // completion cycles of transfers still in the queue, ascending order not assumed
-  uint64_t busy_until_ = 0;         // end of the union of busy intervals counted so far
+  std::deque<uint64_t>
+      in_flight_;            // completion cycles of transfers still in the queue, ascending order not assumed
+  uint64_t busy_until_ = 0;  // end of the union of busy intervals counted so far
 };
 
 void register_dma_models();  // YAML type "queue"

@@ -1,6 +1,5 @@
 #include "models/dram/dram.h"
 
-
 #include "isa/init.h"
 #include "models/common/registry.h"
 
@@ -18,8 +17,8 @@ void Dram::allocate(const isa::Program& program, Dtype default_dtype, bool symbo
   for (const auto& t : program.tensors) total += t.elements();
   if (total > params_.capacity_words)
     throw InputError(program.file, {},
-                     "the trace's tensors need " + std::to_string(total) + " words but dram.capacity_words is " +
-                         std::to_string(params_.capacity_words));
+                     "the trace's tensors need " + std::to_string(total) +
+                         " words but dram.capacity_words is " + std::to_string(params_.capacity_words));
   words.assign(static_cast<size_t>(total), 0.0);
   if (symbolic) symbols_.assign(static_cast<size_t>(total), nullptr);
   reads_per_tensor.assign(program.tensors.size(), 0);
@@ -56,17 +55,15 @@ std::vector<double> Dram::read_tensor(int tensor) const {
 }
 
 void register_dram_models() {
-  Registry<Dram>::instance().add("word", "word-addressed DRAM with fixed load/store latency",
-                                 [](const char* instance, ParamReader& p, const BuildContext&) {
-                                   Dram::Params params;
-                                   params.load_latency = p.get<int64_t>("load_latency", 1, "cycles",
-                                                                        "cycles a LOAD occupies", 1);
-                                   params.store_latency = p.get<int64_t>("store_latency", 1, "cycles",
-                                                                         "cycles a STORE occupies", 1);
-                                   params.capacity_words = p.get<int64_t>(
-                                       "capacity_words", 1ll << 32, "words", "words of storage", 1);
-                                   return std::make_unique<Dram>(instance, params);
-                                 });
+  Registry<Dram>::instance().add(
+      "word", "word-addressed DRAM with fixed load/store latency",
+      [](const char* instance, ParamReader& p, const BuildContext&) {
+        Dram::Params params;
+        params.load_latency = p.get<int64_t>("load_latency", 1, "cycles", "cycles a LOAD occupies", 1);
+        params.store_latency = p.get<int64_t>("store_latency", 1, "cycles", "cycles a STORE occupies", 1);
+        params.capacity_words = p.get<int64_t>("capacity_words", 1ll << 32, "words", "words of storage", 1);
+        return std::make_unique<Dram>(instance, params);
+      });
 }
 
 }  // namespace attnsim

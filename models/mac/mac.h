@@ -18,7 +18,9 @@ class MacUnit : public Component {
 
   static double mac_z(double a, double b) { return a * b; }
   static double mac(double a, double b, double c) { return a * b + c; }
-  static symbolic::Expr mac_z(const symbolic::Expr& a, const symbolic::Expr& b) { return symbolic::mul(a, b); }
+  static symbolic::Expr mac_z(const symbolic::Expr& a, const symbolic::Expr& b) {
+    return symbolic::mul(a, b);
+  }
   static symbolic::Expr mac(const symbolic::Expr& a, const symbolic::Expr& b, const symbolic::Expr& c) {
     return symbolic::add(c, symbolic::mul(a, b));
   }

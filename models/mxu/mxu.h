@@ -26,7 +26,8 @@ class MxuUnit : public Component {
 
   // Values: d = a * b (+ c when c is non-null), accumulated in float64 and rounded once to `dtype`
   // per element. a, b may be transposed views; d must not alias a or b.
-  static void compute(const TileView& a, const TileView& b, const TileView* c, const TileView& d, Dtype dtype);
+  static void compute(const TileView& a, const TileView& b, const TileView* c, const TileView& d,
+                      Dtype dtype);
 
   // The run's length, for utilisation = MACs / (rows * cols * arrays * elapsed).
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }

@@ -23,7 +23,8 @@ Sequencer::Sequencer(sc_core::sc_module_name instance, const Params& params, con
   stats_.add(&instructions_, "instructions", "instructions", "instructions executed");
   stats_.add(&stall_cycles_, "stall_cycles", "cycles",
              "issue slots lost to operand or unit hazards (pipelined issue only)");
-  stats_.add(&kernel_syncs_, "kernel_syncs", "waits", "times the sequencer synchronised with the SystemC kernel");
+  stats_.add(&kernel_syncs_, "kernel_syncs", "waits",
+             "times the sequencer synchronised with the SystemC kernel");
   stats_.add_formula(
       [this] {
         nlohmann::json out = nlohmann::json::object();
@@ -38,9 +39,10 @@ Sequencer::Sequencer(sc_core::sc_module_name instance, const Params& params, con
 
 void register_sequencer_params(ParamReader& p, Sequencer::Params& params) {
   p.choice("type", "in_order", {"in_order"}, "sequencer implementation");
-  std::string issue = p.choice("issue", "blocking", {"blocking", "pipelined"},
-                               "blocking: next instruction starts when the previous completes; pipelined: one "
-                               "issue per cycle with a register scoreboard");
+  std::string issue =
+      p.choice("issue", "blocking", {"blocking", "pipelined"},
+               "blocking: next instruction starts when the previous completes; pipelined: one "
+               "issue per cycle with a register scoreboard");
   params.issue = issue == "blocking" ? Sequencer::Issue::Blocking : Sequencer::Issue::Pipelined;
   params.quantum_cycles = p.get<int64_t>("quantum_cycles", 1'000'000, "cycles",
                                          "local time the sequencer may run ahead of the SystemC kernel", 1);
@@ -55,14 +57,16 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bo
   aliases_.clear();
   tile_mode_ = program.has_tiles() || !program.buffers.empty();
   if (tile_mode_) {
-    if (symbolic) throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
+    if (symbolic)
+      throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
     load_tiles(program, timing_only);
     return;
   }
   if (!dram_ || !regfile_ || !mac_ || !alu_)
-    throw InputError(program.file, {},
-                     "this is a scalar trace but the machine has no scalar units (dram, regfile, mac, alu); run it "
-                     "on a toy config");
+    throw InputError(
+        program.file, {},
+        "this is a scalar trace but the machine has no scalar units (dram, regfile, mac, alu); run it "
+        "on a toy config");
   dram_->allocate(program, dtype, symbolic);
   regfile_->reset(symbolic);
   const int registers = regfile_->count();
@@ -123,7 +127,8 @@ void Sequencer::uninitialized_read(size_t index, int source) const {
   const auto& inst = program_->instructions[index];
   const auto& operand = inst.operand(static_cast<size_t>(source));
   throw InputError(program_->file, operand.loc,
-                   "R" + std::to_string(operand.reg) + " is read by '" + isa::format_instruction(*program_, inst) +
+                   "R" + std::to_string(operand.reg) + " is read by '" +
+                       isa::format_instruction(*program_, inst) +
                        "' before anything was written to it (set regfile.allow_uninitialized_read: true to "
                        "read 0)");
 }
@@ -164,10 +169,18 @@ void Sequencer::execute() {
     blocking ? execute_numeric<D, Issue::Blocking>() : execute_numeric<D, Issue::Pipelined>();
   };
   switch (dtype_) {
-    case Dtype::F16: run.template operator()<Dtype::F16>(); break;
-    case Dtype::BF16: run.template operator()<Dtype::BF16>(); break;
-    case Dtype::F32: run.template operator()<Dtype::F32>(); break;
-    case Dtype::F64: run.template operator()<Dtype::F64>(); break;
+    case Dtype::F16:
+      run.template operator()<Dtype::F16>();
+      break;
+    case Dtype::BF16:
+      run.template operator()<Dtype::BF16>();
+      break;
+    case Dtype::F32:
+      run.template operator()<Dtype::F32>();
+      break;
+    case Dtype::F64:
+      run.template operator()<Dtype::F64>();
+      break;
   }
 }
 
@@ -237,15 +250,33 @@ void Sequencer::execute_numeric() {
         ++tensor_writes[d.tensor];
         mem[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), a) : a;
         goto next;
-      case isa::Opcode::MacZ: result = MacUnit::mac_z(a, regs[d.src[1]]); break;
-      case isa::Opcode::Mac: result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]); break;
-      case isa::Opcode::Max: result = std::max(a, regs[d.src[1]]); break;
-      case isa::Opcode::Sub: result = a - regs[d.src[1]]; break;
-      case isa::Opcode::Exp: result = std::exp(a); break;
-      case isa::Opcode::Add: result = a + regs[d.src[1]]; break;
-      case isa::Opcode::Mul: result = a * regs[d.src[1]]; break;
-      case isa::Opcode::Div: result = a / regs[d.src[1]]; break;
-      case isa::Opcode::Mov: result = a; break;
+      case isa::Opcode::MacZ:
+        result = MacUnit::mac_z(a, regs[d.src[1]]);
+        break;
+      case isa::Opcode::Mac:
+        result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
+        break;
+      case isa::Opcode::Max:
+        result = std::max(a, regs[d.src[1]]);
+        break;
+      case isa::Opcode::Sub:
+        result = a - regs[d.src[1]];
+        break;
+      case isa::Opcode::Exp:
+        result = std::exp(a);
+        break;
+      case isa::Opcode::Add:
+        result = a + regs[d.src[1]];
+        break;
+      case isa::Opcode::Mul:
+        result = a * regs[d.src[1]];
+        break;
+      case isa::Opcode::Div:
+        result = a / regs[d.src[1]];
+        break;
+      case isa::Opcode::Mov:
+        result = a;
+        break;
     }
     regs[d.dst] = round_to<D>(result);
     written_mut[d.dst] = 1;
@@ -294,8 +325,8 @@ void Sequencer::execute_symbolic() {
         // The stored node is printed by its memory name from now on (and in earlier table rows), as the
         // seed's tables print c00 for a00·b00 + a01·b10.
         const auto& target = program_->instructions[i].operand(1);
-        aliases_.emplace(a.get(),
-                         symbolic::element_name(program_->tensors[target.tensor].name, program_->indices(target)));
+        aliases_.emplace(a.get(), symbolic::element_name(program_->tensors[target.tensor].name,
+                                                         program_->indices(target)));
         break;
       }
       case isa::Opcode::MacZ:

@@ -95,7 +95,7 @@ class Sequencer : public Component {
     int32_t dst;          // register written, -1 for STORE
     std::array<int32_t, 3> src;
     uint8_t source_count;
-    uint8_t unit;         // index into unit_free_ for the pipelined scoreboard
+    uint8_t unit;  // index into unit_free_ for the pipelined scoreboard
     int32_t tensor;
     int64_t address;
     uint32_t latency;
@@ -120,7 +120,7 @@ class Sequencer : public Component {
   struct TileOperand {
     int32_t storage = -1;  // buffer or tensor index
     bool is_buffer = false;
-    int64_t offset = 0;  // element offset of (row0, col0) in its storage
+    int64_t offset = 0;          // element offset of (row0, col0) in its storage
     int64_t rows = 0, cols = 0;  // stored shape (before transpose)
     int64_t row_stride = 0;
     bool transpose = false;
@@ -143,7 +143,8 @@ class Sequencer : public Component {
   };
   void load_tiles(const isa::Program& program, bool timing_only);
   void execute_tiles();
-  void decode_chunk(const std::vector<isa::Instruction>& instructions, const std::vector<isa::TileRef>& tiles);
+  void decode_chunk(const std::vector<isa::Instruction>& instructions,
+                    const std::vector<isa::TileRef>& tiles);
   TileView view(const TileOperand& operand);
   uint64_t operand_traffic(const TileDecoded& d) const;
   void require_unit(const void* unit, const char* name) const;

@@ -13,9 +13,9 @@
 #include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
-#include "traces/scalar.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
+#include "traces/scalar.h"
 #include "traces/tile.h"
 
 namespace po = boost::program_options;
@@ -58,7 +58,8 @@ Parsed parse(const std::string& command, po::options_description& options,
     }
     po::notify(parsed.vars);
   } catch (const po::error& e) {
-    throw InputError("attnsim " + command, {}, std::string(e.what()) + " (see attnsim " + command + " --help)");
+    throw InputError("attnsim " + command, {},
+                     std::string(e.what()) + " (see attnsim " + command + " --help)");
   }
   return parsed;
 }
@@ -67,16 +68,19 @@ int cmd_run(const std::vector<std::string>& args) {
   RunOptions options;
   std::string trace;
   po::options_description desc("run options");
-  desc.add_options()("config,c", po::value(&options.config_path)->required(), "machine YAML (configs/*.yaml)")(
-      "trace", po::value(&trace)->required(), "trace file")("table", po::bool_switch(&options.table),
-                                                             "print the register table after every step")(
-      "symbolic", po::bool_switch(&options.symbolic), "registers carry expressions (a00·b00) instead of numbers")(
+  desc.add_options()("config,c", po::value(&options.config_path)->required(),
+                     "machine YAML (configs/*.yaml)")("trace", po::value(&trace)->required(), "trace file")(
+      "table", po::bool_switch(&options.table), "print the register table after every step")(
+      "symbolic", po::bool_switch(&options.symbolic),
+      "registers carry expressions (a00·b00) instead of numbers")(
       "stats-json", po::value(&options.stats_json), "write all stats and the effective config as JSON")(
-      "timing-only", po::bool_switch(&options.timing_only), "tile programs: skip values, keep counts and cycles")(
+      "timing-only", po::bool_switch(&options.timing_only),
+      "tile programs: skip values, keep counts and cycles")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
-  auto parsed = parse("run", desc, pos, args, "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [-p K=V]...");
+  auto parsed =
+      parse("run", desc, pos, args, "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [-p K=V]...");
   if (parsed.help) return 0;
   isa::Program program = isa::assemble_file(trace);
   RunResult result = run_program(program, options);
@@ -100,7 +104,8 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string dtype = "f16";
   po::options_description desc("gen options");
   desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
-      "n", po::value(&in.n)->default_value(8), "number of elements (scalar kinds) or sequence length (tile kinds)")(
+      "n", po::value(&in.n)->default_value(8),
+      "number of elements (scalar kinds) or sequence length (tile kinds)")(
       "d", po::value(&shape.d)->default_value(64), "tile kinds: head dimension")(
       "block", po::value(&block)->default_value(64), "tile kinds: B_r = B_c")(
       "block-q", po::value(&shape.block_q), "tile kinds: B_r, query rows per tile (overrides --block)")(
@@ -109,8 +114,10 @@ int cmd_gen(const std::vector<std::string>& args) {
       "double-buffer", po::bool_switch(&shape.double_buffer), "tile kinds: prefetch the next K/V block")(
       "dtype", po::value(&dtype)->default_value("f16"), "tile kinds: storage dtype of Q, K, V, O")(
       "heads", po::value(&heads)->default_value(1), "attention kinds: batch x heads, independent")(
-      "break-no-max", po::bool_switch(&breaks.no_max_subtraction), "forward kinds: BREAK IT, never subtract the max")(
-      "break-no-rescale", po::bool_switch(&breaks.no_rescaling), "forward kinds: BREAK IT, drop the rescaling")(
+      "break-no-max", po::bool_switch(&breaks.no_max_subtraction),
+      "forward kinds: BREAK IT, never subtract the max")("break-no-rescale",
+                                                         po::bool_switch(&breaks.no_rescaling),
+                                                         "forward kinds: BREAK IT, drop the rescaling")(
       "qk-range", po::value(&qk_range)->default_value(1.0), "forward kinds: Q, K uniform in [-r, r)")(
       "seed", po::value(&in.seed)->default_value(1), "seed of the random inputs")(
       "lo", po::value(&in.lo)->default_value(-4.0), "random inputs: lower bound")(
@@ -123,12 +130,17 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string synopsis = "KIND [--n N] [--seed S] [--x 1,2,3] [--v ...] [-o FILE]\n\nkinds:\n";
   for (const auto& g : traces::scalar_generators())
     synopsis += fmt::format("  {:18} {} ({} registers)\n", g.name, g.description, g.registers);
-  synopsis += fmt::format("  {:18} {}\n", "flash2-forward", "tiled attention, FlashAttention-2 loop order (tile machines)");
+  synopsis += fmt::format("  {:18} {}\n", "flash2-forward",
+                          "tiled attention, FlashAttention-2 loop order (tile machines)");
   for (auto f : traces::all_forward_schedules())
-    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(f), "forward attention schedule (docs/schedules.md)");
-  for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD, traces::BackwardSchedule::Naive})
-    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(b), "backward attention schedule (docs/schedules.md)");
-  synopsis += fmt::format("  {:18} {}\n", "standard-attention", "attention with all of S on chip (seed 003's standard)");
+    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(f),
+                            "forward attention schedule (docs/schedules.md)");
+  for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
+                 traces::BackwardSchedule::Naive})
+    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(b),
+                            "backward attention schedule (docs/schedules.md)");
+  synopsis += fmt::format("  {:18} {}\n", "standard-attention",
+                          "attention with all of S on chip (seed 003's standard)");
   auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
   if (parsed.help) return 0;
   auto split = [](const std::string& text) {
@@ -162,10 +174,12 @@ int cmd_gen(const std::vector<std::string>& args) {
     if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
     shape.dtype = *parsed_dtype;
     std::optional<traces::BackwardSchedule> backward;
-    for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD, traces::BackwardSchedule::Naive})
+    for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
+                   traces::BackwardSchedule::Naive})
       if (traces::schedule_name(b) == kind) backward = b;
     if (kind == "flash2-forward" || kind == "standard-attention") {
-      program = kind == "flash2-forward" ? traces::flash2_forward(shape) : traces::standard_attention_on_chip(shape);
+      program = kind == "flash2-forward" ? traces::flash2_forward(shape)
+                                         : traces::standard_attention_on_chip(shape);
     } else if (auto forward = traces::find_forward_schedule(kind)) {
       traces::ForwardShape f;
       static_cast<traces::AttentionShape&>(f) = shape;
@@ -188,8 +202,10 @@ int cmd_gen(const std::vector<std::string>& args) {
   for (const auto& a : args)
     if (a != "-o" && a != "--output" && (output.empty() || a != output)) command_line += " " + a;
   std::string text = "# generated by: " + command_line + "\n" + isa::disassemble(program);
-  if (output.empty()) std::cout << text;
-  else write_file_atomically(output, text);
+  if (output.empty())
+    std::cout << text;
+  else
+    write_file_atomically(output, text);
   return 0;
 }
 
@@ -199,12 +215,14 @@ int cmd_compare(const std::vector<std::string>& args) {
   bool json = false, single_buffer = false;
   std::string json_file;
   po::options_description desc("compare options");
-  desc.add_options()("config,c", po::value(&options.config_path)->required(), "tile machine YAML (configs/h100.yaml, ...)")(
+  desc.add_options()("config,c", po::value(&options.config_path)->required(),
+                     "tile machine YAML (configs/h100.yaml, ...)")(
       "N", po::value(&options.n)->default_value(4096), "sequence length")(
       "d", po::value(&options.d)->default_value(64), "head dimension")(
       "heads", po::value(&options.heads)->default_value(1), "heads per batch element")(
       "batch", po::value(&options.batch)->default_value(1), "batch size")(
-      "causal", po::bool_switch(&options.causal), "causal mask (fully masked tiles skipped where the schedule can)")(
+      "causal", po::bool_switch(&options.causal),
+      "causal mask (fully masked tiles skipped where the schedule can)")(
       "dtype", po::value(&dtype)->default_value("f16"), "storage dtype of Q, K, V, O: f16, bf16, f32")(
       "block", po::value(&options.block)->default_value(0), "B_r = B_c; 0 plans them from the SRAM size")(
       "values", po::value(&values)->default_value("auto"),
@@ -212,20 +230,25 @@ int cmd_compare(const std::vector<std::string>& args) {
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
       "plan", po::bool_switch(&options.show_plan), "print how the block sizes were chosen and that they fit")(
-      "json", po::bool_switch(&json), "print JSON instead of the table")(
-      "json-file", po::value(&json_file), "also write the JSON here")(
-      "param,p", po::value(&options.overrides)->composing(), "override a config key: -p sram.capacity_bytes=100000");
+      "json", po::bool_switch(&json), "print JSON instead of the table")("json-file", po::value(&json_file),
+                                                                         "also write the JSON here")(
+      "param,p", po::value(&options.overrides)->composing(),
+      "override a config key: -p sram.capacity_bytes=100000");
   po::positional_options_description pos;
-  auto parsed = parse("compare", desc, pos, args,
-                      "-c CONFIG [--N 4096] [--d 64] [--heads H] [--batch B] [--causal] [--dtype f16] [--block B] "
-                      "[--values auto|on|off] [--json]");
+  auto parsed =
+      parse("compare", desc, pos, args,
+            "-c CONFIG [--N 4096] [--d 64] [--heads H] [--batch B] [--causal] [--dtype f16] [--block B] "
+            "[--values auto|on|off] [--json]");
   if (parsed.help) return 0;
   auto parsed_dtype = parse_dtype(dtype);
   if (!parsed_dtype) throw InputError("attnsim compare", {}, "unknown dtype '" + dtype + "'");
   options.dtype = *parsed_dtype;
-  if (values == "on") options.values = CompareOptions::Values::On;
-  else if (values == "off") options.values = CompareOptions::Values::Off;
-  else if (values != "auto") throw InputError("attnsim compare", {}, "--values must be auto, on or off");
+  if (values == "on")
+    options.values = CompareOptions::Values::On;
+  else if (values == "off")
+    options.values = CompareOptions::Values::Off;
+  else if (values != "auto")
+    throw InputError("attnsim compare", {}, "--values must be auto, on or off");
   options.double_buffer = !single_buffer;
   std::vector<CompareRow> rows;
   try {
@@ -235,8 +258,10 @@ int cmd_compare(const std::vector<std::string>& args) {
   }
   nlohmann::json j = compare_json(options, rows);
   if (!json_file.empty()) write_file_atomically(json_file, j.dump(2) + "\n");
-  if (json) std::cout << j.dump(2) << "\n";
-  else print_compare(std::cout, options, rows);
+  if (json)
+    std::cout << j.dump(2) << "\n";
+  else
+    print_compare(std::cout, options, rows);
   for (const auto& r : rows)
     if (r.passed && !*r.passed) return kExitCheckFailed;
   return 0;
@@ -260,7 +285,8 @@ int cmd_config(const std::vector<std::string>& args) {
   bool describe = false;
   po::options_description desc("config options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML")(
-      "describe", po::bool_switch(&describe), "list every parameter with its type, default, unit and meaning")(
+      "describe", po::bool_switch(&describe),
+      "list every parameter with its type, default, unit and meaning")(
       "param,p", po::value(&overrides)->composing(), "override a config key");
   po::positional_options_description pos;
   auto parsed = parse("config", desc, pos, args, "-c CONFIG [--describe] [-p K=V]...");

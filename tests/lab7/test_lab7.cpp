@@ -21,8 +21,8 @@ namespace {
 
 const std::string kRoot = ATTNSIM_SOURCE_DIR;
 const std::string kLabDir = kRoot + "/labs/07-loop-order/";
-constexpr int64_t kD = 4;         // the lab's head dimension: a row is 16 bytes of f32 on configs/toy-tile.yaml
-constexpr uint64_t kElem = 4;     // f32
+constexpr int64_t kD = 4;      // the lab's head dimension: a row is 16 bytes of f32 on configs/toy-tile.yaml
+constexpr uint64_t kElem = 4;  // f32
 
 RunOptions toy_tile(std::vector<std::string> overrides = {}) {
   RunOptions o;
@@ -123,7 +123,8 @@ TEST_P(Lab7Spectrum, EachOutputSlotOnChipSavesNMinusOneStores) {
   traces::LoopOrderOptions opt;
   opt.outputs_on_chip = slots;
   // A bigger SRAM than the toy's (which holds 2 slots beside the working rows) to walk the whole spectrum.
-  RunResult r = run_program(traces::outer_product_attention(n, kD, opt), toy_tile({"sram.capacity_bytes=1024"}));
+  RunResult r =
+      run_program(traces::outer_product_attention(n, kD, opt), toy_tile({"sram.capacity_bytes=1024"}));
   const Rows rows{r};
   EXPECT_EQ(rows.written("O"), nn * nn - rr * (nn - 1));
   EXPECT_EQ(rows.read("O"), nn * nn - rr * (nn - 1));
@@ -142,7 +143,8 @@ TEST(Lab7Spectrum, AllOutputsOnChipRecoverTheInnerOrdersOTraffic) {
   const int64_t n = 8;
   traces::LoopOrderOptions opt;
   opt.outputs_on_chip = n;
-  RunResult r = run_program(traces::outer_product_attention(n, kD, opt), toy_tile({"sram.capacity_bytes=1024"}));
+  RunResult r =
+      run_program(traces::outer_product_attention(n, kD, opt), toy_tile({"sram.capacity_bytes=1024"}));
   const Rows rows{r};
   EXPECT_EQ(rows.read("O"), 8u);
   EXPECT_EQ(rows.written("O"), 8u);
@@ -178,8 +180,8 @@ TEST(Lab7ToyTile, SramCannotHoldThreeOutputSlots) {
 TEST(Lab7Stream, StreamedOuterOrderMatchesTheSeedTable) {
   traces::LoopOrderOptions opt;
   opt.outputs_on_chip = 1;
-  RunResult r = run_program(traces::stream_program([opt] { return traces::outer_product_attention(5, kD, opt); }, 7),
-                            toy_tile());
+  RunResult r = run_program(
+      traces::stream_program([opt] { return traces::outer_product_attention(5, kD, opt); }, 7), toy_tile());
   const Rows rows{r};
   EXPECT_EQ(rows.read("Q"), 25u);
   EXPECT_EQ(rows.read("K"), 5u);
@@ -204,8 +206,10 @@ struct LabTrace {
 };
 
 const LabTrace kLabTraces[] = {
-    {"inner_product_n8.trace", "inner_product_attention(8, 4)", [] { return traces::inner_product_attention(8, 4); }},
-    {"outer_product_n8.trace", "outer_product_attention(8, 4)", [] { return traces::outer_product_attention(8, 4); }},
+    {"inner_product_n8.trace", "inner_product_attention(8, 4)",
+     [] { return traces::inner_product_attention(8, 4); }},
+    {"outer_product_n8.trace", "outer_product_attention(8, 4)",
+     [] { return traces::outer_product_attention(8, 4); }},
     {"outer_product_n8_keep2.trace", "outer_product_attention(8, 4, {.outputs_on_chip = 2})",
      [] { return traces::outer_product_attention(8, 4, {.outputs_on_chip = 2}); }},
 };

@@ -27,7 +27,9 @@ uint64_t count(const RunResult& r, const std::string& opcode) {
 }
 
 // The seed writes MAC_Z and MAC together as "MACs".
-uint64_t macs(const RunResult& r) { return count(r, "MAC_Z") + count(r, "MAC"); }
+uint64_t macs(const RunResult& r) {
+  return count(r, "MAC_Z") + count(r, "MAC");
+}
 
 void expect_register_row(const RunResult& r, size_t step, const std::vector<std::string>& registers) {
   ASSERT_LT(step, r.table.size()) << "table has no step " << step;
@@ -84,7 +86,8 @@ TEST(Lab3OuterProduct, TwentyTwoCycles) {
 }
 
 TEST(Lab3OuterProduct, RegisterTableMatchesTheSeed) {
-  RunResult r = run_trace_file(kRoot + "/labs/03-matmul-outer/matmul_outer.trace", on("toy-6reg", true, true));
+  RunResult r =
+      run_trace_file(kRoot + "/labs/03-matmul-outer/matmul_outer.trace", on("toy-6reg", true, true));
   // Cells of the seed's table ("" marks a register not yet written).
   expect_register_row(r, 3, {"a00", "b00", "a00·b00", "", "", ""});
   expect_register_row(r, 9, {"a10", "b00", "a00·b00", "a00·b01", "a10·b00", "a10·b01"});
@@ -130,7 +133,8 @@ TEST_P(SoftmaxLab, OnlineSoftmaxReads2nWritesN) {
 
 INSTANTIATE_TEST_SUITE_P(SeedSizes, SoftmaxLab, ::testing::Values(1, 2, 3, 8, 100, 1000));
 
-// The generated steady state is exactly the seed's nine-step trace (seed 002, "Hint: full instruction trace").
+// The generated steady state is exactly the seed's nine-step trace (seed 002, "Hint: full instruction
+// trace").
 TEST(Lab5OnlineSoftmax, SteadyStateIsTheSeedsNineInstructions) {
   const std::string seed_steady_state =
       ".tensor x[4]\n"
@@ -140,7 +144,7 @@ TEST(Lab5OnlineSoftmax, SteadyStateIsTheSeedsNineInstructions) {
   traces::ScalarInputs in;
   in.n = 4;
   isa::Program generated = traces::softmax_online(in);
-  const size_t init_length = 5;  // seed: LOAD, MOV, SUB, EXP, MOV
+  const size_t init_length = 5;               // seed: LOAD, MOV, SUB, EXP, MOV
   const size_t step_of_x2 = init_length + 9;  // x[1]'s nine instructions come first
   ASSERT_GE(generated.instructions.size(), step_of_x2 + 9);
   for (size_t i = 0; i < 9; ++i) {

@@ -15,8 +15,8 @@ TEST(Planner, Seed001WorkedExample) {
   EXPECT_EQ(plan.block_q, 3);
   EXPECT_TRUE(plan.fits);
   const int64_t q = plan.block_q * d, kv = 2 * plan.block_k * d, s = plan.block_q * plan.block_k;
-  EXPECT_LE(q + kv + s, m);                    // seed 001's "Q, K, V and S"
-  EXPECT_LE(q + kv + plan.block_q * d, m);     // the paper's four d-wide blocks Q_i, K_j, V_j, O_i
+  EXPECT_LE(q + kv + s, m);                 // seed 001's "Q, K, V and S"
+  EXPECT_LE(q + kv + plan.block_q * d, m);  // the paper's four d-wide blocks Q_i, K_j, V_j, O_i
 }
 
 // The paper's ceil can overflow M; floor cannot: 4 * B_c * d <= M always.
@@ -35,7 +35,9 @@ TEST(Planner, FloorKeepsTheFourBlocksWithinM) {
   EXPECT_EQ(plan_paper(100, 3).block_k, 100 / 12);
 }
 
-TEST(Planner, TooSmallMemoryDoesNotFit) { EXPECT_FALSE(plan_paper(10, 3).fits); }
+TEST(Planner, TooSmallMemoryDoesNotFit) {
+  EXPECT_FALSE(plan_paper(10, 3).fits);
+}
 
 // Against an inventory that also holds a B_r x B_c f32 score tile, the planner halves until it fits.
 TEST(Planner, ShrinksUntilTheRealBuffersFit) {

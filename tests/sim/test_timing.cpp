@@ -58,8 +58,9 @@ TEST(PipelinedIssue, IndependentLoadsIssueEveryCycle) {
   const int64_t latency = 3;
   std::string text = ".tensor x[30]\n";
   for (int i = 0; i < loads; ++i) text += fmt::format("LOAD x[{}], R{}\n", i, i % 3);
-  RunResult r = run_program(isa::assemble(text, "loads"),
-                            options({"sequencer.issue=pipelined", fmt::format("dram.load_latency={}", latency)}));
+  RunResult r =
+      run_program(isa::assemble(text, "loads"),
+                  options({"sequencer.issue=pipelined", fmt::format("dram.load_latency={}", latency)}));
   EXPECT_EQ(r.cycles, static_cast<uint64_t>((loads - 1) + latency));
 }
 
@@ -94,8 +95,9 @@ TEST(TemporalDecoupling, QuantumOfOneCycleSyncsEveryInstruction) {
 
 TEST(TemporalDecoupling, LargeQuantumSyncsOnceWithTheSameCycles) {
   const int64_t exp = 3;
-  RunResult r = run_program(isa::assemble(kEveryOpcode, "every-opcode"),
-                            options({"sequencer.quantum_cycles=1000000", fmt::format("alu.exp_latency={}", exp)}));
+  RunResult r =
+      run_program(isa::assemble(kEveryOpcode, "every-opcode"),
+                  options({"sequencer.quantum_cycles=1000000", fmt::format("alu.exp_latency={}", exp)}));
   EXPECT_EQ(r.cycles, 11u + exp);
   EXPECT_EQ(r.stats["stats"]["sequencer"]["kernel_syncs"]["value"], 1);
 }

@@ -44,8 +44,8 @@ TEST(Dtypes, Float64IsExact) {
 // A tensor declared bf16 stores 1 + 2^-9 rounded to 8 significand bits: back to 1.
 TEST(Dtypes, TensorStorageDtypeRoundsStores) {
   const double tiny = std::ldexp(1.0, -9);
-  std::string text = fmt::format(".tensor x[1] = {{{}}}\n.tensor y[1] bf16\nLOAD x[0], R0\nSTORE R0, y[0]\n",
-                                 1.0 + tiny);
+  std::string text =
+      fmt::format(".tensor x[1] = {{{}}}\n.tensor y[1] bf16\nLOAD x[0], R0\nSTORE R0, y[0]\n", 1.0 + tiny);
   RunResult r = run_program(isa::assemble(text, "bf16"), options({"dtype=f64"}));
   EXPECT_EQ(r.final_values.at("y")[0], 1.0);
   EXPECT_EQ(r.final_values.at("x")[0], 1.0 + tiny);
@@ -53,7 +53,9 @@ TEST(Dtypes, TensorStorageDtypeRoundsStores) {
 
 TEST(RandomFill, SameSeedSameValuesWithinBounds) {
   const double lo = -2.5, hi = 3.0;
-  std::string text = fmt::format(".tensor x[64] f64 random(seed=42, lo={}, hi={})\n.tensor z[64] f64 random(seed=43, lo={}, hi={})\n", lo, hi, lo, hi);
+  std::string text = fmt::format(
+      ".tensor x[64] f64 random(seed=42, lo={}, hi={})\n.tensor z[64] f64 random(seed=43, lo={}, hi={})\n",
+      lo, hi, lo, hi);
   isa::Program program = isa::assemble(text, "random");
   Machine machine(load_config(kToy3, {}));
   machine.load(program, false);

@@ -20,7 +20,9 @@ RunOptions on(const std::string& config, std::vector<std::string> overrides = {}
   return o;
 }
 
-uint64_t mxu_busy(const RunResult& r) { return r.stats["stats"]["mxu"]["busy_cycles"]["value"].get<uint64_t>(); }
+uint64_t mxu_busy(const RunResult& r) {
+  return r.stats["stats"]["mxu"]["busy_cycles"]["value"].get<uint64_t>();
+}
 
 // Seed 003's accounting: one array, M + K + N - 2 cycles per matmul whatever its size.
 RunResult seed003(const isa::Program& program) {
@@ -64,8 +66,8 @@ TEST(Seed003, StandardMxuCycles) {
 // Timing-only keeps no values but must count and time exactly as the value mode does.
 TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
-  traces::AttentionShape s{.n = 200, .d = 32, .block_q = 64, .block_k = 32, .causal = true,
-                           .double_buffer = true};
+  traces::AttentionShape s{
+      .n = 200, .d = 32, .block_q = 64, .block_k = 32, .causal = true, .double_buffer = true};
   isa::Program program = traces::flash2_forward(s);
   machine.load(program, false, false);
   machine.run();
@@ -89,8 +91,13 @@ TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
 // program held in memory, values included.
 TEST(Streaming, SameResultsAsTheProgramInMemory) {
   Machine machine(load_config(kConfigs + "h100.yaml", {"dtype=f32"}));
-  traces::AttentionShape s{.n = 300, .d = 32, .block_q = 64, .block_k = 48, .causal = true,
-                           .double_buffer = true, .dtype = Dtype::F32};
+  traces::AttentionShape s{.n = 300,
+                           .d = 32,
+                           .block_q = 64,
+                           .block_k = 48,
+                           .causal = true,
+                           .double_buffer = true,
+                           .dtype = Dtype::F32};
   isa::Program in_memory = traces::flash2_forward(s);
   machine.load(in_memory, false, false);
   machine.run();
@@ -165,8 +172,8 @@ class Flash2Blocks : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(Flash2Blocks, MatchesReferenceInF32) {
   const int64_t block = GetParam();
-  traces::AttentionShape s{.n = 130, .d = 32, .block_q = block, .block_k = block, .causal = true,
-                           .dtype = Dtype::F32};
+  traces::AttentionShape s{
+      .n = 130, .d = 32, .block_q = block, .block_k = block, .causal = true, .dtype = Dtype::F32};
   RunResult r = run_program(traces::flash2_forward(s), on("h100", {"dtype=f32"}));
   ASSERT_EQ(r.checks.size(), 1u);
   EXPECT_LT(r.checks[0].max_rel_error, 1e-5);

@@ -1,5 +1,7 @@
 #include "sim/reference.h"
 
+#include "traces/attention_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -146,27 +148,8 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
                   dv = v.shape[rank - 1];
     if (target.elements() != heads * n * dv) shape_error("the target must be [heads] x n x dv");
     reference.assign(static_cast<size_t>(heads * n * dv), 0.0);
-    std::vector<double> scores(static_cast<size_t>(keys));
-    for (int64_t h = 0; h < heads; ++h) {
-      const double* qv = initial[check.args[0]].data() + h * n * d;
-      const double* kv = initial[check.args[1]].data() + h * keys * d;
-      const double* vv = initial[check.args[2]].data() + h * keys * dv;
-      double* out = reference.data() + h * n * dv;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t visible = causal ? std::min(keys, i + 1) : keys;
-        double row_max = -INFINITY;
-        for (int64_t j = 0; j < visible; ++j) {
-          double dot = 0;
-          for (int64_t c = 0; c < d; ++c) dot += qv[i * d + c] * kv[j * d + c];
-          scores[j] = dot;
-          row_max = std::max(row_max, dot);
-        }
-        double sum = 0;
-        for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - row_max));
-        for (int64_t j = 0; j < visible; ++j)
-          for (int64_t c = 0; c < dv; ++c) out[i * dv + c] += scores[j] / sum * vv[j * dv + c];
-      }
-    }
+    traces::attention_f64(initial[check.args[0]].data(), initial[check.args[1]].data(),
+                          initial[check.args[2]].data(), heads, n, keys, d, dv, causal, reference.data());
   } else if (const auto grad = attention_grad_kind(check.function)) {
     const auto& q = arg(0);
     const auto& k = arg(1);

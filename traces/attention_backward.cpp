@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+
 #include <string>
 #include <vector>
+#include "traces/attention_math.h"
 
 #include "isa/init.h"
 #include "traces/builder.h"
@@ -96,31 +98,9 @@ void forward_statistics(const BackwardShape& s, const isa::Program& p, const Com
   const auto q = isa::materialize(p.tensors[t.q], s.dtype);
   const auto k = isa::materialize(p.tensors[t.k], s.dtype);
   const auto v = isa::materialize(p.tensors[t.v], s.dtype);
-  const int64_t n = s.n, d = s.d;
-  o.assign(static_cast<size_t>(s.heads * n * d), 0.0);
-  lse.assign(static_cast<size_t>(s.heads * n), 0.0);
-  std::vector<double> score(static_cast<size_t>(n));
-  for (int64_t h = 0; h < s.heads; ++h) {
-    const double* qh = q.data() + h * n * d;
-    const double* kh = k.data() + h * n * d;
-    const double* vh = v.data() + h * n * d;
-    double* oh = o.data() + h * n * d;
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t seen = s.causal ? i + 1 : n;
-      double m = -INFINITY;
-      for (int64_t j = 0; j < seen; ++j) {
-        double dot = 0;
-        for (int64_t c = 0; c < d; ++c) dot += qh[i * d + c] * kh[j * d + c];
-        score[j] = dot;
-        m = std::max(m, dot);
-      }
-      double l = 0;
-      for (int64_t j = 0; j < seen; ++j) l += (score[j] = std::exp(score[j] - m));
-      for (int64_t j = 0; j < seen; ++j)
-        for (int64_t c = 0; c < d; ++c) oh[i * d + c] += score[j] / l * vh[j * d + c];
-      lse[h * n + i] = m + std::log(l);
-    }
-  }
+  o.assign(static_cast<size_t>(s.heads * s.n * s.d), 0.0);
+  lse.assign(static_cast<size_t>(s.heads * s.n), 0.0);
+  attention_f64(q.data(), k.data(), v.data(), s.heads, s.n, s.n, s.d, s.d, s.causal, o.data(), lse.data());
 }
 
 Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_dtype) {

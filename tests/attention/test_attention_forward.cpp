@@ -436,24 +436,7 @@ TEST(Flash1IoComplexity, QAndOTrafficIs12N2d2OverM) {
 }
 
 // ---------------------------------------------------------------------------------------------------
-// Consistency with the existing generator and double buffering.
-
-// For one head and no breaks, flash2 is traces::flash2_forward: same instructions, cycles, bytes, values.
-TEST(Flash2, SameProgramAsTileFlash2Forward) {
-  Sim sim;
-  for (bool causal : {false, true}) {
-    ForwardShape s = shape(200, 32, 64, 48, causal, Dtype::F16);
-    s.double_buffer = causal;
-    const Outcome mine = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
-    const Outcome theirs = sim.run(traces::flash2_forward(s));
-    EXPECT_EQ(mine.opcodes, theirs.opcodes);
-    EXPECT_EQ(mine.cycles, theirs.cycles);
-    EXPECT_EQ(mine.read, theirs.read);
-    EXPECT_EQ(mine.written, theirs.written);
-    EXPECT_EQ(mine.o, theirs.o);
-    EXPECT_TRUE(mine.check.passed);
-  }
-}
+// Double buffering.
 
 // Prefetching the next block (flash1: the next Q_i, O_i, l_i, m_i and K_j, V_j; two-pass and flash2: the
 // next K/V block) overlaps transfers with compute: fewer cycles, the same bytes, the same values.

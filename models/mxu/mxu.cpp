@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 #include <stdexcept>
 
 #include "models/common/registry.h"
@@ -92,11 +94,22 @@ void MxuUnit::compute(const TileView& a, const TileView& b, const TileView* c, c
   if (!a.has_values() || !b.has_values() || (c && !c->has_values()))
     throw std::invalid_argument("mxu: d holds values but an operand does not");
 
+  // Pack a's rows and b's columns contiguously once, so the inner product runs over two dense arrays
+  // whatever the views' strides and transposes (the sum order, and so the result, is unchanged).
+  const int64_t k = a.cols;
+  std::vector<double> a_rows(static_cast<size_t>(a.rows * k));
+  std::vector<double> b_cols(static_cast<size_t>(b.cols * k));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t s = 0; s < k; ++s) a_rows[i * k + s] = a.at(i, s);
+  for (int64_t s = 0; s < k; ++s)
+    for (int64_t j = 0; j < b.cols; ++j) b_cols[j * k + s] = b.at(s, j);
   // Element (i, j) reads c(i, j) before writing d(i, j), so c may be d itself (d += a * b).
   for (int64_t i = 0; i < d.rows; ++i) {
+    const double* row = a_rows.data() + i * k;
     for (int64_t j = 0; j < d.cols; ++j) {
+      const double* col = b_cols.data() + j * k;
       double sum = c ? c->at(i, j) : 0.0;
-      for (int64_t s = 0; s < a.cols; ++s) sum += a.at(i, s) * b.at(s, j);
+      for (int64_t s = 0; s < k; ++s) sum += row[s] * col[s];
       d.at(i, j) = round_to(dtype, sum);
     }
   }

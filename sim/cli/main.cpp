@@ -13,6 +13,7 @@
 #include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
+#include "sim/validate.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
 #include "traces/scalar.h"
@@ -35,6 +36,7 @@ commands:
   gen      generate a trace (scalar softmax labs, online attention, tiled attention)
   disasm   assemble a trace and print it back in canonical form
   config   print a machine's effective parameters with units and descriptions
+  validate hold the simulator's predictions against GPU measurements (validation/data/*.csv)
 
 `attnsim <command> --help` describes each command's options.
 )";
@@ -267,6 +269,19 @@ int cmd_compare(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_validate(const std::vector<std::string>& args) {
+  std::string config_path, data;
+  po::options_description desc("validate options");
+  desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
+      "data", po::value(&data)->required(), "measurements CSV (validation/data/h100_measurements.csv)");
+  po::positional_options_description pos;
+  pos.add("data", 1);
+  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv");
+  if (parsed.help) return 0;
+  print_validation(std::cout, validate(config_path, read_measurements(data)));
+  return 0;
+}
+
 int cmd_disasm(const std::vector<std::string>& args) {
   std::string trace;
   po::options_description desc("disasm options");
@@ -318,6 +333,7 @@ int sc_main(int argc, char** argv) {
     if (command == "run") return cmd_run(args);
     if (command == "gen") return cmd_gen(args);
     if (command == "compare") return cmd_compare(args);
+    if (command == "validate") return cmd_validate(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'\n" << kUsage;

@@ -1,0 +1,160 @@
+#include "sim/validate.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "isa/diagnostics.h"
+#include "sim/machine.h"
+#include "traces/attention_forward.h"
+#include "traces/stream.h"
+
+namespace attnsim {
+
+namespace {
+
+std::vector<std::string> split_csv(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
+
+double nrmse(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  double sum_sq = 0, mean = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    sum_sq += (predicted[i] - measured[i]) * (predicted[i] - measured[i]);
+    mean += measured[i];
+  }
+  if (measured.empty() || mean == 0) return 0;
+  mean /= static_cast<double>(measured.size());
+  return std::sqrt(sum_sq / static_cast<double>(measured.size())) / mean;
+}
+
+double pearson(const std::vector<double>& x, const std::vector<double>& y) {
+  const double n = static_cast<double>(x.size());
+  if (x.size() < 2) return 0;
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += x[i], my += y[i];
+  mx /= n, my /= n;
+  double sxy = 0, sxx = 0, syy = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) * (x[i] - mx);
+    syy += (y[i] - my) * (y[i] - my);
+  }
+  return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
+}
+
+}  // namespace
+
+std::vector<Measurement> read_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, {}, "cannot open measurements file");
+  std::string line;
+  if (!std::getline(in, line)) throw InputError(path, {1, 1}, "empty file: expected a header row");
+  std::map<std::string, size_t> column;
+  auto header = split_csv(line);
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  const std::vector<std::string> required = {"gpu", "schedule", "n", "d", "heads", "block_q", "block_k", "causal",
+                                             "dtype", "time_ns", "l1_read_bytes", "l1_write_bytes",
+                                             "dram_read_bytes", "dram_write_bytes", "max_rel_error"};
+  for (const auto& name : required)
+    if (!column.count(name)) throw InputError(path, {1, 1}, "missing column '" + name + "'");
+  std::vector<Measurement> out;
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    auto cells = split_csv(line);
+    if (cells.size() < header.size())
+      throw InputError(path, {line_no, 1}, fmt::format("{} cells, the header has {}", cells.size(), header.size()));
+    auto text = [&](const char* name) { return cells[column.at(name)]; };
+    auto number = [&](const char* name) {
+      try {
+        return std::stod(text(name));
+      } catch (const std::exception&) {
+        throw InputError(path, {line_no, 1}, fmt::format("column {}: not a number: '{}'", name, text(name)));
+      }
+    };
+    Measurement m;
+    m.gpu = text("gpu");
+    m.schedule = text("schedule");
+    m.dtype = text("dtype");
+    m.n = static_cast<int64_t>(number("n"));
+    m.d = static_cast<int64_t>(number("d"));
+    m.heads = static_cast<int64_t>(number("heads"));
+    m.block_q = static_cast<int64_t>(number("block_q"));
+    m.block_k = static_cast<int64_t>(number("block_k"));
+    m.causal = number("causal") != 0;
+    m.time_ns = number("time_ns");
+    m.l1_read_bytes = number("l1_read_bytes");
+    m.l1_write_bytes = number("l1_write_bytes");
+    m.dram_read_bytes = number("dram_read_bytes");
+    m.dram_write_bytes = number("dram_write_bytes");
+    m.max_rel_error = number("max_rel_error");
+    out.push_back(m);
+  }
+  return out;
+}
+
+ValidationSummary validate(const std::string& config_path, const std::vector<Measurement>& measurements) {
+  Machine machine(load_config(config_path, {}));
+  ValidationSummary summary;
+  std::vector<double> pr, mr, pw, mw;
+  for (const auto& m : measurements) {
+    auto schedule = traces::find_forward_schedule(m.schedule);
+    if (!schedule) throw InputError(config_path, {}, "measurement of unknown schedule '" + m.schedule + "'");
+    auto dtype = parse_dtype(m.dtype);
+    if (!dtype) throw InputError(config_path, {}, "measurement with unknown dtype '" + m.dtype + "'");
+    traces::ForwardShape shape;
+    shape.n = m.n;
+    shape.d = m.d;
+    shape.heads = m.heads;
+    shape.block_q = m.block_q;
+    shape.block_k = m.block_k;
+    shape.causal = m.causal;
+    shape.dtype = *dtype;
+    isa::Program program = traces::stream_program([&] { return traces::forward_program(*schedule, shape); });
+    machine.load(program, false, true);
+    machine.run();
+    ValidationRow row;
+    row.measured = m;
+    row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
+    row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
+    row.predicted_cycles = machine.sequencer().cycles();
+    pr.push_back(row.predicted_read);
+    mr.push_back(m.l1_read_bytes);
+    pw.push_back(row.predicted_write);
+    mw.push_back(m.l1_write_bytes);
+    summary.rows.push_back(row);
+  }
+  summary.read_nrmse = nrmse(pr, mr);
+  summary.write_nrmse = nrmse(pw, mw);
+  summary.read_pearson = pearson(pr, mr);
+  summary.write_pearson = pearson(pw, mw);
+  return summary;
+}
+
+void print_validation(std::ostream& out, const ValidationSummary& s) {
+  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>10}\n", "schedule", "n",
+                     "d", "causal", "read pred", "read meas(L2)", "ratio", "write pred", "write meas", "ratio",
+                     "DRAM read", "GPU us");
+  for (const auto& r : s.rows) {
+    const auto& m = r.measured;
+    out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>10.1f}\n",
+                       m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
+                       m.l1_read_bytes ? r.predicted_read / m.l1_read_bytes : 0.0, r.predicted_write,
+                       m.l1_write_bytes, m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0,
+                       m.dram_read_bytes, m.time_ns / 1e3);
+  }
+  out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
+  out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,41 @@
+// `attnsim validate`: holds the simulator's predictions against measurements of the same schedules on a
+// real GPU (validation/data/*.csv, written by validation/run_on_device.sh). The simulator has no L2, so its
+// "off-chip" bytes are compared with the traffic between the SMs and L2 (Nsight Compute's l1tex xbar
+// bytes); DRAM bytes are reported beside them because L2 reuse hides part of the traffic from DRAM.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace attnsim {
+
+struct Measurement {
+  std::string gpu, schedule, dtype;
+  int64_t n = 0, d = 0, heads = 0, block_q = 0, block_k = 0;
+  bool causal = false;
+  double time_ns = 0;
+  double l1_read_bytes = 0, l1_write_bytes = 0;
+  double dram_read_bytes = 0, dram_write_bytes = 0;
+  double max_rel_error = 0;
+};
+
+// Reads the CSV (header row naming the columns); throws InputError naming the file and line.
+std::vector<Measurement> read_measurements(const std::string& path);
+
+struct ValidationRow {
+  Measurement measured;
+  double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
+  uint64_t predicted_cycles = 0;
+};
+
+struct ValidationSummary {
+  std::vector<ValidationRow> rows;
+  double read_nrmse = 0, write_nrmse = 0;  // RMSE / mean of the measured values
+  double read_pearson = 0, write_pearson = 0;
+};
+
+ValidationSummary validate(const std::string& config_path, const std::vector<Measurement>& measurements);
+void print_validation(std::ostream& out, const ValidationSummary& summary);
+
+}  // namespace attnsim

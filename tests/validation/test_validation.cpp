@@ -1,0 +1,61 @@
+// The simulator against the GPU: validation/data/h200_measurements.csv holds Nsight Compute counters of
+// CUDA kernels that run the same schedules (validation/run_on_device.sh). The simulator's off-chip bytes
+// (it has no L2) must equal the bytes the SMs moved to and from L2.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "sim/reference.h"
+#include "sim/validate.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kRoot = ATTNSIM_SOURCE_DIR;
+
+TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
+  auto measurements = read_measurements(kRoot + "/validation/data/h200_measurements.csv");
+  ASSERT_GE(measurements.size(), 10u);
+  ValidationSummary s = validate(kRoot + "/configs/h200.yaml", measurements);
+  // Accel-Sim's convention: NRMSE and Pearson r over all configurations.
+  EXPECT_LT(s.read_nrmse, 0.01);
+  EXPECT_LT(s.write_nrmse, 0.01);
+  EXPECT_GT(s.read_pearson, 0.999);
+  EXPECT_GT(s.write_pearson, 0.999);
+  for (const auto& row : s.rows) {
+    const auto& m = row.measured;
+    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.01) << m.schedule << " n=" << m.n << " causal=" << m.causal;
+    EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.01) << m.schedule << " n=" << m.n;
+  }
+}
+
+// The GPU kernels were themselves checked against a float64 reference on the device.
+TEST(Validation, KernelsWereCorrect) {
+  for (const auto& m : read_measurements(kRoot + "/validation/data/h200_measurements.csv")) {
+    ASSERT_EQ(m.dtype, "f16");
+    EXPECT_LE(m.max_rel_error, tolerance_for(Dtype::F16)) << m.schedule << " n=" << m.n;
+  }
+}
+
+TEST(Validation, MalformedMeasurementsNameFileAndLine) {
+  const std::string path = ::testing::TempDir() + "bad_measurements.csv";
+  {
+    std::ofstream out(path);
+    out << "gpu,schedule,n,d,heads,block_q,block_k,causal,dtype,time_ns,l1_read_bytes,l1_write_bytes,"
+           "dram_read_bytes,dram_write_bytes,max_rel_error\n";
+    out << "H,flash2,1024,64,8,64,64,0,f16,1,2,3,4,5,0\n";
+    out << "H,flash2,lots,64,8,64,64,0,f16,1,2,3,4,5,0\n";
+  }
+  try {
+    read_measurements(path);
+    FAIL() << "a non-number in column n was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_NE(e.message().find("'lots'"), std::string::npos) << e.what();
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace attnsim

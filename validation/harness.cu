@@ -1,0 +1,393 @@
+// Harness for the attnsim cross-validation kernels (kernels.cu): one configuration per process.
+//
+//   harness --schedule naive-safe|flash1|flash2 --n N --d D --heads H --block B [--causal] [--reps R]
+//           [--warmup W] [--seed S] [--no-flush]
+//   harness --list          the default sweep, one configuration (its arguments) per line
+//   --flash1-groups G       flash1: G blocks per (launch, head), each loading K_j and V_j once for a run
+//                           of query blocks; 0 (default) = one block per visible query block
+//   --dry-run               print the expected bytes (exp_* below) without touching a GPU
+//
+// For the configuration it: draws Q, K, V (fp16, uniform in [-1, 1) from the seed, Q then scaled by
+// 1/sqrt(d)); poisons O (NaN) and runs the schedule once; checks every O element was written and compares
+// 64 sampled rows per head with a float64 CPU reference (max |O - ref| / max |ref|, as attnsim's .check);
+// then, if R > 0, times W warm-up and R timed runs with CUDA events (each timed run starts with O poisoned
+// and L2 flushed, like ncu --cache-control all; flash1's initialiser runs before the start event) and checks
+// that the last run reproduced the first bit for bit. `--reps 0` runs each counted kernel exactly once:
+// that is the mode run_on_device.sh uses under ncu.
+//
+// It prints one line on stdout, "RESULT key=value ...", with the measured numbers and the bytes the
+// schedule should move between the SMs and L2 (exp_sched_*: docs/schedules.md's per-tensor ledger;
+// exp_kernel_*: what these kernels move, which differs from the ledger for flash1's K and V, see
+// README.md). Diagnostics go to stderr. Exit status 0 even if the error check fails (ok=0 says so); 2 on a
+// CUDA or usage error.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels.h"
+
+#define CHECK(call)                                                                                 \
+  do {                                                                                              \
+    cudaError_t err_ = (call);                                                                      \
+    if (err_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+      std::exit(2);                                                                                 \
+    }                                                                                               \
+  } while (0)
+
+namespace {
+
+using attnval::Dims;
+
+struct Options {
+  std::string schedule;
+  Dims dims;
+  int reps = 10, warmup = 3;
+  uint64_t seed = 20240607;
+  bool flush = true;
+  bool dry_run = false;
+};
+
+[[noreturn]] void usage(const char* msg) {
+  std::fprintf(
+      stderr,
+      "error: %s\nusage: harness --schedule naive-safe|flash1|flash2 --n N --d D --heads H --block B "
+      "[--causal] [--reps R] [--warmup W] [--seed S] [--no-flush] [--flash1-groups G] [--dry-run]\n       "
+      "harness --list\n",
+      msg);
+  std::exit(2);
+}
+
+// The default sweep. Runtime on an H100 (estimate, FMA kernels at ~10 TFLOP/s f32): flash2 n=16384 is
+// ~0.55 TFLOP of FMAs, ~60 ms a run; naive-safe n=4096 ~35 GFLOP, ~5 ms a run. See run_on_device.sh.
+void print_sweep() {
+  const char* schedules[] = {"naive-safe", "flash1", "flash2"};
+  for (const char* s : schedules)
+    for (int n : {1024, 4096})
+      for (int causal : {0, 1})
+        std::printf("--schedule %s --n %d --d 64 --heads 8 --block 64%s\n", s, n, causal ? " --causal" : "");
+  std::printf("--schedule flash2 --n 16384 --d 64 --heads 8 --block 64\n");
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  auto value = [&](int& i) -> const char* {
+    if (i + 1 >= argc) usage((std::string(argv[i]) + " needs a value").c_str());
+    return argv[++i];
+  };
+  auto integer = [&](int& i) {
+    const char* flag = argv[i];
+    const char* v = value(i);
+    char* end = nullptr;
+    const long x = std::strtol(v, &end, 10);
+    if (*end || x < 0 || x > (1L << 30)) usage((std::string(flag) + ": not a count: " + v).c_str());
+    return static_cast<int>(x);
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--list") {
+      print_sweep();
+      std::exit(0);
+    } else if (a == "--schedule") {
+      o.schedule = value(i);
+    } else if (a == "--n") {
+      o.dims.n = integer(i);
+    } else if (a == "--d") {
+      o.dims.d = integer(i);
+    } else if (a == "--heads") {
+      o.dims.heads = integer(i);
+    } else if (a == "--block") {
+      o.dims.br = o.dims.bc = integer(i);
+    } else if (a == "--causal") {
+      o.dims.causal = true;
+    } else if (a == "--reps") {
+      o.reps = integer(i);
+    } else if (a == "--warmup") {
+      o.warmup = integer(i);
+    } else if (a == "--seed") {
+      o.seed = std::strtoull(value(i), nullptr, 10);
+    } else if (a == "--no-flush") {
+      o.flush = false;
+    } else if (a == "--flash1-groups") {
+      o.dims.flash1_groups = integer(i);
+    } else if (a == "--dry-run") {
+      o.dry_run = true;
+    } else if (a == "-h" || a == "--help") {
+      usage("help");
+    } else {
+      usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (o.schedule != "naive-safe" && o.schedule != "flash1" && o.schedule != "flash2")
+    usage("--schedule must be naive-safe, flash1 or flash2");
+  const Dims& d = o.dims;
+  if (!attnval::supported(d.d, d.br)) usage("supported: --d 64|128, --block 32|64");
+  if (d.n <= 0 || d.n % d.br != 0) usage("--n must be a positive multiple of --block (no ragged tiles)");
+  if (d.heads <= 0) usage("--heads must be positive");
+  return o;
+}
+
+// Bytes between the SMs and L2 (= the simulator's HBM ledger where the kernels mirror it exactly).
+struct Bytes {
+  double read = 0, write = 0;
+};
+
+// docs/schedules.md, per head, times heads. e = 2 (fp16), f32 scores/statistics.
+Bytes schedule_ledger(const std::string& s, const Dims& g) {
+  const double n = g.n, d = g.d, e = 2, f = 4, br = g.br, bc = g.bc;
+  const int64_t tr = g.n / g.br, tc = g.n / g.bc;
+  // R_K: key rows a query-outer sweep reads; R_Q: query rows flash1 visits.
+  double rk = 0, rq = 0;
+  for (int64_t i = 0; i < tr; ++i) {
+    const double last = i * br + br - 1;
+    rk += g.causal ? std::min(n, bc * std::ceil((last + 1) / bc)) : n;
+  }
+  for (int64_t j = 0; j < tc; ++j) rq += g.causal ? n - br * std::floor(j * bc / br) : n;
+  Bytes b;
+  if (s == "naive-safe") {
+    b.read = n * d * e + 2 * tr * n * d * e + 3 * n * n * f + n * n * e;
+    b.write = n * n * f + n * n * e + n * d * e;
+  } else if (s == "flash1") {
+    b.read = 2 * n * d * e + 2 * rq * d * e + 2 * rq * f;  // K, V once; Q, O; l, m
+    b.write = rq * d * e + 2 * rq * f;
+  } else {
+    b.read = n * d * e + 2 * rk * d * e;
+    b.write = n * d * e;
+  }
+  b.read *= g.heads;
+  b.write *= g.heads;
+  return b;
+}
+
+// What these kernels move: the ledger, except flash1, whose blocks of one launch (one key block j) each
+// load K_j and V_j: K and V are read once per block (by default one per visible (i, j) tile) instead of once
+// per j.
+Bytes kernel_ledger(const std::string& s, const Dims& g) {
+  Bytes b = schedule_ledger(s, g);
+  if (s == "flash1") {
+    double blocks = 0;
+    for (int j = 0; j < g.n / g.bc; ++j) blocks += attnval::flash1_grid(g, j).blocks;
+    b.read += g.heads * 2.0 * (blocks * g.bc - g.n) * g.d * 2;
+  }
+  return b;
+}
+
+uint64_t splitmix(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [-1, 1) times scale, rounded to fp16; `ref` keeps the rounded values as doubles.
+void fill(std::vector<__half>& h, std::vector<double>& ref, uint64_t seed, double scale) {
+  uint64_t state = seed;
+  ref.resize(h.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    const double u = static_cast<double>(splitmix(state) >> 11) * 0x1.0p-53 * 2.0 - 1.0;
+    h[i] = __float2half(static_cast<float>(u * scale));
+    ref[i] = static_cast<double>(__half2float(h[i]));
+  }
+}
+
+std::vector<int> sample_rows(int n) {
+  std::vector<int> rows;
+  const int count = std::min(n, 64);
+  for (int t = 0; t < count; ++t)
+    rows.push_back(count == 1 ? 0 : static_cast<int>((int64_t(t) * (n - 1)) / (count - 1)));
+  return rows;
+}
+
+struct Check {
+  double max_rel = 0, max_abs = 0;
+  int64_t nonfinite = 0;
+};
+
+Check check_output(const Options& o, const std::vector<__half>& out, const std::vector<double>& q,
+                   const std::vector<double>& k, const std::vector<double>& v) {
+  const Dims& g = o.dims;
+  const int n = g.n, d = g.d;
+  Check c;
+  for (const __half& x : out)
+    if (!std::isfinite(__half2float(x))) ++c.nonfinite;
+  double scale = 0;
+  std::vector<double> s(n), acc(d);
+  for (int h = 0; h < g.heads; ++h) {
+    const size_t off = static_cast<size_t>(h) * n * d;
+    for (int r : sample_rows(n)) {
+      const int keys = g.causal ? r + 1 : n;
+      double m = -INFINITY;
+      for (int kk = 0; kk < keys; ++kk) {
+        double dot = 0;
+        for (int x = 0; x < d; ++x) dot += q[off + size_t(r) * d + x] * k[off + size_t(kk) * d + x];
+        s[kk] = dot;
+        m = std::max(m, dot);
+      }
+      double l = 0;
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int kk = 0; kk < keys; ++kk) {
+        const double p = std::exp(s[kk] - m);
+        l += p;
+        for (int x = 0; x < d; ++x) acc[x] += p * v[off + size_t(kk) * d + x];
+      }
+      for (int x = 0; x < d; ++x) {
+        const double ref = acc[x] / l;
+        const double got = __half2float(out[off + size_t(r) * d + x]);
+        double err = std::fabs(got - ref);
+        if (std::isnan(err)) err = INFINITY;
+        scale = std::max(scale, std::fabs(ref));
+        c.max_abs = std::max(c.max_abs, err);
+      }
+    }
+  }
+  c.max_rel = scale > 0 ? c.max_abs / scale : c.max_abs;
+  return c;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  const Dims& g = o.dims;
+  if (o.dry_run) {
+    const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
+    std::printf(
+        "EXPECTED schedule=%s n=%d d=%d heads=%d block_q=%d block_k=%d causal=%d dtype=f16 "
+        "exp_sched_read_bytes=%.0f exp_sched_write_bytes=%.0f exp_kernel_read_bytes=%.0f "
+        "exp_kernel_write_bytes=%.0f flash1_groups=%d\n",
+        o.schedule.c_str(), g.n, g.d, g.heads, g.br, g.bc, g.causal ? 1 : 0, sched.read, sched.write,
+        kern.read, kern.write, g.flash1_groups);
+    return 0;
+  }
+  const size_t qkv = static_cast<size_t>(g.heads) * g.n * g.d;
+  const size_t rows = static_cast<size_t>(g.heads) * g.n;
+  const size_t nn = static_cast<size_t>(g.heads) * g.n * g.n;
+
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  int runtime = 0, driver = 0;
+  CHECK(cudaRuntimeGetVersion(&runtime));
+  CHECK(cudaDriverGetVersion(&driver));
+  std::fprintf(stderr, "device %s, %d SMs, L2 %d MB, runtime %d, driver API %d\n", prop.name,
+               prop.multiProcessorCount, prop.l2CacheSize >> 20, runtime, driver);
+
+  // Inputs.
+  std::vector<__half> hq(qkv), hk(qkv), hv(qkv);
+  std::vector<double> rq, rk, rv;
+  fill(hq, rq, o.seed, 1.0 / std::sqrt(static_cast<double>(g.d)));  // Q pre-scaled
+  fill(hk, rk, o.seed + 1, 1.0);
+  fill(hv, rv, o.seed + 2, 1.0);
+
+  __half *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *p = nullptr;
+  float *s = nullptr, *l = nullptr, *m = nullptr, *sink = nullptr;
+  float4* flush = nullptr;
+  CHECK(cudaMalloc(&q, qkv * sizeof(__half)));
+  CHECK(cudaMalloc(&k, qkv * sizeof(__half)));
+  CHECK(cudaMalloc(&v, qkv * sizeof(__half)));
+  CHECK(cudaMalloc(&out, qkv * sizeof(__half)));
+  CHECK(cudaMemcpy(q, hq.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(k, hk.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(v, hv.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
+  if (o.schedule == "naive-safe") {
+    CHECK(cudaMalloc(&s, nn * sizeof(float)));
+    CHECK(cudaMalloc(&p, nn * sizeof(__half)));
+  }
+  if (o.schedule == "flash1") {
+    CHECK(cudaMalloc(&l, rows * sizeof(float)));
+    CHECK(cudaMalloc(&m, rows * sizeof(float)));
+  }
+  const size_t flush_bytes = std::max<size_t>(2 * static_cast<size_t>(prop.l2CacheSize), 64u << 20);
+  const size_t flush4 = flush_bytes / sizeof(float4);
+  if (o.reps > 0 && o.flush) {
+    CHECK(cudaMalloc(&flush, flush4 * sizeof(float4)));
+    CHECK(cudaMemset(flush, 0, flush4 * sizeof(float4)));
+    CHECK(cudaMalloc(&sink, sizeof(float)));
+  }
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));
+
+  // One run of the schedule's counted kernels (flash1's initialiser is not one of them).
+  auto run = [&]() -> int {
+    if (o.schedule == "naive-safe") return attnval::launch_naive_safe(g, q, k, v, s, p, out, st);
+    if (o.schedule == "flash1") return attnval::launch_flash1(g, q, k, v, out, l, m, st);
+    return attnval::launch_flash2(g, q, k, v, out, st);
+  };
+  auto prepare = [&](bool flush_l2) {
+    attnval::launch_poison(out, qkv, st);
+    if (o.schedule == "flash1") attnval::launch_flash1_init(g, out, l, m, st);
+    if (flush_l2 && flush) attnval::launch_l2_flush(flush, flush4, sink, st);
+  };
+
+  // Correctness: poisoned O, one run, every element written, sampled rows against float64.
+  prepare(false);
+  const int kernels = run();
+  CHECK(cudaStreamSynchronize(st));
+  CHECK(cudaGetLastError());
+  std::vector<__half> first(qkv);
+  CHECK(cudaMemcpy(first.data(), out, qkv * sizeof(__half), cudaMemcpyDeviceToHost));
+  const Check c = check_output(o, first, rq, rk, rv);
+  const double tolerance = 5e-3;  // attnsim's f16 tolerance
+
+  // Timing.
+  double median_ns = 0, min_ns = 0;
+  int deterministic = -1;
+  if (o.reps > 0) {
+    for (int w = 0; w < o.warmup; ++w) {
+      prepare(false);
+      run();
+    }
+    CHECK(cudaStreamSynchronize(st));
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    std::vector<double> times;
+    for (int r = 0; r < o.reps; ++r) {
+      prepare(true);
+      CHECK(cudaEventRecord(start, st));
+      run();
+      CHECK(cudaEventRecord(stop, st));
+      CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, start, stop));
+      times.push_back(ms * 1e6);
+    }
+    CHECK(cudaGetLastError());
+    std::sort(times.begin(), times.end());
+    const size_t mid = times.size() / 2;
+    median_ns = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+    min_ns = times.front();
+    std::vector<__half> last(qkv);
+    CHECK(cudaMemcpy(last.data(), out, qkv * sizeof(__half), cudaMemcpyDeviceToHost));
+    deterministic = std::memcmp(last.data(), first.data(), qkv * sizeof(__half)) == 0 ? 1 : 0;
+    CHECK(cudaEventDestroy(start));
+    CHECK(cudaEventDestroy(stop));
+  }
+
+  const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
+  const bool ok = c.nonfinite == 0 && c.max_rel <= tolerance && deterministic != 0;
+  std::printf(
+      "RESULT schedule=%s n=%d d=%d heads=%d block_q=%d block_k=%d causal=%d dtype=f16 kernels=%d "
+      "reps=%d time_ns_median=%.0f time_ns_min=%.0f max_rel_error=%.3e max_abs_error=%.3e nonfinite=%lld "
+      "deterministic=%d ok=%d exp_sched_read_bytes=%.0f exp_sched_write_bytes=%.0f "
+      "exp_kernel_read_bytes=%.0f "
+      "exp_kernel_write_bytes=%.0f flash1_groups=%d gpu=\"%s\" cuda_runtime=%d\n",
+      o.schedule.c_str(), g.n, g.d, g.heads, g.br, g.bc, g.causal ? 1 : 0, kernels, o.reps, median_ns, min_ns,
+      c.max_rel, c.max_abs, static_cast<long long>(c.nonfinite), deterministic, ok ? 1 : 0, sched.read,
+      sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime);
+  if (!ok)
+    std::fprintf(stderr,
+                 "CHECK FAILED: max_rel_error %.3e (tolerance %.1e), %lld non-finite, deterministic %d\n",
+                 c.max_rel, tolerance, static_cast<long long>(c.nonfinite), deterministic);
+
+  cudaFree(q), cudaFree(k), cudaFree(v), cudaFree(out), cudaFree(p), cudaFree(s), cudaFree(l), cudaFree(m);
+  cudaFree(flush), cudaFree(sink);
+  CHECK(cudaStreamDestroy(st));
+  return 0;
+}

@@ -1,0 +1,54 @@
+// CUDA kernels that execute attnsim's forward-attention schedules (docs/schedules.md) on a GPU, tile for
+// tile, so that Nsight Compute's SM<->L2 byte counters can be held against the simulator's per-tensor
+// ledger. Host-side launchers; the kernels themselves are in kernels.cu.
+//
+// Layouts: Q, K, V, O are [heads][n][d] fp16; S is [heads][n][n] f32 and P [heads][n][n] fp16 (naive
+// schedules); l and m are [heads][n] f32 (flash1). Q is pre-scaled (no 1/sqrt(d) inside the kernels).
+//
+// Every kernel whose traffic is counted is named sched_*; helpers that must NOT be counted (poisoning,
+// flash1's initialiser, the L2 flush) are named aux_*, so `ncu -k regex:^sched_` selects exactly the
+// schedule's kernels.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace attnval {
+
+struct Dims {
+  int heads = 8, n = 1024, d = 64, br = 64, bc = 64;
+  bool causal = false;
+  int flash1_groups = 0;  // flash1: blocks per (launch, head); 0 = one per visible query block
+};
+
+// flash1's launch j: `blocks` blocks per head, each taking `chunk` consecutive visible query blocks (and
+// loading K_j, V_j once).
+struct Flash1Grid {
+  int blocks = 0, chunk = 0;
+};
+Flash1Grid flash1_grid(const Dims&, int j);
+
+// Tile sizes and head dimensions the kernels are instantiated for (B_r = B_c = block).
+bool supported(int d, int block);
+
+// naive-safe: sched_naive_qk, sched_naive_softmax, sched_naive_pv. S: heads*n*n floats, P: heads*n*n
+// halves. Returns the number of kernels launched (3).
+int launch_naive_safe(const Dims&, const __half* q, const __half* k, const __half* v, float* s, __half* p,
+                      __half* o, cudaStream_t);
+
+// flash1: aux_flash1_init (O = 0, l = 0, m = -inf; not counted), then one sched_flash1_step launch per key
+// block j. l, m: heads*n floats. launch_flash1 launches the steps only and returns how many (T_c).
+void launch_flash1_init(const Dims&, __half* o, float* l, float* m, cudaStream_t);
+int launch_flash1(const Dims&, const __half* q, const __half* k, const __half* v, __half* o, float* l,
+                  float* m, cudaStream_t);
+
+// flash2: one sched_flash2_fwd launch. Returns 1.
+int launch_flash2(const Dims&, const __half* q, const __half* k, const __half* v, __half* o, cudaStream_t);
+
+// Helpers (not counted): fill with a NaN pattern; read a buffer larger than L2 to evict everything.
+void launch_poison(__half* p, size_t count, cudaStream_t);
+void launch_l2_flush(const float4* buf, size_t count4, float* sink, cudaStream_t);
+
+}  // namespace attnval

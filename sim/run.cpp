@@ -10,6 +10,7 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "sim/machine.h"
+#include "sim/timeline.h"
 
 namespace attnsim {
 
@@ -112,6 +113,12 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   for (size_t t = 0; t < program.tensors.size(); ++t)
     initial.push_back(machine.sequencer().tensor_values(int(t)));
 
+  std::unique_ptr<TimelineRecorder> timeline;
+  if (!options.timeline.empty()) {
+    if (options.table) throw InputError(program.file, {}, "--table and --timeline cannot be used together");
+    timeline = std::make_unique<TimelineRecorder>(program, options.timeline_limit);
+    machine.sequencer().set_observer(timeline.get());
+  }
   std::unique_ptr<TableRecorder> recorder;
   if (options.table && tiles)
     throw InputError(program.file, {},
@@ -173,6 +180,7 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
                       {"passed", c.passed}});
   result.stats["checks"] = checks;
   if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
+  if (timeline) write_file_atomically(options.timeline, timeline->json());
   return result;
 }
 

@@ -20,6 +20,8 @@ struct RunOptions {
   bool symbolic = false;               // registers carry expressions instead of numbers
   std::string stats_json;              // write stats here (atomically) when non-empty
   bool timing_only = false;            // tile programs: counts and cycles only, no values
+  std::string timeline;                // write a Perfetto/Chrome trace of unit activity here when non-empty
+  size_t timeline_limit = 200000;      // instructions kept in the timeline
 };
 
 struct RunResult {

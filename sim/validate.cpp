@@ -61,9 +61,21 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   std::map<std::string, size_t> column;
   auto header = split_csv(line);
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-  const std::vector<std::string> required = {"gpu", "schedule", "n", "d", "heads", "block_q", "block_k", "causal",
-                                             "dtype", "time_ns", "l1_read_bytes", "l1_write_bytes",
-                                             "dram_read_bytes", "dram_write_bytes", "max_rel_error"};
+  const std::vector<std::string> required = {"gpu",
+                                             "schedule",
+                                             "n",
+                                             "d",
+                                             "heads",
+                                             "block_q",
+                                             "block_k",
+                                             "causal",
+                                             "dtype",
+                                             "time_ns",
+                                             "l1_read_bytes",
+                                             "l1_write_bytes",
+                                             "dram_read_bytes",
+                                             "dram_write_bytes",
+                                             "max_rel_error"};
   for (const auto& name : required)
     if (!column.count(name)) throw InputError(path, {1, 1}, "missing column '" + name + "'");
   std::vector<Measurement> out;
@@ -73,7 +85,8 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     if (line.empty()) continue;
     auto cells = split_csv(line);
     if (cells.size() < header.size())
-      throw InputError(path, {line_no, 1}, fmt::format("{} cells, the header has {}", cells.size(), header.size()));
+      throw InputError(path, {line_no, 1},
+                       fmt::format("{} cells, the header has {}", cells.size(), header.size()));
     auto text = [&](const char* name) { return cells[column.at(name)]; };
     auto number = [&](const char* name) {
       try {
@@ -142,16 +155,17 @@ ValidationSummary validate(const std::string& config_path, const std::vector<Mea
 }
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
-  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>10}\n", "schedule", "n",
-                     "d", "causal", "read pred", "read meas(L2)", "ratio", "write pred", "write meas", "ratio",
-                     "DRAM read", "GPU us");
+  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>10}\n",
+                     "schedule", "n", "d", "causal", "read pred", "read meas(L2)", "ratio", "write pred",
+                     "write meas", "ratio", "DRAM read", "GPU us");
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
-    out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>10.1f}\n",
-                       m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
-                       m.l1_read_bytes ? r.predicted_read / m.l1_read_bytes : 0.0, r.predicted_write,
-                       m.l1_write_bytes, m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0,
-                       m.dram_read_bytes, m.time_ns / 1e3);
+    out << fmt::format(
+        "{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} "
+        "{:>10.1f}\n",
+        m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
+        m.l1_read_bytes ? r.predicted_read / m.l1_read_bytes : 0.0, r.predicted_write, m.l1_write_bytes,
+        m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0, m.dram_read_bytes, m.time_ns / 1e3);
   }
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
   out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);

@@ -78,6 +78,8 @@ int cmd_run(const std::vector<std::string>& args) {
       "stats-json", po::value(&options.stats_json), "write all stats and the effective config as JSON")(
       "timing-only", po::bool_switch(&options.timing_only),
       "tile programs: skip values, keep counts and cycles")(
+      "timeline", po::value(&options.timeline),
+      "write each unit's activity as a Perfetto / chrome://tracing JSON (first 200,000 instructions)")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);

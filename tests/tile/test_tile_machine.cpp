@@ -2,6 +2,10 @@
 // the HBM ledger of the FlashAttention-2 order against its closed form, SRAM capacity errors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <map>
+
 #include "isa/assembler.h"
 #include "sim/machine.h"
 #include "sim/run.h"
@@ -115,6 +119,39 @@ TEST(Streaming, SameResultsAsTheProgramInMemory) {
   EXPECT_EQ(machine.sequencer().per_opcode(), opcodes);
   EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, read);
   EXPECT_EQ(machine.sequencer().tensor_values(3), output);
+}
+
+// The timeline has one slice per instruction, on its unit's track; slices on one track never overlap, so
+// overlapping DMA transfers need extra tracks.
+TEST(Timeline, OneSlicePerInstructionAndNoOverlapWithinATrack) {
+  traces::AttentionShape s{.n = 256, .d = 64, .block_q = 64, .block_k = 64, .double_buffer = true};
+  isa::Program program = traces::flash2_forward(s);
+  RunOptions o = on("h100");
+  o.timing_only = true;
+  o.timeline = ::testing::TempDir() + "timeline.json";
+  RunResult r = run_program(program, o);
+  std::ifstream in(o.timeline);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<int, std::string> track_name;
+  std::map<int, std::vector<std::pair<uint64_t, uint64_t>>> track_slices;
+  std::map<std::string, uint64_t> per_opcode;
+  for (const auto& e : doc["traceEvents"]) {
+    if (e["ph"] == "M") track_name[e["tid"].get<int>()] = e["args"]["name"];
+    if (e["ph"] != "X") continue;
+    const uint64_t ts = e["ts"], dur = e["dur"];
+    track_slices[e["tid"].get<int>()].push_back({ts, ts + dur});
+    ++per_opcode[e["name"]];
+  }
+  EXPECT_EQ(per_opcode, r.per_opcode);
+  int dma_tracks = 0;
+  for (auto& [tid, slices] : track_slices) {
+    dma_tracks += track_name[tid].rfind("dma", 0) == 0;
+    std::sort(slices.begin(), slices.end());
+    for (size_t i = 1; i < slices.size(); ++i)
+      EXPECT_LE(slices[i - 1].second, slices[i].first) << track_name[tid];
+  }
+  EXPECT_GT(dma_tracks, 1);  // K and V (and the prefetch) are in flight together
+  std::filesystem::remove(o.timeline);
 }
 
 // Prefetching the next K/V block into a second buffer lets the DMA run under the MXU/VPU work: fewer

@@ -25,7 +25,8 @@ TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
   EXPECT_GT(s.write_pearson, 0.999);
   for (const auto& row : s.rows) {
     const auto& m = row.measured;
-    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.01) << m.schedule << " n=" << m.n << " causal=" << m.causal;
+    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.01)
+        << m.schedule << " n=" << m.n << " causal=" << m.causal;
     EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.01) << m.schedule << " n=" << m.n;
   }
 }

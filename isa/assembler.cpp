@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -33,14 +34,6 @@ std::optional<Opcode> find_opcode(std::string_view text) {
     if (same) return entry.op;
   }
   return std::nullopt;
-}
-
-int Program::max_register() const {
-  int highest = -1;
-  for (const auto& inst : instructions)
-    for (const auto& op : inst.operands())
-      if (op.kind == Operand::Kind::Register && op.reg > highest) highest = op.reg;
-  return highest;
 }
 
 namespace {
@@ -192,6 +185,7 @@ class Assembler {
       auto extent = c.integer();
       if (!extent || *extent <= 0) c.fail(dim_loc, "a tensor dimension must be a positive integer");
       decl.shape.push_back(*extent);
+      check_size(c, dim_loc, decl.shape, "tensor");
       c.expect(']', "to close the dimension");
     }
     if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
@@ -225,8 +219,16 @@ class Assembler {
         parse_random(c, decl);
     }
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
-    (void)where;
     program_.tensors.push_back(std::move(decl));
+  }
+
+  // Element counts stay far below int64 overflow, so offsets and byte counts downstream cannot wrap.
+  static constexpr int64_t kMaxElements = int64_t{1} << 48;
+  void check_size(LineCursor& c, SourceLoc where, const std::vector<int64_t>& shape, const char* what) {
+    int64_t elements = 1;
+    for (int64_t extent : shape)
+      if (__builtin_mul_overflow(elements, extent, &elements) || elements > kMaxElements)
+        c.fail(where, std::string("the ") + what + " has more than 2^48 elements");
   }
 
   void check_new_name(LineCursor& c, const std::string& name, SourceLoc where) {
@@ -249,6 +251,7 @@ class Assembler {
       auto extent = c.integer();
       if (!extent || *extent <= 0) c.fail(dim_loc, "a buffer dimension must be a positive integer");
       shape.push_back(*extent);
+      check_size(c, dim_loc, shape, "buffer");
       c.expect(']', "to close the dimension");
     }
     if (shape.empty() || shape.size() > 2)
@@ -410,7 +413,6 @@ class Assembler {
       c.fail(fn_loc, check.function + "() takes " + std::to_string(fn->arity) + " argument(s), " +
                          std::to_string(check.args.size()) + " given");
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the check");
-    (void)where;
     program_.checks.push_back(std::move(check));
   }
 
@@ -650,10 +652,15 @@ Program assemble(std::string_view text, const std::string& file_name) {
 }
 
 Program assemble_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(path, {}, std::filesystem::exists(path, ec) ? "not a regular file" : "cannot open trace file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, {}, "cannot open trace file");
   std::stringstream buffer;
   buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, {}, "read error");
   return assemble(buffer.str(), path);
 }
 

@@ -201,8 +201,6 @@ struct Program {
     for (const auto& o : operands) inst.push(o);
     instructions.push_back(inst);
   }
-  // Highest register number used, or -1.
-  int max_register() const;
 };
 
 }  // namespace attnsim::isa

@@ -283,7 +283,11 @@ void Sequencer::execute_tiles() {
             std::optional<TileView> vc;
             if (d.op == isa::Opcode::Mac) vc = view(d.ops[2]);
             const Dtype out = buffers_[d.ops[d.count - 1].storage].dtype;
-            const bool aliases = d.ops[0].storage == dst.storage || d.ops[1].storage == dst.storage;
+            // a or b in the destination's buffer, or an accumulator that is another view of it.
+            const TileOperand& acc = d.ops[2];
+            const bool aliases = d.ops[0].storage == dst.storage || d.ops[1].storage == dst.storage ||
+                                 (d.op == isa::Opcode::Mac && acc.storage == dst.storage &&
+                                  (acc.offset != dst.offset || acc.transpose != dst.transpose));
             if (!aliases) {
               MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
             } else {
@@ -311,15 +315,36 @@ void Sequencer::execute_tiles() {
           vpu_free = done;
           if (values) {
             const Dtype out = buffers_[dst.storage].dtype;
+            // Element-wise ops may run in place on the very same view; a source that is a different view
+            // of the destination's buffer (S[:, 0:1] into S) could be overwritten before it is read, so
+            // such results go through a scratch tile.
+            bool overlaps = false;
+            for (size_t k = 0; k + 1 < d.count; ++k) {
+              const TileOperand& o = d.ops[k];
+              overlaps = overlaps || (o.is_buffer && o.storage == dst.storage &&
+                                      (o.offset != dst.offset || o.rows != dst.rows || o.cols != dst.cols ||
+                                       o.transpose != dst.transpose));
+            }
+            TileView target = view(dst);
+            std::vector<double> scratch;
+            if (overlaps && d.op != isa::Opcode::Mask) {
+              scratch.resize(static_cast<size_t>(target.rows * target.cols));
+              target = TileView{scratch.data(), target.rows, target.cols, target.cols, false};
+            }
             if (d.op == isa::Opcode::Mask) {
-              VpuUnit::mask_causal(view(dst), d.imm[0], d.imm[1]);
+              VpuUnit::mask_causal(target, d.imm[0], d.imm[1]);
             } else if (d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum) {
-              VpuUnit::reduce(op, view(src), view(dst), out);
+              VpuUnit::reduce(op, view(src), target, out);
             } else if (d.op == isa::Opcode::Exp || d.op == isa::Opcode::Mov) {
-              VpuUnit::elementwise(op, view(src), nullptr, view(dst), out);
+              VpuUnit::elementwise(op, view(src), nullptr, target, out);
             } else {
               TileView b = view(d.ops[1]);
-              VpuUnit::elementwise(op, view(src), &b, view(dst), out);
+              VpuUnit::elementwise(op, view(src), &b, target, out);
+            }
+            if (!scratch.empty()) {
+              TileView real = view(dst);
+              for (int64_t r = 0; r < real.rows; ++r)
+                for (int64_t c = 0; c < real.cols; ++c) real.at(r, c) = target.at(r, c);
             }
           }
           break;

@@ -121,6 +121,21 @@ TEST(Streaming, SameResultsAsTheProgramInMemory) {
   EXPECT_EQ(machine.sequencer().tensor_values(3), output);
 }
 
+// A source that is another view of the destination's buffer must be read before it is overwritten:
+// S - S[:, 0] with S = [[1, 2], [3, 4]] is [[0, 1], [0, 1]].
+TEST(TileValues, OverlappingViewsOfOneBufferReadTheirOldValues) {
+  const char* text = R"(
+.tensor x[2][2] f32 = {1, 2, 3, 4}
+.tensor y[2][2] f32
+.buffer S[2][2] f32
+LOAD x[0:2, 0:2], S
+SUB S, S[0:2, 0:1], S
+STORE S, y[0:2, 0:2]
+)";
+  RunResult r = run_program(isa::assemble(text, "overlap"), on("h100"));
+  EXPECT_EQ(r.final_values.at("y"), (std::vector<double>{0, 1, 0, 1}));
+}
+
 // The timeline has one slice per instruction, on its unit's track; slices on one track never overlap, so
 // overlapping DMA transfers need extra tracks.
 TEST(Timeline, OneSlicePerInstructionAndNoOverlapWithinATrack) {

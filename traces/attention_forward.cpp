@@ -409,18 +409,34 @@ void flash1(Gen& g) {
     bool first_of_kv;
     int kv_index;
   };
-  std::vector<Step> steps;
-  int kv_index = 0;
-  for (int64_t h = 0; h < s.heads; ++h)
-    for (const Block& kb : blocks(s.n, bc)) {
-      bool first = true;
-      for (const Block& qb : blocks(s.n, br)) {
-        if (s.causal && kb.start > qb.start + qb.size - 1) continue;  // every key after every query
-        steps.push_back({h, qb, kb, first, kv_index});
-        first = false;
+  // The (head, key block, query block) steps in order, produced one at a time: a list of them would grow
+  // as heads x N^2 / (B_r B_c) and defeat streaming at long N.
+  const std::vector<Block> key_blocks = blocks(s.n, bc), query_blocks = blocks(s.n, br);
+  struct StepCursor {
+    const ForwardShape& s;
+    const std::vector<Block>& keys;
+    const std::vector<Block>& queries;
+    int64_t h = 0;
+    size_t kb = 0, qb = 0;
+    int kv_index = 0;
+    bool first = true;
+    bool next(Step& out) {
+      for (; h < s.heads; ++h, kb = 0) {
+        for (; kb < keys.size(); ++kb, qb = 0, first = true, ++kv_index) {
+          for (; qb < queries.size(); ++qb) {
+            const Block& q = queries[qb];
+            const Block& k = keys[kb];
+            if (s.causal && k.start > q.start + q.size - 1) continue;  // every key after every query
+            out = {h, q, k, first, kv_index};
+            first = false;
+            ++qb;
+            return true;
+          }
+        }
       }
-      ++kv_index;
+      return false;
     }
+  } cursor{s, key_blocks, query_blocks};
 
   auto load_kv = [&](const Step& st) {
     const int slot = st.kv_index % slots;
@@ -436,20 +452,21 @@ void flash1(Gen& g) {
   };
   auto same_rows = [](const Step& a, const Step& b) { return a.head == b.head && a.q.start == b.q.start; };
 
-  if (s.double_buffer && !steps.empty()) {
-    load_kv(steps[0]);
-    load_q(steps[0], 0);
+  Step st{}, upcoming{};
+  bool has_step = cursor.next(st);
+  bool has_next = has_step && cursor.next(upcoming);
+  if (s.double_buffer && has_step) {
+    load_kv(st);
+    load_q(st, 0);
   }
-  for (size_t t = 0; t < steps.size(); ++t) {
-    const Step& st = steps[t];
+  for (size_t t = 0; has_step; ++t) {
     const int qs = static_cast<int>(t % slots), ks = st.kv_index % slots;
-    const bool has_next = t + 1 < steps.size();
     if (!s.double_buffer) {
       if (st.first_of_kv) load_kv(st);
       load_q(st, 0);
     } else if (has_next) {
-      if (steps[t + 1].first_of_kv) load_kv(steps[t + 1]);
-      if (!same_rows(st, steps[t + 1])) load_q(steps[t + 1], static_cast<int>((t + 1) % 2));
+      if (upcoming.first_of_kv) load_kv(upcoming);
+      if (!same_rows(st, upcoming)) load_q(upcoming, static_cast<int>((t + 1) % 2));
     }
 
     const int64_t rows = st.q.size, cols = st.k.size;
@@ -482,8 +499,11 @@ void flash1(Gen& g) {
     g.emit(Opcode::Store, {O_i(), g.at(g.o, st.head, st.q)});
     g.emit(Opcode::Store, {g.buf(l_new[qs], rows), g.at(l, st.head, st.q)});
     if (has_max) g.emit(Opcode::Store, {g.buf(m_new[qs], rows), g.at(m, st.head, st.q)});
-    if (s.double_buffer && has_next && same_rows(st, steps[t + 1]))
-      load_q(steps[t + 1], static_cast<int>((t + 1) % 2));
+    if (s.double_buffer && has_next && same_rows(st, upcoming))
+      load_q(upcoming, static_cast<int>((t + 1) % 2));
+    st = upcoming;
+    has_step = has_next;
+    if (has_step) has_next = cursor.next(upcoming);
   }
 }
 

@@ -37,6 +37,13 @@ uint64_t schedule_buffer_bytes(traces::ForwardSchedule schedule, traces::Forward
 std::vector<CompareRow> run_compare(const CompareOptions& options) {
   if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
     throw InputError("attnsim compare", {}, "--N, --d, --heads and --batch must be positive");
+  // Bounds that keep every tensor's element count (heads x N x N for S) well inside 64 bits.
+  if (options.n > (int64_t{1} << 24) || options.d > 65536 || options.heads > 65536 || options.batch > 65536 ||
+      options.heads * options.batch > 65536)
+    throw InputError("attnsim compare", {},
+                     "--N is at most 2^24, --d 65536, and --heads x --batch at most 65536");
+  if (options.block < 0)
+    throw InputError("attnsim compare", {}, "--block must be positive (or 0 to plan it)");
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
   if (!machine.has_tile_units())
@@ -80,6 +87,13 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
       row.block_k = plan.block_k;
       row.plan = plan.reasoning;
     }
+    // A block longer than the sequence only reserves SRAM it never fills.
+    if (row.block_q > options.n || row.block_k > options.n) {
+      row.block_q = std::min(row.block_q, options.n);
+      row.block_k = std::min(row.block_k, options.n);
+      row.plan.push_back(
+          fmt::format("capped at N = {}: B_r = {}, B_c = {}", options.n, row.block_q, row.block_k));
+    }
     traces::ForwardShape run_shape = shape;
     run_shape.block_q = row.block_q;
     run_shape.block_k = row.block_k;
@@ -111,7 +125,8 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
       for (size_t t = 0; t < program.tensors.size(); ++t)
         final.push_back(machine.sequencer().tensor_values(int(t)));
       for (const auto& check : program.checks) {
-        CheckResult r = evaluate_check(program, check, initial, final, options.dtype);
+        CheckResult r =
+            evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
         row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
         row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
         row.passed = row.passed.value_or(true) && r.passed;

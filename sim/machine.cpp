@@ -28,7 +28,8 @@ Machine::Machine(const MachineConfig& config) {
   std::string dtype = top.choice("dtype", "f32", {"f16", "bf16", "f32", "f64"},
                                  "register / compute precision; tensors default to it");
   dtype_ = *parse_dtype(dtype);
-  clock_ghz_ = top.get<double>("clock_ghz", 1.0, "GHz", "core clock: converts cycles to seconds", 1e-6);
+  clock_ghz_ =
+      top.get<double>("clock_ghz", 1.0, "GHz", "core clock: converts cycles to seconds", 1e-6, 1000.0);
 
   const BuildContext context{clock_ghz_};
   // A machine has the units its config names: the toy machines dram/regfile/mac/alu, the tile machines

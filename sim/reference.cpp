@@ -9,6 +9,16 @@
 
 namespace attnsim {
 
+Dtype compute_dtype_of(const isa::Program& program, Dtype machine_dtype) {
+  if (program.buffers.empty()) return machine_dtype;
+  Dtype least = Dtype::F64;
+  for (const auto& b : program.buffers) {
+    const Dtype d = b.dtype.value_or(machine_dtype);
+    if (tolerance_for(d) > tolerance_for(least)) least = d;
+  }
+  return least;
+}
+
 double tolerance_for(Dtype dtype) {
   switch (dtype) {
     case Dtype::F64:

@@ -25,4 +25,9 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
 // Relative tolerance for results computed in a dtype (a few ulps times a growth margin).
 double tolerance_for(Dtype dtype);
 
+// The precision a program computes in, for its checks' tolerance: the machine's register dtype for scalar
+// traces; for tile programs the least precise of its buffers (each defaulting to the machine dtype), since
+// every value passes through them.
+Dtype compute_dtype_of(const isa::Program& program, Dtype machine_dtype);
+
 }  // namespace attnsim

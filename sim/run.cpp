@@ -108,6 +108,9 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   Machine machine(config);
   machine.load(program, options.symbolic, options.timing_only);
   const bool tiles = machine.sequencer().tile_mode();
+  if (options.timing_only && !tiles)
+    throw InputError(program.file, {},
+                     "--timing-only is for tile programs; scalar traces always compute values");
 
   std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t)
@@ -165,7 +168,8 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   // Timing-only runs keep no values to check.
   if (!options.timing_only)
     for (const auto& check : program.checks)
-      result.checks.push_back(evaluate_check(program, check, initial, final, machine.dtype()));
+      result.checks.push_back(
+          evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype())));
 
   result.stats = {{"machine", machine.name()},
                   {"trace", program.file},

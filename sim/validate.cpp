@@ -89,21 +89,36 @@ std::vector<Measurement> read_measurements(const std::string& path) {
                        fmt::format("{} cells, the header has {}", cells.size(), header.size()));
     auto text = [&](const char* name) { return cells[column.at(name)]; };
     auto number = [&](const char* name) {
+      double value = 0;
       try {
-        return std::stod(text(name));
+        size_t used = 0;
+        value = std::stod(text(name), &used);
+        if (used != text(name).size()) throw std::invalid_argument("trailing text");
       } catch (const std::exception&) {
         throw InputError(path, {line_no, 1}, fmt::format("column {}: not a number: '{}'", name, text(name)));
       }
+      if (!std::isfinite(value) || value < 0)
+        throw InputError(path, {line_no, 1},
+                         fmt::format("column {}: must be finite and >= 0, found '{}'", name, text(name)));
+      return value;
+    };
+    auto size = [&](const char* name) {
+      const double value = number(name);
+      if (value < 1 || value > 1e9 || value != std::floor(value))
+        throw InputError(
+            path, {line_no, 1},
+            fmt::format("column {}: must be a whole number from 1 to 10^9, found '{}'", name, text(name)));
+      return static_cast<int64_t>(value);
     };
     Measurement m;
     m.gpu = text("gpu");
     m.schedule = text("schedule");
     m.dtype = text("dtype");
-    m.n = static_cast<int64_t>(number("n"));
-    m.d = static_cast<int64_t>(number("d"));
-    m.heads = static_cast<int64_t>(number("heads"));
-    m.block_q = static_cast<int64_t>(number("block_q"));
-    m.block_k = static_cast<int64_t>(number("block_k"));
+    m.n = size("n");
+    m.d = size("d");
+    m.heads = size("heads");
+    m.block_q = size("block_q");
+    m.block_k = size("block_k");
     m.causal = number("causal") != 0;
     m.time_ns = number("time_ns");
     m.l1_read_bytes = number("l1_read_bytes");
@@ -111,20 +126,22 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     m.dram_read_bytes = number("dram_read_bytes");
     m.dram_write_bytes = number("dram_write_bytes");
     m.max_rel_error = number("max_rel_error");
+    m.line = line_no;
     out.push_back(m);
   }
   return out;
 }
 
-ValidationSummary validate(const std::string& config_path, const std::vector<Measurement>& measurements) {
+ValidationSummary validate(const std::string& config_path, const std::string& data_path,
+                           const std::vector<Measurement>& measurements) {
   Machine machine(load_config(config_path, {}));
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw;
   for (const auto& m : measurements) {
     auto schedule = traces::find_forward_schedule(m.schedule);
-    if (!schedule) throw InputError(config_path, {}, "measurement of unknown schedule '" + m.schedule + "'");
+    if (!schedule) throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
     auto dtype = parse_dtype(m.dtype);
-    if (!dtype) throw InputError(config_path, {}, "measurement with unknown dtype '" + m.dtype + "'");
+    if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");
     traces::ForwardShape shape;
     shape.n = m.n;
     shape.d = m.d;
@@ -133,7 +150,12 @@ ValidationSummary validate(const std::string& config_path, const std::vector<Mea
     shape.block_k = m.block_k;
     shape.causal = m.causal;
     shape.dtype = *dtype;
-    isa::Program program = traces::stream_program([&] { return traces::forward_program(*schedule, shape); });
+    isa::Program program;
+    try {
+      program = traces::stream_program([&] { return traces::forward_program(*schedule, shape); });
+    } catch (const std::invalid_argument& e) {
+      throw InputError(data_path, {m.line, 1}, e.what());
+    }
     machine.load(program, false, true);
     machine.run();
     ValidationRow row;

@@ -18,6 +18,7 @@ struct Measurement {
   double l1_read_bytes = 0, l1_write_bytes = 0;
   double dram_read_bytes = 0, dram_write_bytes = 0;
   double max_rel_error = 0;
+  int line = 0;  // in the CSV, for errors
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
@@ -35,7 +36,9 @@ struct ValidationSummary {
   double read_pearson = 0, write_pearson = 0;
 };
 
-ValidationSummary validate(const std::string& config_path, const std::vector<Measurement>& measurements);
+// Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.
+ValidationSummary validate(const std::string& config_path, const std::string& data_path,
+                           const std::vector<Measurement>& measurements);
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 
 }  // namespace attnsim

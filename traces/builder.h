@@ -144,7 +144,7 @@ class Builder {
   std::map<int32_t, int32_t> carried_;  // previous-chunk tile index -> index in this chunk
   // Tensor slices repeat too (K block j is read by every query block): one TileRef per distinct slice.
   Operand shared(const isa::TileRef& t) {
-    auto key = std::make_tuple(t.index, t.offset, t.row0, t.rows, t.col0, t.cols, t.transpose);
+    auto key = std::make_tuple(t.is_buffer, t.index, t.offset, t.row0, t.rows, t.col0, t.cols, t.transpose);
     auto [it, inserted] = slices_.try_emplace(key, 0);
     if (inserted) it->second = p.add_tile(t);
     return tile_operand(it->second);
@@ -156,7 +156,7 @@ class Builder {
   }
 
   std::map<std::tuple<int, int64_t, int64_t, bool>, int> views_;
-  std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>, int> slices_;
+  std::map<std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>, int> slices_;
 };
 
 }  // namespace attnsim::traces

@@ -30,9 +30,9 @@ void register_alu_models() {
                                     std::string key(isa::mnemonic(op));
                                     for (char& ch : key)
                                       ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-                                    params.latency[static_cast<size_t>(op)] =
-                                        p.get<int64_t>(key + "_latency", 1, "cycles",
-                                                       "cycles per " + std::string(isa::mnemonic(op)), 1);
+                                    params.latency[static_cast<size_t>(op)] = p.get<int64_t>(
+                                        key + "_latency", 1, "cycles",
+                                        "cycles per " + std::string(isa::mnemonic(op)), 1, kMaxLatency);
                                   }
                                   return std::make_unique<Alu>(instance, params);
                                 });

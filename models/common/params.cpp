@@ -45,8 +45,10 @@ void ParamReader::fail(const std::string& name, const std::string& message) cons
 
 YAML::Node ParamReader::lookup(const std::string& name) {
   declared_->insert(name);
-  if (!node_ || !node_.IsMap()) return YAML::Node();
-  return node_[name];
+  if (!node_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  // Through a const handle: yaml-cpp's non-const operator[] would add the key (as null) to the config.
+  const YAML::Node& config = node_;
+  return config[name];
 }
 
 bool ParamReader::has(const std::string& name) const {
@@ -85,14 +87,17 @@ T ParamReader::get(const std::string& name, T default_value, std::string_view un
       {path_of(name), type_name<T>(), show(default_value), "", std::string(unit), std::string(description)});
   YAML::Node value = lookup(name);
   T result = default_value;
-  if (value && !value.IsNull()) {
+  if (value && value.IsNull())
+    fail_node(value, path_of(name),
+              "has no value (remove the key to use the default, " + show(default_value) + ")");
+  if (value) {
     if (!value.IsScalar()) fail_node(value, path_of(name), "expected " + article(type_name<T>()) + " value");
     try {
       if constexpr (std::is_same_v<T, int64_t>) {
         // yaml-cpp happily truncates 1.5 to 1; insist on an integer literal.
         const std::string& text = value.Scalar();
         size_t used = 0;
-        long long parsed = std::stoll(text, &used, 0);
+        long long parsed = std::stoll(text, &used, 10);  // base 10: "010" is ten, not eight
         if (used != text.size()) throw YAML::BadConversion(value.Mark());
         result = parsed;
       } else {
@@ -143,6 +148,7 @@ ParamReader ParamReader::child(const std::string& name, std::string_view descrip
 void ParamReader::finish() const {
   if (!node_ || !node_.IsMap()) return;
   for (const auto& entry : node_) {
+    if (!entry.first.IsScalar()) fail_node(entry.first, key_path_, "keys must be plain names");
     std::string key = entry.first.as<std::string>();
     if (declared_->count(key)) continue;
     std::string known;

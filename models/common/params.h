@@ -15,6 +15,9 @@
 
 namespace attnsim {
 
+// Upper bound for latency parameters: far from overflowing cycle sums, and it fits the decoded 32-bit field.
+inline constexpr double kMaxLatency = double(1 << 30);
+
 // Where config text came from, so errors can name the file or the -p override.
 struct ConfigSource {
   std::string file;

@@ -13,11 +13,14 @@ Expr make(Node::Kind kind, std::vector<Expr> args) {
   return n;
 }
 
-// Flattens nested n-ary nodes of the same kind: max(max(x0, x1), x2) -> max(x0, x1, x2).
+// Flattens nested n-ary nodes of the same kind: max(max(x0, x1), x2) -> max(x0, x1, x2). Only while the
+// result stays small: flattening copies the arguments, so unbounded flattening makes a long running max or
+// sum quadratic in memory; past the cap the node nests (tables truncate long expressions anyway).
+constexpr size_t kMaxFlattened = 16;
 Expr nary(Node::Kind kind, const Expr& a, const Expr& b, const Aliases* none = nullptr) {
   std::vector<Expr> args;
   for (const Expr& e : {a, b}) {
-    if (e->kind == kind)
+    if (e->kind == kind && args.size() + e->args.size() < kMaxFlattened)
       args.insert(args.end(), e->args.begin(), e->args.end());
     else
       args.push_back(e);

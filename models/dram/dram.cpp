@@ -59,8 +59,8 @@ void register_dram_models() {
       "word", "word-addressed DRAM with fixed load/store latency",
       [](const char* instance, ParamReader& p, const BuildContext&) {
         Dram::Params params;
-        params.load_latency = p.get<int64_t>("load_latency", 1, "cycles", "cycles a LOAD occupies", 1);
-        params.store_latency = p.get<int64_t>("store_latency", 1, "cycles", "cycles a STORE occupies", 1);
+        params.load_latency = p.get<int64_t>("load_latency", 1, "cycles", "cycles a LOAD occupies", 1, kMaxLatency);
+        params.store_latency = p.get<int64_t>("store_latency", 1, "cycles", "cycles a STORE occupies", 1, kMaxLatency);
         params.capacity_words = p.get<int64_t>("capacity_words", 1ll << 32, "words", "words of storage", 1);
         return std::make_unique<Dram>(instance, params);
       });

@@ -14,7 +14,7 @@ void register_mac_models() {
   Registry<MacUnit>::instance().add(
       "mac", "scalar fused multiply-add unit", [](const char* instance, ParamReader& p, const BuildContext&) {
         MacUnit::Params params;
-        params.latency = p.get<int64_t>("latency", 1, "cycles", "cycles per MAC / MAC_Z", 1);
+        params.latency = p.get<int64_t>("latency", 1, "cycles", "cycles per MAC / MAC_Z", 1, kMaxLatency);
         return std::make_unique<MacUnit>(instance, params);
       });
 }

@@ -44,8 +44,9 @@ void register_sequencer_params(ParamReader& p, Sequencer::Params& params) {
                "blocking: next instruction starts when the previous completes; pipelined: one "
                "issue per cycle with a register scoreboard");
   params.issue = issue == "blocking" ? Sequencer::Issue::Blocking : Sequencer::Issue::Pipelined;
-  params.quantum_cycles = p.get<int64_t>("quantum_cycles", 1'000'000, "cycles",
-                                         "local time the sequencer may run ahead of the SystemC kernel", 1);
+  params.quantum_cycles =
+      p.get<int64_t>("quantum_cycles", 1'000'000, "cycles",
+                     "local time the sequencer may run ahead of the SystemC kernel", 1, 1e15);
 }
 
 void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bool timing_only) {

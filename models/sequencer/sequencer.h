@@ -95,7 +95,7 @@ class Sequencer : public Component {
     int32_t dst;          // register written, -1 for STORE
     std::array<int32_t, 3> src;
     uint8_t source_count;
-    uint8_t unit;  // index into unit_free_ for the pipelined scoreboard
+    uint8_t unit;  // which unit (DRAM port, MAC, ALU) the pipelined scoreboard must find free
     int32_t tensor;
     int64_t address;
     uint32_t latency;

@@ -3,6 +3,7 @@
 // their operands are ready and their unit is free. Times are computed, not ticked: each instruction's
 // start and completion come from the unit models, and the kernel is synchronised once per quantum.
 #include <algorithm>
+#include <stdexcept>
 
 #include "isa/disassembler.h"
 #include "isa/init.h"
@@ -35,7 +36,7 @@ VpuOp vpu_op_of(isa::Opcode op) {
     case isa::Opcode::Mask:
       return VpuOp::MaskCausal;
     default:
-      return VpuOp::Mov;
+      throw std::logic_error("not a vector-unit opcode");
   }
 }
 

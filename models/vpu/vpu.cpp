@@ -234,9 +234,10 @@ void register_vpu_models() {
                                    is_reduction(op)
                                        ? "cycles added once per " + key + " op (the lane-combining tree)"
                                        : "cycles added once per " + key + " op (pipeline fill)",
-                                   0);
-          per_vector = p.get<int64_t>(key + "_cycles_per_vector", per_vector, "cycles/vector",
-                                      "issue interval of " + key + " per vector of `lanes` elements", 1);
+                                   0, kMaxLatency);
+          per_vector =
+              p.get<int64_t>(key + "_cycles_per_vector", per_vector, "cycles/vector",
+                             "issue interval of " + key + " per vector of `lanes` elements", 1, kMaxLatency);
         }
         return std::make_unique<VpuUnit>(instance, params);
       });

@@ -325,3 +325,63 @@ TEST_F(Cli, PassingCheckExitsZeroAndSaysOk) {
 }
 
 }  // namespace
+
+// ---- regressions from the code review ----
+
+namespace {
+
+TEST_F(Cli, HelpExitsZeroForTheOtherCommands) {
+  for (std::string cmd : {"compare", "validate"}) {
+    SCOPED_TRACE(cmd);
+    Outcome o = run({cmd, "--help"});
+    EXPECT_EQ(o.status, 0);
+    EXPECT_EQ(o.out.rfind("usage: attnsim " + cmd, 0), 0u) << o.out;
+  }
+}
+
+TEST_F(Cli, TensorTooLargeIsAnInputErrorNotACrash) {
+  std::string trace = write("huge.trace", ".tensor x[4294967296][4294967296]\nLOAD x[5][5], R0\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 1, 23), {"2^48"});  // the second extent
+}
+
+TEST_F(Cli, DirectoryAsTraceIsRejected) {
+  fs::create_directories(work() / "dir.trace");
+  inputs_.insert("dir.trace");
+  std::string trace = (work() / "dir.trace").string();
+  expect_input_error(run_trace(kToy3, trace), trace + ": error: ", {"not a regular file"});
+}
+
+TEST_F(Cli, TimingOnlyIsRefusedForScalarTraces) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(kToy3, trace, {"--timing-only"}),
+                     trace + ": error: ", {"--timing-only", "tile"});
+}
+
+TEST_F(Cli, EmptyOverrideValueIsAnErrorNotTheDefault) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(kToy3, trace, {"-p", "regfile.count="}),
+                     "-p regfile.count=: error: ", {"regfile.count", "no value"});
+}
+
+// A leading zero is decimal: 010 registers are ten, so R9 exists.
+TEST_F(Cli, IntegersAreDecimal) {
+  std::string trace = write("r9.trace", ".tensor a[2] = {1, 2}\nLOAD a[0], R9\nSTORE R9, a[1]\n");
+  Outcome o = run_trace(kToy3, trace, {"-p", "regfile.count=010"});
+  EXPECT_EQ(o.status, 0) << o.err;
+}
+
+TEST_F(Cli, LatencyBeyondTheBoundIsRejected) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(kToy3, trace, {"-p", "alu.exp_latency=4294967296"}),
+                     "-p alu.exp_latency=4294967296: error: ", {"alu.exp_latency", "at most"});
+}
+
+TEST_F(Cli, CompareRejectsNegativeBlockAndOversizedShapes) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  expect_input_error(run({"compare", "-c", h100, "--N", "64", "--block", "-3"}),
+                     "attnsim compare: error: ", {"--block"});
+  expect_input_error(run({"compare", "-c", h100, "--N", "64", "--heads", "4503599627370496"}),
+                     "attnsim compare: error: ", {"--heads"});
+}
+
+}  // namespace

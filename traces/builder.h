@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "isa/program.h"
@@ -130,6 +131,7 @@ class Builder {
     previous_tiles_ = p.tiles;  // kept for operands made in this chunk and used in the next
     sink_->chunk(std::move(p.instructions), std::move(p.tiles));
     p.instructions = {};
+    p.instructions.reserve(sink_->chunk_instructions());  // no regrowth copies while the next chunk fills
     p.tiles = {};
     views_.clear();
     slices_.clear();
@@ -155,8 +157,23 @@ class Builder {
     return o;
   }
 
-  std::map<std::tuple<int, int64_t, int64_t, bool>, int> views_;
-  std::map<std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>, int> slices_;
+  // Hashing the fields of a view key; the maps are looked up for every operand, so not ordered maps.
+  struct KeyHash {
+    template <class Tuple>
+    size_t operator()(const Tuple& key) const {
+      size_t h = 0;
+      std::apply(
+          [&](const auto&... field) {
+            ((h = h * 1000003u ^ std::hash<std::decay_t<decltype(field)>>{}(field)), ...);
+          },
+          key);
+      return h;
+    }
+  };
+  using ViewKey = std::tuple<int, int64_t, int64_t, bool>;
+  using SliceKey = std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, bool>;
+  std::unordered_map<ViewKey, int, KeyHash> views_;
+  std::unordered_map<SliceKey, int, KeyHash> slices_;
 };
 
 }  // namespace attnsim::traces

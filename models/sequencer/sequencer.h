@@ -145,6 +145,7 @@ class Sequencer : public Component {
   void execute_tiles();
   void decode_chunk(const std::vector<isa::Instruction>& instructions,
                     const std::vector<isa::TileRef>& tiles);
+  void decode_one(const isa::Instruction& inst, const std::vector<isa::TileRef>& tiles, TileDecoded& d) const;
   TileView view(const TileOperand& operand);
   uint64_t operand_traffic(const TileDecoded& d) const;
   void require_unit(const void* unit, const char* name) const;

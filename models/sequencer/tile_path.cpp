@@ -131,48 +131,49 @@ uint64_t Sequencer::operand_traffic(const TileDecoded& d) const {
   return cycles;
 }
 
+void Sequencer::decode_one(const isa::Instruction& inst, const std::vector<isa::TileRef>& tiles,
+                           TileDecoded& d) const {
+  const isa::Program& program = *program_;
+  for (const auto& operand : inst.operands())
+    if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
+      throw InputError(program.file, operand.loc,
+                       "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
+  if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
+    require_unit(units_.mxu, "mxu");
+  else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store)
+    require_unit(units_.vpu, "vpu");
+  d.op = inst.op;
+  d.count = inst.operand_count;
+  int imm = 0;
+  for (size_t i = 0; i < inst.operand_count; ++i) {
+    const auto& operand = inst.operand(i);
+    if (operand.kind == isa::Operand::Kind::Immediate) {
+      d.imm[imm++] = operand.flat;
+      d.ops[i].storage = -1;  // the scoreboard skips it
+      continue;
+    }
+    const isa::TileRef& ref = tiles[operand.tensor];
+    // The DMA engine moves data between HBM and SRAM; register-file buffers are filled with MOV.
+    if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
+        program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
+      throw InputError(program.file, operand.loc,
+                       "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
+                           "' is in the register file, so MOV it from or to an SRAM buffer");
+    TileOperand& o = d.ops[i];
+    o.storage = ref.index;
+    o.is_buffer = ref.is_buffer;
+    o.offset = ref.offset + ref.row0 * ref.row_stride + ref.col0;
+    o.rows = ref.rows;
+    o.cols = ref.cols;
+    o.row_stride = ref.row_stride;
+    o.transpose = ref.transpose;
+  }
+}
+
 void Sequencer::decode_chunk(const std::vector<isa::Instruction>& instructions,
                              const std::vector<isa::TileRef>& tiles) {
-  tile_code_.clear();
-  tile_code_.reserve(instructions.size());
-  const isa::Program& program = *program_;
-  for (const auto& inst : instructions) {
-    for (const auto& operand : inst.operands())
-      if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
-        throw InputError(program.file, operand.loc,
-                         "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
-    if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
-      require_unit(units_.mxu, "mxu");
-    else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store)
-      require_unit(units_.vpu, "vpu");
-    TileDecoded d;
-    d.op = inst.op;
-    d.count = inst.operand_count;
-    int imm = 0;
-    for (size_t i = 0; i < inst.operand_count; ++i) {
-      const auto& operand = inst.operand(i);
-      if (operand.kind == isa::Operand::Kind::Immediate) {
-        d.imm[imm++] = operand.flat;
-        continue;
-      }
-      const isa::TileRef& ref = tiles[operand.tensor];
-      // The DMA engine moves data between HBM and SRAM; register-file buffers are filled with MOV.
-      if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
-          program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
-        throw InputError(program.file, operand.loc,
-                         "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
-                             "' is in the register file, so MOV it from or to an SRAM buffer");
-      TileOperand& o = d.ops[i];
-      o.storage = ref.index;
-      o.is_buffer = ref.is_buffer;
-      o.offset = ref.offset + ref.row0 * ref.row_stride + ref.col0;
-      o.rows = ref.rows;
-      o.cols = ref.cols;
-      o.row_stride = ref.row_stride;
-      o.transpose = ref.transpose;
-    }
-    tile_code_.push_back(d);
-  }
+  tile_code_.resize(instructions.size());
+  for (size_t i = 0; i < instructions.size(); ++i) decode_one(instructions[i], tiles, tile_code_[i]);
 }
 
 TileView Sequencer::view(const TileOperand& o) {
@@ -209,16 +210,21 @@ void Sequencer::execute_tiles() {
   std::vector<isa::TileRef> chunk_tiles;
   size_t executed = 0;
   bool more = true;
+  // A streamed chunk is decoded one instruction at a time into `scratch` (no decoded copy of the chunk);
+  // an in-memory program was decoded, and so validated, at load.
+  TileDecoded scratch;
   while (more) {
-    if (program_->stream) {
+    const bool streamed = program_->stream != nullptr;
+    if (streamed) {
       if (!program_->stream->next(chunk_instructions, chunk_tiles)) break;
-      decode_chunk(chunk_instructions, chunk_tiles);
     } else {
-      more = false;  // the whole program was decoded at load
+      more = false;
     }
-    for (size_t c = 0; c < tile_code_.size(); ++c) {
+    const size_t chunk_size = streamed ? chunk_instructions.size() : tile_code_.size();
+    for (size_t c = 0; c < chunk_size; ++c) {
       const size_t i = executed++;
-      const TileDecoded& d = tile_code_[c];
+      if (streamed) decode_one(chunk_instructions[c], chunk_tiles, scratch);
+      const TileDecoded& d = streamed ? scratch : tile_code_[c];
       ++counts[static_cast<size_t>(d.op)];
       // Scoreboard: sources must be written, the destination's earlier readers and writer done.
       const size_t dst_index = d.op == isa::Opcode::Store  ? 1

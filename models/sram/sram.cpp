@@ -100,6 +100,10 @@ std::vector<uint64_t> Sram::allocate(const std::vector<BufferRequest>& buffers, 
 
 uint64_t Sram::access_cycles(uint64_t bytes) const {
   if (bytes == 0) return 0;
+  // Whole bytes per cycle (every preset): an integer ceiling, cheaper than the floating-point path on a
+  // call made for every tile instruction.
+  const auto whole = static_cast<uint64_t>(params_.bytes_per_cycle);
+  if (static_cast<double>(whole) == params_.bytes_per_cycle && whole > 0) return (bytes + whole - 1) / whole;
   // ceil in floating point, then corrected, so an exact multiple never rounds up by representation error.
   const double bpc = params_.bytes_per_cycle;
   auto cycles = static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) / bpc));

@@ -26,7 +26,9 @@ class Machine {
   Dtype dtype() const { return dtype_; }
   double clock_ghz() const { return clock_ghz_; }
 
+  // The machine keeps a reference: `program` must outlive run(). A temporary would dangle, so it is refused.
   void load(const isa::Program& program, bool symbolic, bool timing_only = false);
+  void load(isa::Program&&, bool, bool = false) = delete;
   void run();  // sc_start() until the program completes; rethrows execution errors
 
   bool has_scalar_units() const { return dram_ != nullptr; }

@@ -65,6 +65,7 @@ class Sequencer : public Component {
   // timing_only (tile programs): keep no values, only counts and cycles; memory then does not grow with
   // the tensors' sizes.
   void load(const isa::Program& program, Dtype dtype, bool symbolic, bool timing_only = false);
+  void load(isa::Program&&, Dtype, bool, bool = false) = delete;  // the sequencer keeps a reference
   bool tile_mode() const { return tile_mode_; }
   // Contents of a tensor after the run (scalar DRAM or tile HBM values); empty in timing-only runs.
   std::vector<double> tensor_values(int tensor) const;

@@ -174,12 +174,14 @@ TEST(Timeline, OneSlicePerInstructionAndNoOverlapWithinATrack) {
 TEST(DoubleBuffering, OverlapsTransfersWithCompute) {
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
   traces::AttentionShape s{.n = 1024, .d = 64, .block_q = 64, .block_k = 64};
-  machine.load(traces::flash2_forward(s), false, true);
+  const isa::Program single_buffered = traces::flash2_forward(s);
+  machine.load(single_buffered, false, true);
   machine.run();
   const uint64_t single = machine.sequencer().cycles();
   const auto bytes = machine.hbm()->bytes_read_per_tensor;
   s.double_buffer = true;
-  machine.load(traces::flash2_forward(s), false, true);
+  const isa::Program double_buffered = traces::flash2_forward(s);
+  machine.load(double_buffered, false, true);
   machine.run();
   EXPECT_LT(machine.sequencer().cycles(), single);
   EXPECT_EQ(machine.hbm()->bytes_read_per_tensor, bytes);

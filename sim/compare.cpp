@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
 #include "traces/planner.h"
 #include "traces/stream.h"
@@ -14,15 +17,48 @@ namespace attnsim {
 
 namespace {
 
+// One schedule to compare: its name and how to generate it for a shape.
+struct ScheduleEntry {
+  std::string name;
+  std::function<isa::Program(const traces::AttentionShape& shape, int64_t heads, bool values)> make;
+};
+
+std::vector<ScheduleEntry> forward_entries() {
+  std::vector<ScheduleEntry> out;
+  for (auto s : traces::all_forward_schedules())
+    out.push_back({std::string(traces::schedule_name(s)),
+                   [s](const traces::AttentionShape& shape, int64_t heads, bool) {
+                     traces::ForwardShape f;
+                     static_cast<traces::AttentionShape&>(f) = shape;
+                     f.heads = heads;
+                     return traces::forward_program(s, f);
+                   }});
+  return out;
+}
+
+std::vector<ScheduleEntry> backward_entries() {
+  std::vector<ScheduleEntry> out;
+  for (auto s : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
+                 traces::BackwardSchedule::Naive})
+    out.push_back({std::string(traces::schedule_name(s)),
+                   [s](const traces::AttentionShape& shape, int64_t heads, bool values) {
+                     traces::BackwardShape b;
+                     static_cast<traces::AttentionShape&>(b) = shape;
+                     b.heads = heads;
+                     b.skip_forward_values = !values;
+                     return traces::backward_program(s, b);
+                   }});
+  return out;
+}
+
 // Bytes the schedule's buffers take in SRAM at these blocks (each rounded up to the SRAM's alignment),
 // read from a small instance of the real generator, so the planner checks the real inventory.
-uint64_t schedule_buffer_bytes(traces::ForwardSchedule schedule, traces::ForwardShape shape, int64_t bq,
+uint64_t schedule_buffer_bytes(const ScheduleEntry& entry, traces::AttentionShape shape, int64_t bq,
                                int64_t bk, uint64_t alignment) {
   shape.block_q = bq;
   shape.block_k = bk;
   shape.n = std::max(bq, bk) * 2;
-  shape.heads = 1;
-  isa::Program p = traces::forward_program(schedule, shape);
+  isa::Program p = entry.make(shape, 1, false);
   uint64_t total = 0;
   for (const auto& b : p.buffers) {
     if (b.space != isa::BufferDecl::Space::Sram) continue;
@@ -48,20 +84,26 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
   Machine machine(config);
   if (!machine.has_tile_units())
     throw InputError(options.config_path, {}, "compare needs a tile machine (hbm, sram, dma, mxu, vpu)");
-  std::vector<traces::ForwardSchedule> schedules;
+  const std::vector<ScheduleEntry> available = options.backward ? backward_entries() : forward_entries();
+  std::vector<ScheduleEntry> schedules;
   if (options.schedules.empty()) {
-    schedules = traces::all_forward_schedules();
+    schedules = available;
   } else {
     for (const auto& name : options.schedules) {
-      auto s = traces::find_forward_schedule(name);
-      if (!s) throw InputError("attnsim compare", {}, "unknown schedule '" + name + "'");
-      schedules.push_back(*s);
+      auto it =
+          std::find_if(available.begin(), available.end(), [&](const auto& e) { return e.name == name; });
+      if (it == available.end()) {
+        std::string known;
+        for (const auto& e : available) known += (known.empty() ? "" : ", ") + e.name;
+        throw InputError("attnsim compare", {}, "unknown schedule '" + name + "' (here: " + known + ")");
+      }
+      schedules.push_back(*it);
     }
   }
-  traces::ForwardShape shape;
+  const int64_t heads = options.heads * options.batch;
+  traces::AttentionShape shape;
   shape.n = options.n;
   shape.d = options.d;
-  shape.heads = options.heads * options.batch;
   shape.causal = options.causal;
   shape.dtype = options.dtype;
   shape.double_buffer = options.double_buffer;
@@ -69,9 +111,9 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
   const Sram& sram = *machine.sram();
 
   std::vector<CompareRow> rows;
-  for (auto schedule : schedules) {
+  for (const auto& schedule : schedules) {
     CompareRow row;
-    row.schedule = std::string(traces::schedule_name(schedule));
+    row.schedule = schedule.name;
     if (options.block > 0) {
       row.block_q = row.block_k = options.block;
       row.plan.push_back(fmt::format("B_r = B_c = {} (given)", options.block));
@@ -94,11 +136,10 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
       row.plan.push_back(
           fmt::format("capped at N = {}: B_r = {}, B_c = {}", options.n, row.block_q, row.block_k));
     }
-    traces::ForwardShape run_shape = shape;
+    traces::AttentionShape run_shape = shape;
     run_shape.block_q = row.block_q;
     run_shape.block_k = row.block_k;
-    isa::Program program =
-        traces::stream_program([&] { return traces::forward_program(schedule, run_shape); });
+    isa::Program program = traces::stream_program([&] { return schedule.make(run_shape, heads, values); });
     const auto started = std::chrono::steady_clock::now();
     machine.load(program, false, !values);
     std::vector<std::vector<double>> initial;
@@ -149,18 +190,19 @@ std::string human_bytes(double bytes) {
 }  // namespace
 
 void print_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
-  out << fmt::format("attention forward, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n", o.n, o.d,
-                     o.batch, o.heads, o.causal ? "causal" : "not causal", dtype_name(o.dtype),
+  out << fmt::format("attention {}, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n",
+                     o.backward ? "backward" : "forward", o.n, o.d, o.batch, o.heads,
+                     o.causal ? "causal" : "not causal", dtype_name(o.dtype),
                      o.values_enabled() ? "" : ", timing-only (no values)");
   const CompareRow* base = rows.empty() ? nullptr : &rows.front();
-  out << fmt::format("{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
+  out << fmt::format("{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
                      "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
                      "cycles", "FLOP/byte", "max err", "bytes/base", "cyc/base");
   for (const auto& r : rows) {
     const uint64_t total = r.hbm_read + r.hbm_written;
     const uint64_t base_total = base->hbm_read + base->hbm_written;
     out << fmt::format(
-        "{:13} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
+        "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
         r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
         human_bytes(double(r.hbm_written)), human_bytes(double(total)), human_bytes(double(r.sram_peak)),
         double(r.mxu_flops), r.cycles, total ? double(r.mxu_flops) / double(total) : 0.0,

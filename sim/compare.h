@@ -28,6 +28,7 @@ struct CompareOptions {
   bool double_buffer = true;
   std::vector<std::string> schedules;  // empty: all
   bool show_plan = false;              // print the block planner's reasoning per schedule
+  bool backward = false;               // the backward schedules (dQ, dK, dV) instead of the forward ones
   bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
 };
 

@@ -111,14 +111,16 @@ Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_
   t.dout = g.random_matrix("dO", s.seed + 3);
   t.o = g.matrix("O", s.n, s.d, s.dtype);
   t.lse = g.matrix("L", s.n, 1, kAcc);
-  std::vector<double> o, lse;
-  forward_statistics(s, g.b.p, t, o, lse);
-  auto& od = g.b.p.tensors[t.o].init;
-  od.kind = isa::TensorInit::Kind::Values;
-  od.values = std::move(o);
-  auto& ld = g.b.p.tensors[t.lse].init;
-  ld.kind = isa::TensorInit::Kind::Values;
-  ld.values = std::move(lse);
+  if (!s.skip_forward_values) {
+    std::vector<double> o, lse;
+    forward_statistics(s, g.b.p, t, o, lse);
+    auto& od = g.b.p.tensors[t.o].init;
+    od.kind = isa::TensorInit::Kind::Values;
+    od.values = std::move(o);
+    auto& ld = g.b.p.tensors[t.lse].init;
+    ld.kind = isa::TensorInit::Kind::Values;
+    ld.values = std::move(lse);
+  }
   t.dq = g.matrix("dQ", s.n, s.d, dq_dtype);
   t.dk = g.matrix("dK", s.n, s.d, dkv_dtype);
   t.dv = g.matrix("dV", s.n, s.d, dkv_dtype);

@@ -32,6 +32,9 @@ enum class BackwardSchedule {
 // row statistics [heads][n].
 struct BackwardShape : AttentionShape {
   int64_t heads = 1;
+  // Leave O and L zero instead of computing them in float64 (O(heads n^2 d) on the host): for timing-only
+  // runs, which neither read values nor check them.
+  bool skip_forward_values = false;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -241,6 +241,8 @@ int cmd_compare(const std::vector<std::string>& args) {
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
       "plan", po::bool_switch(&options.show_plan), "print how the block sizes were chosen and that they fit")(
+      "backward", po::bool_switch(&options.backward),
+      "compare the backward schedules (flash2-bwd, flash2-bwd-no-d, naive-bwd) instead")(
       "json", po::bool_switch(&json), "print JSON instead of the table")("json-file", po::value(&json_file),
                                                                          "also write the JSON here")(
       "param,p", po::value(&options.overrides)->composing(),

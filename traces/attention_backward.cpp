@@ -131,6 +131,30 @@ Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_
   return t;
 }
 
+// The on-chip tiles both FlashAttention-2 backward schedules keep (the no-D one adds a D partial sum).
+struct TileBuffers {
+  int qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj;
+};
+
+TileBuffers declare_tile_buffers(Builder& b, const BackwardShape& s) {
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  TileBuffers t;
+  t.qi = b.buffer("Qi", br, d, s.dtype);
+  t.doi = b.buffer("dOi", br, d, s.dtype);
+  t.kj = b.buffer("Kj", bc, d, s.dtype);
+  t.vj = b.buffer("Vj", bc, d, s.dtype);
+  t.li = b.buffer("Li", br, 1, kAcc);
+  t.di = b.buffer("Di", br, 1, kAcc);
+  t.sc = b.buffer("S", br, bc, kAcc);
+  t.pb = b.buffer("P", br, bc, s.dtype);
+  t.dp = b.buffer("dP", br, bc, kAcc);
+  t.ds = b.buffer("dS", br, bc, s.dtype);
+  t.dqi = b.buffer("dQi", br, d, kAcc);
+  t.dkj = b.buffer("dKj", bc, d, kAcc);
+  t.dvj = b.buffer("dVj", bc, d, kAcc);
+  return t;
+}
+
 // FlashAttention-2 backward (seed 000's Algorithm 4 with seed 002's D_i trick), per head:
 //   pass 1, per query block i: D_i = rowsum(dO_i * O_i), stored to D.
 //   pass 2, per K/V block j: load K_j, V_j; per visible query block i: load Q_i, dO_i, L_i, D_i, dQ_i;
@@ -141,20 +165,8 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   const Common t = declare_common(g, s, kAcc, s.dtype);
   const int dtensor = g.matrix("D", s.n, 1, kAcc);
-  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
-  const int qi = b.buffer("Qi", br, d, s.dtype);
-  const int doi = b.buffer("dOi", br, d, s.dtype);
-  const int kj = b.buffer("Kj", bc, d, s.dtype);
-  const int vj = b.buffer("Vj", bc, d, s.dtype);
-  const int li = b.buffer("Li", br, 1, kAcc);
-  const int di = b.buffer("Di", br, 1, kAcc);
-  const int sc = b.buffer("S", br, bc, kAcc);
-  const int pb = b.buffer("P", br, bc, s.dtype);
-  const int dp = b.buffer("dP", br, bc, kAcc);
-  const int ds = b.buffer("dS", br, bc, s.dtype);
-  const int dqi = b.buffer("dQi", br, d, kAcc);
-  const int dkj = b.buffer("dKj", bc, d, kAcc);
-  const int dvj = b.buffer("dVj", bc, d, kAcc);
+  const int64_t br = s.block_q, bc = s.block_k;
+  const auto [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = declare_tile_buffers(b, s);
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
   for (int64_t h = 0; h < s.heads; ++h) {
@@ -222,21 +234,9 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
 isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   const Common t = declare_common(g, s, s.dtype, kAcc);
-  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
-  const int qi = b.buffer("Qi", br, d, s.dtype);
-  const int doi = b.buffer("dOi", br, d, s.dtype);
-  const int kj = b.buffer("Kj", bc, d, s.dtype);
-  const int vj = b.buffer("Vj", bc, d, s.dtype);
-  const int li = b.buffer("Li", br, 1, kAcc);
-  const int di = b.buffer("Di", br, 1, kAcc);
+  const int64_t br = s.block_q, bc = s.block_k;
+  const auto [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = declare_tile_buffers(b, s);
   const int part = b.buffer("Dpart", br, 1, kAcc);
-  const int sc = b.buffer("S", br, bc, kAcc);
-  const int pb = b.buffer("P", br, bc, s.dtype);
-  const int dp = b.buffer("dP", br, bc, kAcc);
-  const int ds = b.buffer("dS", br, bc, s.dtype);
-  const int dqi = b.buffer("dQi", br, d, kAcc);
-  const int dkj = b.buffer("dKj", bc, d, kAcc);
-  const int dvj = b.buffer("dVj", bc, d, kAcc);
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
   for (int64_t h = 0; h < s.heads; ++h) {

@@ -121,13 +121,37 @@ struct Check {
   SourceLoc loc;
 };
 
+// A kernel: a grid of thread blocks that all run the kernel's block program, each for its own block index.
+// Kernels of a program run one after another; a program that declares none is one kernel of one block.
+struct KernelDecl {
+  std::string name;
+  std::array<int64_t, 3> grid{1, 1, 1};  // x, y, z; CUDA's launch order: x fastest, then y, then z
+  int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
+};
+
+// Where a thread block's instructions begin: blocks follow one another in the instruction stream, each
+// running until the next one begins. A chip hands each block to a core; a single core runs them in order.
+struct BlockStart {
+  size_t instruction = 0;  // index in the program (or in its chunk, for streamed programs)
+  int32_t kernel = 0;      // index into Program::kernels
+  std::array<int64_t, 3> index{};
+};
+
+// A piece of a streamed program: instructions with their own tile table (Tile operands index `tiles`), and
+// the blocks that begin inside it (instruction indices relative to this chunk).
+struct Chunk {
+  std::vector<Instruction> instructions;
+  std::vector<TileRef> tiles;
+  std::vector<BlockStart> blocks;
+};
+
 // Instructions that arrive in chunks while the program runs, so a program of 10^7 tile instructions need
-// not sit in memory at once. Each chunk has its own tile table: its Tile operands index chunk_tiles.
+// not sit in memory at once.
 class ChunkSource {
  public:
   virtual ~ChunkSource() = default;
-  // Replaces the arguments' contents with the next chunk; false when the program has ended.
-  virtual bool next(std::vector<Instruction>& instructions, std::vector<TileRef>& chunk_tiles) = 0;
+  // Replaces the chunk's contents with the next chunk; false when the program has ended.
+  virtual bool next(Chunk& chunk) = 0;
 };
 
 struct Program {
@@ -139,6 +163,9 @@ struct Program {
   // When set, `instructions` and `tiles` are empty and the instructions come from here (traces/stream.h).
   std::shared_ptr<ChunkSource> stream;
   std::vector<Check> checks;
+  // Kernels and the blocks of each, in launch order. Empty: one kernel ("main") of one block.
+  std::vector<KernelDecl> kernels;
+  std::vector<BlockStart> blocks;  // empty for streamed programs (their chunks carry them)
 
   int find_buffer(std::string_view name) const {
     for (size_t i = 0; i < buffers.size(); ++i)

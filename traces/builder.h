@@ -79,6 +79,18 @@ class Builder {
     t.cols = cols;
     return shared(t);
   }
+  // Declares a kernel (a grid of thread blocks); returns its index for begin_block.
+  int kernel(const std::string& name, std::array<int64_t, 3> grid) {
+    declaring();
+    p.kernels.push_back({name, grid});
+    return static_cast<int>(p.kernels.size()) - 1;
+  }
+  // The instructions emitted from here on are thread block `index` of `kernel`, until the next block
+  // begins. When streaming, a block starts a fresh chunk, so a core can be handed whole chunks.
+  void begin_block(int kernel, std::array<int64_t, 3> index) {
+    if (sink_ && !p.instructions.empty()) flush();
+    p.blocks.push_back({p.instructions.size(), kernel, index});
+  }
   void check(const std::string& function, int target, std::vector<int> args) {
     declaring();
     isa::Check c;
@@ -129,8 +141,9 @@ class Builder {
     if (!flushed_) sink_->header(p);
     flushed_ = true;
     previous_tiles_ = p.tiles;  // kept for operands made in this chunk and used in the next
-    sink_->chunk(std::move(p.instructions), std::move(p.tiles));
+    sink_->chunk({std::move(p.instructions), std::move(p.tiles), std::move(p.blocks)});
     p.instructions = {};
+    p.blocks = {};
     p.instructions.reserve(sink_->chunk_instructions());  // no regrowth copies while the next chunk fills
     p.tiles = {};
     views_.clear();

@@ -56,15 +56,15 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
   }
 
   // Consumer side.
-  bool next(std::vector<isa::Instruction>& instructions, std::vector<isa::TileRef>& tiles) override {
+  bool next(isa::Chunk& chunk) override {
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return !queue_.empty() || finished_; });
     if (queue_.empty()) {
       if (error_) std::rethrow_exception(error_);
       return false;
     }
-    instructions = std::move(queue_.front().instructions);
-    tiles = std::move(queue_.front().tiles);
+    chunk = std::move(queue_.front());
+    queued_instructions_ -= chunk.instructions.size();
     queue_.pop_front();
     changed_.notify_all();
     return true;
@@ -77,28 +77,30 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
     header_.tensors = header.tensors;
     header_.buffers = header.buffers;
     header_.checks = header.checks;
+    header_.kernels = header.kernels;
     header_ready_ = true;
     changed_.notify_all();
   }
-  void chunk(std::vector<isa::Instruction>&& instructions, std::vector<isa::TileRef>&& tiles) override {
+  void chunk(isa::Chunk&& chunk) override {
     std::unique_lock lock(mutex_);
-    // At most two chunks wait, so memory stays bounded while the simulator catches up.
-    changed_.wait(lock, [&] { return queue_.size() < 2 || cancelled_; });
+    // At most two full chunks' worth of instructions wait, so memory stays bounded while the simulator
+    // catches up; short chunks (one thread block each) may queue in larger numbers.
+    changed_.wait(lock, [&] {
+      return queue_.size() < 2 || queued_instructions_ < 2 * chunk_instructions_ || cancelled_;
+    });
     if (cancelled_) throw StreamCancelled{};
-    queue_.push_back({std::move(instructions), std::move(tiles)});
+    queued_instructions_ += chunk.instructions.size();
+    queue_.push_back(std::move(chunk));
     changed_.notify_all();
   }
   size_t chunk_instructions() const override { return chunk_instructions_; }
 
  private:
-  struct Chunk {
-    std::vector<isa::Instruction> instructions;
-    std::vector<isa::TileRef> tiles;
-  };
   size_t chunk_instructions_;
+  size_t queued_instructions_ = 0;
   std::mutex mutex_;
   std::condition_variable changed_;
-  std::deque<Chunk> queue_;
+  std::deque<isa::Chunk> queue_;
   isa::Program header_;
   bool header_ready_ = false;
   bool finished_ = false;

@@ -18,7 +18,7 @@ class StreamSink {
  public:
   virtual ~StreamSink() = default;
   virtual void header(const isa::Program& header) = 0;
-  virtual void chunk(std::vector<isa::Instruction>&& instructions, std::vector<isa::TileRef>&& tiles) = 0;
+  virtual void chunk(isa::Chunk&& chunk) = 0;
   virtual size_t chunk_instructions() const = 0;
 };
 StreamSink* current_stream_sink();

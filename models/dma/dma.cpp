@@ -48,7 +48,8 @@ void DmaEngine::reset() {
   transfers = bytes_loaded = bytes_stored = queue_full_stall_cycles = busy_cycles = elapsed_cycles = 0;
 }
 
-DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, Hbm& hbm, Sram& sram) {
+DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory,
+                                    Sram& sram) {
   // Slots whose transfer has finished by ready_cycle are free again.
   std::erase_if(in_flight_, [ready_cycle](uint64_t done) { return done <= ready_cycle; });
   uint64_t start = ready_cycle;
@@ -62,8 +63,7 @@ DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transf
 
   const uint64_t bytes = transfer.rows * transfer.row_bytes;
   const uint64_t issue = start + static_cast<uint64_t>(params_.setup_cycles);
-  const uint64_t hbm_done = hbm.transfer2d(transfer.tensor, transfer.addr, transfer.rows, transfer.row_bytes,
-                                           transfer.stride_bytes, transfer.is_write, issue);
+  const uint64_t hbm_done = memory.access(transfer, issue);
   // The SRAM side streams alongside the HBM side through one port; whichever is slower decides.
   const uint64_t done = std::max(hbm_done, issue + sram.access_cycles(bytes));
 

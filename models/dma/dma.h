@@ -1,4 +1,4 @@
-// The DMA engine between HBM and SRAM: a queue of at most `queue_depth` transfers in flight. A transfer
+// The DMA engine between off-chip memory (HBM, or the L2 of a chip) and SRAM: a queue of at most `queue_depth` transfers in flight. A transfer
 // starts when it is submitted and a queue slot is free, pays `setup_cycles`, then moves its bytes through
 // HBM (hbm.h) and one SRAM port; it completes when both sides are done. Overlap with MXU/VPU work comes
 // from the sequencer issuing the next instructions while transfers are in flight.
@@ -8,7 +8,7 @@
 
 #include "models/common/component.h"
 #include "models/common/params.h"
-#include "models/hbm/hbm.h"
+#include "models/common/memory_level.h"
 #include "models/sram/sram.h"
 
 namespace attnsim {
@@ -19,14 +19,7 @@ class DmaEngine : public Component {
     int64_t queue_depth = 8;
     int64_t setup_cycles = 0;
   };
-  struct Transfer {
-    int tensor = -1;
-    uint64_t addr = 0;  // HBM address of the first row
-    uint64_t rows = 0;
-    uint64_t row_bytes = 0;
-    uint64_t stride_bytes = 0;
-    bool is_write = false;  // true: SRAM -> HBM (STORE)
-  };
+  using Transfer = MemAccess;  // is_write: SRAM -> memory (STORE)
   struct Timing {
     uint64_t start = 0;  // queue slot granted
     uint64_t done = 0;
@@ -35,9 +28,10 @@ class DmaEngine : public Component {
   DmaEngine(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
 
-  // Submits at `ready_cycle` (operands ready, in program order: ready cycles never decrease). Updates
-  // the HBM ledger, SRAM byte counters and the DMA stats.
-  Timing submit(uint64_t ready_cycle, const Transfer& transfer, Hbm& hbm, Sram& sram);
+  // Submits at `ready_cycle` (operands ready, in program order: ready cycles never decrease). The memory
+  // level behind the DMA (HBM, or L2 on a chip) keeps its own ledger; this updates the SRAM byte counters
+  // and the DMA stats.
+  Timing submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
   void reset();
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 

@@ -1,5 +1,7 @@
 #include "models/hbm/hbm.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include <limits>
@@ -87,7 +89,32 @@ std::vector<uint64_t> Hbm::allocate(const std::vector<std::string>& names, const
   bytes_read = bytes_written = transferred_read = transferred_written = 0;
   // A fresh timing model: the program's cycle 0 must not see channels busy from an earlier run.
   timing_ = std::make_unique<hbm::HbmTiming>(params_.timing, core_clock_ghz_);
+  if (calendar_window_) use_calendar(calendar_window_);
   return bases;
+}
+
+void Hbm::use_calendar(uint64_t window_cycles) {
+  calendar_window_ = window_cycles;
+  calendar_ = std::make_unique<BandwidthCalendar>(
+      params_.timing.peak_bandwidth_gbps / core_clock_ghz_, window_cycles);  // GB/s / GHz = bytes/cycle
+}
+
+// Sector-rounded bytes of each row through the calendar; the completion adds the fixed latency.
+uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
+                                uint64_t issue_cycle, uint64_t& transferred) const {
+  const uint64_t sector = params_.timing.access_granularity_bytes;
+  const uint64_t end = addr + (rows ? (rows - 1) * stride_bytes + row_bytes : 0);
+  if (end > params_.timing.capacity_bytes || end < addr)
+    throw InputError(file_, {},
+                     fmt::format("access of {} rows of {} bytes from address {} reaches past {}.capacity_bytes",
+                                 rows, row_bytes, addr, basename()));
+  transferred = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const uint64_t begin = addr + r * stride_bytes;
+    transferred += (begin + row_bytes + sector - 1) / sector * sector - begin / sector * sector;
+  }
+  const double latency = params_.timing.latency_ns * core_clock_ghz_;
+  return calendar_->serve(issue_cycle, transferred) + static_cast<uint64_t>(std::ceil(latency));
 }
 
 uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
@@ -97,7 +124,11 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
         fmt::format("{}: tensor index {} but {} tensors are allocated", name(), tensor, tensor_names.size()));
   const uint64_t before = is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred();
   uint64_t done = 0;
+  uint64_t calendar_bytes = 0;
   try {
+    if (calendar_)
+      done = calendar_transfer(addr, rows, row_bytes, stride_bytes, issue_cycle, calendar_bytes);
+    else
     done = timing_->transfer2d(addr, rows, row_bytes, stride_bytes, is_write, issue_cycle);
   } catch (const std::out_of_range& e) {
     throw InputError(
@@ -112,7 +143,8 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
                                  tensor >= 0 ? tensor_names[tensor] : "(none)", e.what()));
   }
   const uint64_t transferred =
-      (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
+      calendar_ ? calendar_bytes
+                : (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
   const uint64_t requested = rows * row_bytes;  // fits: the timing model checked the range
   if (is_write) {
     bytes_written += requested;

@@ -8,13 +8,15 @@
 #include <string>
 #include <vector>
 
+#include "models/common/bandwidth_calendar.h"
 #include "models/common/component.h"
+#include "models/common/memory_level.h"
 #include "models/common/params.h"
 #include "models/hbm/hbm_timing.h"
 
 namespace attnsim {
 
-class Hbm : public Component {
+class Hbm : public Component, public MemoryLevel {
  public:
   struct Params {
     std::string preset = "hbm3_h100_sxm_80gb";  // a name from hbm_presets(); HbmParams{} is this preset
@@ -35,6 +37,16 @@ class Hbm : public Component {
   uint64_t transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
                       bool is_write, uint64_t issue_cycle);
 
+  uint64_t access(const MemAccess& a, uint64_t issue_cycle) override {
+    return transfer2d(a.tensor, a.addr, a.rows, a.row_bytes, a.stride_bytes, a.is_write, issue_cycle);
+  }
+
+  // Whole-chip mode: cores run ahead of each other (temporal decoupling), so requests arrive out of time
+  // order and the channel model's busy-until times are not causal. Decoupled, every request is timed by a
+  // bandwidth calendar over all channels (peak bandwidth) plus the fixed latency; the ledger is the same.
+  void use_calendar(uint64_t window_cycles);
+  BandwidthCalendar* calendar() { return calendar_.get(); }
+
   const hbm::HbmTiming& timing() const { return *timing_; }
 
   std::vector<std::string> tensor_names;
@@ -53,6 +65,10 @@ class Hbm : public Component {
   double core_clock_ghz_;
   std::string file_;  // the program allocate() laid out, for errors from transfer2d
   std::unique_ptr<hbm::HbmTiming> timing_;
+  std::unique_ptr<BandwidthCalendar> calendar_;
+  uint64_t calendar_window_ = 0;
+  uint64_t calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
+                             uint64_t issue_cycle, uint64_t& transferred) const;
 };
 
 void register_hbm_models();  // YAML type "hbm"; the core clock comes from the BuildContext

@@ -6,11 +6,13 @@
 
 #include <array>
 #include <exception>
+#include <memory>
 #include <vector>
 
 #include "isa/program.h"
 #include "models/alu/alu.h"
 #include "models/common/component.h"
+#include "models/core/tile_core.h"
 #include "models/dma/dma.h"
 #include "models/dram/dram.h"
 #include "models/hbm/hbm.h"
@@ -117,39 +119,11 @@ class Sequencer : public Component {
   }
   void sync(uint64_t now);
 
-  // The tile path (tile_path.cpp): decode against the buffers and tensors, then a scoreboarded loop.
-  struct TileOperand {
-    int32_t storage = -1;  // buffer or tensor index
-    bool is_buffer = false;
-    int64_t offset = 0;          // element offset of (row0, col0) in its storage
-    int64_t rows = 0, cols = 0;  // stored shape (before transpose)
-    int64_t row_stride = 0;
-    bool transpose = false;
-    int64_t out_rows() const { return transpose ? cols : rows; }
-    int64_t out_cols() const { return transpose ? rows : cols; }
-  };
-  struct TileDecoded {
-    isa::Opcode op;
-    uint8_t count = 0;
-    std::array<TileOperand, 4> ops;
-    std::array<int64_t, 2> imm{};
-  };
-  struct StorageState {
-    Dtype dtype = Dtype::F32;
-    uint64_t base = 0;        // HBM address (tensors) or SRAM offset (buffers)
-    uint64_t ready = 0;       // last write done
-    uint64_t reads_done = 0;  // last read done
-    bool in_regs = false;     // buffers: in the tile register file instead of SRAM
-    std::vector<double> values;
-  };
+  // The tile path (tile_path.cpp): one TileCore runs the whole program, block after block.
   void load_tiles(const isa::Program& program, bool timing_only);
   void execute_tiles();
   void decode_chunk(const std::vector<isa::Instruction>& instructions,
                     const std::vector<isa::TileRef>& tiles);
-  void decode_one(const isa::Instruction& inst, const std::vector<isa::TileRef>& tiles, TileDecoded& d) const;
-  TileView view(const TileOperand& operand);
-  uint64_t operand_traffic(const TileDecoded& d) const;
-  void require_unit(const void* unit, const char* name) const;
 
   Params params_;
   SequencerUnits units_;
@@ -161,8 +135,9 @@ class Sequencer : public Component {
   bool tile_mode_ = false;
   bool timing_only_ = false;
   std::vector<TileDecoded> tile_code_;
-  std::vector<StorageState> tensors_;
-  std::vector<StorageState> buffers_;
+  std::vector<TensorState> tensors_;
+  std::unique_ptr<TileCore> tile_core_;
+  BlockContext tile_context_;
 
   const isa::Program* program_ = nullptr;
   std::vector<Decoded> code_;

@@ -7,6 +7,7 @@
 
 #include "models/common/registry.h"
 #include "models/dma/dma.h"
+#include "models/hbm/hbm.h"
 #include "models/hbm/hbm_presets.h"
 #include "tests/mem_units/config_reader.h"
 

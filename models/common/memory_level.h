@@ -1,0 +1,28 @@
+// One level of the memory hierarchy as the cores see it: an access (a strided 2-D range of one tensor) and
+// the cycle it is issued go in, the cycle its last byte is through comes out. A level may have another
+// behind it (L2 in front of DRAM); which levels a machine has is written in its YAML config.
+#pragma once
+
+#include <cstdint>
+
+namespace attnsim {
+
+struct MemAccess {
+  int tensor = -1;  // charged to this tensor's ledger (-1: to none)
+  uint64_t addr = 0;  // address of the first row
+  uint64_t rows = 0;
+  uint64_t row_bytes = 0;
+  uint64_t stride_bytes = 0;
+  bool is_write = false;
+  int core = 0;  // the requesting core, for per-core counts and network ports
+  uint64_t bytes() const { return rows * row_bytes; }
+};
+
+class MemoryLevel {
+ public:
+  virtual ~MemoryLevel() = default;
+  // Serves the access issued at `issue_cycle`; returns the cycle it completes.
+  virtual uint64_t access(const MemAccess& access, uint64_t issue_cycle) = 0;
+};
+
+}  // namespace attnsim

@@ -1,0 +1,329 @@
+#include "models/core/tile_core.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace attnsim {
+
+namespace {
+
+VpuOp vpu_op_of(isa::Opcode op) {
+  switch (op) {
+    case isa::Opcode::Max:
+      return VpuOp::Max;
+    case isa::Opcode::Sub:
+      return VpuOp::Sub;
+    case isa::Opcode::Exp:
+      return VpuOp::Exp;
+    case isa::Opcode::Add:
+      return VpuOp::Add;
+    case isa::Opcode::Mul:
+      return VpuOp::Mul;
+    case isa::Opcode::Div:
+      return VpuOp::Div;
+    case isa::Opcode::Mov:
+      return VpuOp::Mov;
+    case isa::Opcode::RowMax:
+      return VpuOp::RowMax;
+    case isa::Opcode::RowSum:
+      return VpuOp::RowSum;
+    case isa::Opcode::Mask:
+      return VpuOp::MaskCausal;
+    default:
+      throw std::logic_error("not a vector-unit opcode");
+  }
+}
+
+void copy_tile(const TileView& from, const TileView& to, Dtype to_dtype) {
+  for (int64_t r = 0; r < to.rows; ++r)
+    for (int64_t c = 0; c < to.cols; ++c) to.at(r, c) = round_to(to_dtype, from.at(r, c));
+}
+
+}  // namespace
+
+TileCore::TileCore(const TileUnits& units, std::vector<TensorState>& tensors, int core_id)
+    : units_(units), tensors_(tensors), id_(core_id) {}
+
+void TileCore::require_unit(const isa::Program& program, const void* unit, const char* name) const {
+  if (!unit)
+    throw InputError(program.file, {},
+                     std::string("this tile program needs a ") + name + " but the machine config has none");
+}
+
+void TileCore::reset_units() {
+  mxu_free_ = vpu_free_ = 0;
+  per_opcode_.fill(0);
+  units_.dma->reset();
+  // Each run's unit counters are its own (a machine may run several programs in one process).
+  if (MxuUnit* mxu = units_.mxu) mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
+  if (VpuUnit* vpu = units_.vpu) {
+    vpu->ops = vpu->element_ops = vpu->busy_cycles = 0;
+    vpu->ops_by_kind.fill(0);
+  }
+}
+
+uint64_t TileCore::instructions() const {
+  uint64_t total = 0;
+  for (uint64_t c : per_opcode_) total += c;
+  return total;
+}
+
+BlockContext TileCore::context(const isa::Program& program, Dtype dtype, bool values, uint64_t sram_base,
+                               const std::vector<uint64_t>* sram_offsets,
+                               const std::vector<uint64_t>* reg_bases) const {
+  BlockContext ctx;
+  ctx.buffers.assign(program.buffers.size(), {});
+  ctx.tensor_written.assign(program.tensors.size(), 0);
+  size_t next_sram = 0, next_reg = 0;
+  for (size_t b = 0; b < program.buffers.size(); ++b) {
+    const auto& decl = program.buffers[b];
+    BufferState& s = ctx.buffers[b];
+    s.dtype = decl.dtype.value_or(dtype);
+    s.in_regs = decl.space == isa::BufferDecl::Space::Regs;
+    if (s.in_regs && reg_bases) s.base = (*reg_bases)[next_reg++];
+    if (!s.in_regs && sram_offsets) s.base = sram_base + (*sram_offsets)[next_sram++];
+    if (values) s.values.assign(static_cast<size_t>(decl.rows * decl.cols), 0.0);
+  }
+  return ctx;
+}
+
+// Records the bytes an MXU/VPU instruction reads (sources) and writes (destination) in SRAM and in the
+// tile register file, and returns the cycles the busier of the two needs to move them.
+uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx) const {
+  const size_t dst = d.op == isa::Opcode::Mask ? 0 : static_cast<size_t>(d.count - 1);
+  uint64_t sram_bytes = 0, reg_read = 0, reg_written = 0;
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (o.storage < 0) continue;
+    const BufferState& s = ctx.buffers[o.storage];
+    const uint64_t bytes = static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
+    const bool is_write = k == dst;
+    const bool is_read = k != dst || d.op == isa::Opcode::Mask;  // MASK reads and rewrites its tile
+    if (s.in_regs) {
+      if (is_read) units_.tile_regs->record_read(bytes), reg_read += bytes;
+      if (is_write) units_.tile_regs->record_write(bytes), reg_written += bytes;
+    } else {
+      if (is_read) units_.sram->record_read(bytes), sram_bytes += bytes;
+      if (is_write) units_.sram->record_write(bytes), sram_bytes += bytes;
+    }
+  }
+  uint64_t cycles = units_.sram->access_cycles(sram_bytes);
+  if (units_.tile_regs)
+    cycles = std::max({cycles, units_.tile_regs->access_cycles(reg_read, false),
+                       units_.tile_regs->access_cycles(reg_written, true)});
+  return cycles;
+}
+
+void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
+                      const std::vector<isa::TileRef>& tiles, TileDecoded& d) const {
+  for (const auto& operand : inst.operands())
+    if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
+      throw InputError(program.file, operand.loc,
+                       "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
+  if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
+    require_unit(program, units_.mxu, "mxu");
+  else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store)
+    require_unit(program, units_.vpu, "vpu");
+  d.op = inst.op;
+  d.count = inst.operand_count;
+  int imm = 0;
+  for (size_t i = 0; i < inst.operand_count; ++i) {
+    const auto& operand = inst.operand(i);
+    if (operand.kind == isa::Operand::Kind::Immediate) {
+      d.imm[imm++] = operand.flat;
+      d.ops[i].storage = -1;  // the scoreboard skips it
+      continue;
+    }
+    const isa::TileRef& ref = tiles[operand.tensor];
+    // The DMA engine moves data between memory and SRAM; register-file buffers are filled with MOV.
+    if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
+        program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
+      throw InputError(program.file, operand.loc,
+                       "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
+                           "' is in the register file, so MOV it from or to an SRAM buffer");
+    TileOperand& o = d.ops[i];
+    o.storage = ref.index;
+    o.is_buffer = ref.is_buffer;
+    o.offset = ref.offset + ref.row0 * ref.row_stride + ref.col0;
+    o.rows = ref.rows;
+    o.cols = ref.cols;
+    o.row_stride = ref.row_stride;
+    o.transpose = ref.transpose;
+  }
+}
+
+TileView TileCore::view(const TileOperand& o, BlockContext& ctx) {
+  std::vector<double>& values = o.is_buffer ? ctx.buffers[o.storage].values : tensors_[o.storage].values;
+  TileView v;
+  v.data = values.empty() ? nullptr : values.data() + o.offset;
+  v.rows = o.out_rows();
+  v.cols = o.out_cols();
+  v.row_stride = o.row_stride;
+  v.transposed = o.transpose;
+  return v;
+}
+
+// Scoreboard: sources must be written, the destination's earlier readers and writer done.
+uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) const {
+  const size_t dst_index = d.destination();
+  uint64_t ready = ctx.next_issue;
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (o.storage < 0) continue;  // immediate
+    if (o.is_buffer) {
+      const BufferState& s = ctx.buffers[o.storage];
+      ready = std::max(ready, s.ready);
+      if (k == dst_index) ready = std::max(ready, s.reads_done);
+    } else if (k != dst_index) {
+      ready = std::max(ready, ctx.tensor_written[o.storage]);
+    }
+  }
+  return ready;
+}
+
+TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values) {
+  ++per_opcode_[static_cast<size_t>(d.op)];
+  const uint64_t ready = ready_time(d, ctx);
+  Step step;
+  switch (d.op) {
+    case isa::Opcode::Load:
+    case isa::Opcode::Store:
+      step = memory_op(d, ctx, ready, values);
+      break;
+    case isa::Opcode::MacZ:
+    case isa::Opcode::Mac:
+      step = matrix_op(d, ctx, ready, values);
+      break;
+    default:
+      step = vector_op(d, ctx, ready, values);
+      break;
+  }
+  // Bookkeeping for the scoreboard: readers hold their sources until done; the writer marks readiness.
+  const size_t dst_index = d.destination();
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (o.storage < 0 || !o.is_buffer) continue;
+    BufferState& s = ctx.buffers[o.storage];
+    if (k == dst_index)
+      s.ready = std::max(s.ready, step.done);
+    else
+      s.reads_done = std::max(s.reads_done, step.done);
+  }
+  ctx.stalls += step.start - ctx.next_issue;
+  // In order: the next instruction leaves the sequencer the cycle after this one was accepted by its
+  // unit; blocking issue waits for completion instead.
+  ctx.next_issue = blocking ? step.done : step.start + 1;
+  ctx.end = std::max(ctx.end, step.done);
+  return step;
+}
+
+TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
+  const bool is_store = d.op == isa::Opcode::Store;
+  const TileOperand& mem = d.ops[is_store ? 1 : 0];
+  const TensorState& tensor = tensors_[mem.storage];
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(tensor.dtype));
+  MemAccess transfer;
+  transfer.tensor = mem.storage;
+  transfer.addr = tensor.base + static_cast<uint64_t>(mem.offset) * elem;
+  transfer.rows = static_cast<uint64_t>(mem.rows);
+  transfer.row_bytes = static_cast<uint64_t>(mem.cols) * elem;
+  transfer.stride_bytes = static_cast<uint64_t>(mem.row_stride) * elem;
+  transfer.is_write = is_store;
+  transfer.core = id_;
+  DmaEngine::Timing t = units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
+  if (is_store) ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
+  if (values) {
+    const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
+    copy_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
+  }
+  return {t.start, t.done};
+}
+
+TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
+  MxuUnit& mxu = *units_.mxu;
+  const uint64_t start = std::max(ready, mxu_free_);
+  const TileOperand& a = d.ops[0];
+  const TileOperand& b = d.ops[1];
+  const TileOperand& dst = d.ops[d.count - 1];
+  uint64_t cycles = mxu.matmul(a.out_rows(), a.out_cols(), b.out_cols());
+  // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
+  cycles = std::max(cycles, operand_traffic(d, ctx));
+  const uint64_t done = start + cycles;
+  mxu_free_ = done;
+  if (!values) return {start, done};
+  TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
+  std::optional<TileView> vc;
+  if (d.op == isa::Opcode::Mac) vc = view(d.ops[2], ctx);
+  const Dtype out = ctx.buffers[dst.storage].dtype;
+  // a or b in the destination's buffer, or an accumulator that is another view of it.
+  const TileOperand& acc = d.ops[2];
+  const bool aliases = a.storage == dst.storage || b.storage == dst.storage ||
+                       (d.op == isa::Opcode::Mac && acc.storage == dst.storage &&
+                        (acc.offset != dst.offset || acc.transpose != dst.transpose));
+  if (!aliases) {
+    MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
+    return {start, done};
+  }
+  std::vector<double> scratch(static_cast<size_t>(vd.rows * vd.cols));
+  TileView tmp{scratch.data(), vd.rows, vd.cols, vd.cols, false};
+  MxuUnit::compute(va, vb, vc ? &*vc : nullptr, tmp, out);
+  for (int64_t r = 0; r < vd.rows; ++r)
+    for (int64_t c = 0; c < vd.cols; ++c) vd.at(r, c) = tmp.at(r, c);
+  return {start, done};
+}
+
+TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
+  VpuUnit& vpu = *units_.vpu;
+  const uint64_t start = std::max(ready, vpu_free_);
+  const VpuOp op = vpu_op_of(d.op);
+  const TileOperand& src = d.ops[0];
+  const TileOperand& dst = d.ops[d.destination()];
+  const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
+  const int64_t rows = reduction ? src.out_rows() : dst.out_rows();
+  const int64_t cols = reduction ? src.out_cols() : dst.out_cols();
+  uint64_t cycles = vpu.op_cycles(op, rows, cols);
+  cycles = std::max(cycles, operand_traffic(d, ctx));
+  const uint64_t done = start + cycles;
+  vpu_free_ = done;
+  if (values) vector_values(d, ctx, op);
+  return {start, done};
+}
+
+void TileCore::vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op) {
+  const TileOperand& src = d.ops[0];
+  const TileOperand& dst = d.ops[d.destination()];
+  const Dtype out = ctx.buffers[dst.storage].dtype;
+  // Element-wise ops may run in place on the very same view; a source that is a different view of the
+  // destination's buffer (S[:, 0:1] into S) could be overwritten before it is read, so such results go
+  // through a scratch tile.
+  bool overlaps = false;
+  for (size_t k = 0; k + 1 < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    overlaps = overlaps || (o.is_buffer && o.storage == dst.storage &&
+                            (o.offset != dst.offset || o.rows != dst.rows || o.cols != dst.cols ||
+                             o.transpose != dst.transpose));
+  }
+  TileView target = view(dst, ctx);
+  std::vector<double> scratch;
+  if (overlaps && d.op != isa::Opcode::Mask) {
+    scratch.resize(static_cast<size_t>(target.rows * target.cols));
+    target = TileView{scratch.data(), target.rows, target.cols, target.cols, false};
+  }
+  if (d.op == isa::Opcode::Mask) {
+    VpuUnit::mask_causal(target, d.imm[0], d.imm[1]);
+  } else if (d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum) {
+    VpuUnit::reduce(op, view(src, ctx), target, out);
+  } else if (d.op == isa::Opcode::Exp || d.op == isa::Opcode::Mov) {
+    VpuUnit::elementwise(op, view(src, ctx), nullptr, target, out);
+  } else {
+    TileView b = view(d.ops[1], ctx);
+    VpuUnit::elementwise(op, view(src, ctx), &b, target, out);
+  }
+  if (scratch.empty()) return;
+  TileView real = view(dst, ctx);
+  for (int64_t r = 0; r < real.rows; ++r)
+    for (int64_t c = 0; c < real.cols; ++c) real.at(r, c) = target.at(r, c);
+}
+
+}  // namespace attnsim

@@ -1,0 +1,121 @@
+// One tile core: issue, scoreboard and dispatch of tile instructions (LOAD/STORE through the DMA engine to
+// the memory level behind it, MAC on the MXU, element-wise ops and reductions on the VPU). A single-core
+// machine has one (the sequencer's tile path); a chip has one per core. Times are computed, not ticked:
+// each instruction's start and completion come from the unit models.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "isa/program.h"
+#include "models/common/memory_level.h"
+#include "models/dma/dma.h"
+#include "models/mxu/mxu.h"
+#include "models/regfile/tile_regfile.h"
+#include "models/sram/sram.h"
+#include "models/vpu/vpu.h"
+
+namespace attnsim {
+
+// The units of one core; mxu, vpu and tile_regs may be absent (an instruction that needs one fails).
+struct TileUnits {
+  Sram* sram = nullptr;
+  DmaEngine* dma = nullptr;
+  MxuUnit* mxu = nullptr;
+  VpuUnit* vpu = nullptr;
+  TileRegisterFile* tile_regs = nullptr;
+  MemoryLevel* memory = nullptr;  // what LOAD and STORE reach: HBM, or the chip's L2
+};
+
+// A tensor in the backing store shared by all cores: its layout in memory and (unless timing-only) values.
+struct TensorState {
+  Dtype dtype = Dtype::F32;
+  uint64_t base = 0;
+  std::vector<double> values;
+};
+
+// A buffer of one thread block: where it lives, its scoreboard times and (unless timing-only) values.
+struct BufferState {
+  Dtype dtype = Dtype::F32;
+  uint64_t base = 0;        // SRAM offset or first tile register
+  uint64_t ready = 0;       // last write done
+  uint64_t reads_done = 0;  // last read done
+  bool in_regs = false;     // in the tile register file instead of SRAM
+  std::vector<double> values;
+};
+
+struct TileOperand {
+  int32_t storage = -1;  // buffer or tensor index; -1 for an immediate
+  bool is_buffer = false;
+  int64_t offset = 0;          // element offset of (row0, col0) in its storage
+  int64_t rows = 0, cols = 0;  // stored shape (before transpose)
+  int64_t row_stride = 0;
+  bool transpose = false;
+  int64_t out_rows() const { return transpose ? cols : rows; }
+  int64_t out_cols() const { return transpose ? rows : cols; }
+};
+
+struct TileDecoded {
+  isa::Opcode op{};
+  uint8_t count = 0;
+  std::array<TileOperand, 4> ops;
+  std::array<int64_t, 2> imm{};
+  size_t destination() const {
+    return op == isa::Opcode::Store ? 1 : op == isa::Opcode::Mask ? 0 : static_cast<size_t>(count - 1);
+  }
+};
+
+// What one thread block (or a whole single-core program) keeps while it runs on a core.
+struct BlockContext {
+  std::vector<BufferState> buffers;
+  std::vector<uint64_t> tensor_written;  // memory read-after-write, per tensor
+  uint64_t next_issue = 0;
+  uint64_t end = 0;
+  uint64_t stalls = 0;
+};
+
+class TileCore {
+ public:
+  TileCore(const TileUnits& units, std::vector<TensorState>& tensors, int core_id);
+
+  // Checks that the program's instruction can run here and resolves its operands. Throws InputError.
+  void decode(const isa::Program& program, const isa::Instruction& inst, const std::vector<isa::TileRef>& tiles,
+              TileDecoded& d) const;
+  // A fresh context for a block of `program`, its buffers placed at `sram_base` onwards (SRAM buffers)
+  // and the tile register file; values allocated unless timing-only.
+  BlockContext context(const isa::Program& program, Dtype dtype, bool values, uint64_t sram_base = 0,
+                       const std::vector<uint64_t>* sram_offsets = nullptr,
+                       const std::vector<uint64_t>* reg_bases = nullptr) const;
+
+  struct Step {
+    uint64_t start = 0, done = 0;
+  };
+  // Runs one decoded instruction of `ctx`: scoreboard, unit timing, values. In order: the context's next
+  // issue slot moves to the cycle after this one started (blocking: after it completed).
+  Step execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values);
+
+  void reset_units();  // clears the per-run counters of this core's units and its busy times
+  const TileUnits& units() const { return units_; }
+  int id() const { return id_; }
+  const std::array<uint64_t, isa::kOpcodeCount>& per_opcode() const { return per_opcode_; }
+  uint64_t instructions() const;
+
+ private:
+  void require_unit(const isa::Program& program, const void* unit, const char* name) const;
+  TileView view(const TileOperand& operand, BlockContext& ctx);
+  uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx) const;
+  uint64_t ready_time(const TileDecoded& d, const BlockContext& ctx) const;
+  Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
+  Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
+  Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
+  void vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op);
+
+  TileUnits units_;
+  std::vector<TensorState>& tensors_;
+  int id_;
+  uint64_t mxu_free_ = 0;
+  uint64_t vpu_free_ = 0;
+  std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};
+};
+
+}  // namespace attnsim

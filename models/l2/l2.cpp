@@ -1,0 +1,236 @@
+#include "models/l2/l2.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <stdexcept>
+
+namespace attnsim {
+
+namespace {
+
+bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
+}  // namespace
+
+L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params) : Component(instance), params_(params) {
+  const Params& p = params_;
+  if (!power_of_two(p.line_bytes) || !power_of_two(p.sector_bytes) || p.sector_bytes > p.line_bytes ||
+      p.line_bytes / p.sector_bytes > 8)
+    throw std::invalid_argument(fmt::format(
+        "{}: line_bytes ({}) and sector_bytes ({}) must be powers of two with 1 to 8 sectors per line", name(),
+        p.line_bytes, p.sector_bytes));
+  const uint64_t per_set = static_cast<uint64_t>(p.line_bytes * p.ways * p.partitions);
+  if (p.ways < 1 || p.partitions < 1 || p.capacity_bytes % per_set != 0 || p.capacity_bytes == 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: capacity_bytes ({}) must be a positive multiple of line_bytes x ways x partitions ({})", name(),
+        p.capacity_bytes, per_set));
+  sets_per_partition_ = p.capacity_bytes / per_set;
+  sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
+  lines_.assign(static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes)), Line{});
+  for (int64_t i = 0; i < p.partitions; ++i)
+    calendars_.emplace_back(p.bytes_per_cycle, static_cast<uint64_t>(p.window_cycles));
+
+  const char* sectors = "sectors";
+  stats_.add_vector(&read_sectors, &tensor_names, "read_sectors", sectors, "sectors the cores read, per tensor");
+  stats_.add_vector(&read_hit_sectors, &tensor_names, "read_hit_sectors", sectors,
+                    "read sectors found valid in L2, per tensor");
+  stats_.add_vector(&read_miss_sectors, &tensor_names, "read_miss_sectors", sectors,
+                    "read sectors fetched from DRAM, per tensor");
+  stats_.add_vector(&write_sectors, &tensor_names, "write_sectors", sectors, "sectors the cores wrote, per tensor");
+  stats_.add_vector(&write_hit_sectors, &tensor_names, "write_hit_sectors", sectors,
+                    "written sectors whose line was in L2, per tensor");
+  stats_.add_vector(&write_miss_sectors, &tensor_names, "write_miss_sectors", sectors,
+                    "written sectors that allocated a line (no DRAM read: write-allocate without fetch)");
+  stats_.add_vector(&writeback_bytes, &tensor_names, "writeback_bytes", "bytes",
+                    "dirty bytes evicted to DRAM while kernels ran, per tensor (counted as DRAM writes)");
+  stats_.add_vector(&flushed_dirty_bytes, &tensor_names, "dirty_bytes_at_kernel_end", "bytes",
+                    "dirty bytes still in L2 when a kernel ended (written back by the flush between kernels, "
+                    "or left at the end; Nsight Compute counts neither as the kernel's DRAM writes)");
+  stats_.add(&evictions, "evictions", "lines", "valid lines replaced");
+  stats_.add(&far_accesses, "far_partition_accesses", "accesses",
+             "accesses that touched a partition the requesting core is not attached to");
+}
+
+void L2Cache::reset(const std::vector<std::string>& names) {
+  tensor_names = names;
+  for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
+                  &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
+    v->assign(names.size(), 0);
+  evictions = far_accesses = 0;
+  std::fill(lines_.begin(), lines_.end(), Line{});
+  calendars_.clear();
+  for (int64_t i = 0; i < params_.partitions; ++i)
+    calendars_.emplace_back(params_.bytes_per_cycle, static_cast<uint64_t>(params_.window_cycles));
+  clock_ = 0;
+}
+
+int L2Cache::partition_of(uint64_t addr) const {
+  if (params_.partitions == 1) return 0;
+  const uint64_t line = addr / static_cast<uint64_t>(params_.line_bytes);
+  return static_cast<int>(((line * 0xD6E8FEB86659FD93ull) >> 40) % static_cast<uint64_t>(params_.partitions));
+}
+
+// Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
+// pile into a few sets; a multiplicative hash has the same effect.
+uint64_t L2Cache::set_of(uint64_t line_index) const {
+  return ((line_index * 0x9E3779B97F4A7C15ull) >> 24) % sets_per_partition_;
+}
+
+void L2Cache::write_back(const Line& line, uint64_t line_index, uint64_t at) {
+  const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
+  const uint64_t base = line_index * static_cast<uint64_t>(params_.line_bytes);
+  uint32_t s = 0;
+  while (s < sectors_per_line_) {
+    if (!(line.dirty >> s & 1)) {
+      ++s;
+      continue;
+    }
+    uint32_t e = s;
+    while (e < sectors_per_line_ && (line.dirty >> e & 1)) ++e;
+    const uint64_t bytes = (e - s) * sector;
+    MemAccess w{line.tensor, base + s * sector, 1, bytes, bytes, true, 0};
+    next_->access(w, at);
+    if (line.tensor >= 0) writeback_bytes[line.tensor] += bytes;
+    s = e;
+  }
+}
+
+L2Cache::Line& L2Cache::find_or_allocate(uint64_t line_index, int tensor, bool& hit) {
+  const uint64_t addr = line_index * static_cast<uint64_t>(params_.line_bytes);
+  const uint64_t set = static_cast<uint64_t>(partition_of(addr)) * sets_per_partition_ + set_of(line_index);
+  Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
+  Line* victim = ways;
+  for (int64_t w = 0; w < params_.ways; ++w) {
+    Line& l = ways[w];
+    if (l.tag == line_index + 1) {
+      if (params_.replacement == Replacement::Lru) l.stamp = ++clock_;
+      hit = true;
+      return l;
+    }
+    if (victim->tag != 0 && (l.tag == 0 || l.stamp < victim->stamp)) victim = &l;
+  }
+  hit = false;
+  if (victim->tag != 0) {
+    ++evictions;
+    if (victim->dirty) write_back(*victim, victim->tag - 1, now_);
+  }
+  *victim = Line{line_index + 1, ++clock_, 0, 0, tensor};
+  return *victim;
+}
+
+uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
+  now_ = issue_cycle;
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
+  const uint64_t miss_at = issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles);
+  std::vector<uint64_t> partition_bytes(static_cast<size_t>(params_.partitions), 0);
+  uint64_t dram_done = 0;
+  uint64_t run_begin = 0, run_end = 0;  // contiguous missed sectors, fetched together
+  auto fetch_run = [&] {
+    if (run_end == run_begin) return;
+    MemAccess m{a.tensor, run_begin, 1, run_end - run_begin, run_end - run_begin, false, a.core};
+    dram_done = std::max(dram_done, next_->access(m, miss_at));
+    run_begin = run_end = 0;
+  };
+  for (uint64_t r = 0; r < a.rows; ++r) {
+    const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
+    for (uint64_t li = begin / line_bytes; li * line_bytes < end; ++li) {
+      const uint64_t lb = li * line_bytes;
+      const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) / sector);
+      const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) / sector);
+      const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
+      const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
+      partition_bytes[static_cast<size_t>(partition_of(lb))] += count * sector;
+      bool present = false;
+      Line& l = find_or_allocate(li, a.tensor, present);
+      const uint64_t hits = static_cast<uint64_t>(std::popcount(static_cast<uint8_t>(mask & l.valid)));
+      if (a.is_write) {
+        l.valid |= mask;
+        l.dirty |= mask;
+        l.tensor = a.tensor;
+        if (a.tensor >= 0) write_sectors[a.tensor] += count, write_hit_sectors[a.tensor] += hits,
+                           write_miss_sectors[a.tensor] += count - hits;
+        continue;
+      }
+      if (a.tensor >= 0) read_sectors[a.tensor] += count, read_hit_sectors[a.tensor] += hits,
+                         read_miss_sectors[a.tensor] += count - hits;
+      const uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
+      l.valid |= mask;
+      for (uint32_t s = first; s <= last; ++s) {
+        if (!(missing >> s & 1)) continue;
+        const uint64_t at = lb + s * sector;
+        if (at != run_end) fetch_run(), run_begin = at;
+        run_end = at + sector;
+      }
+    }
+  }
+  fetch_run();
+  uint64_t done = issue_cycle;
+  const int near = near_partition(a.core);
+  bool far = false;
+  for (size_t p = 0; p < partition_bytes.size(); ++p) {
+    if (!partition_bytes[p]) continue;
+    const bool is_far = static_cast<int>(p) != near;
+    far = far || is_far;
+    done = std::max(done, calendars_[p].serve(issue_cycle, partition_bytes[p]) +
+                              static_cast<uint64_t>(params_.hit_latency_cycles) +
+                              (is_far ? static_cast<uint64_t>(params_.far_latency_cycles) : 0));
+  }
+  far_accesses += far ? 1 : 0;
+  return std::max(done, dram_done);
+}
+
+void L2Cache::forget_before(uint64_t cycle) {
+  for (auto& c : calendars_) c.forget_before(cycle);
+}
+
+std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
+  std::vector<uint64_t> out(tensor_names.size(), 0);
+  for (const Line& l : lines_)
+    if (l.tag && l.dirty && l.tensor >= 0)
+      out[l.tensor] += static_cast<uint64_t>(std::popcount(l.dirty)) * static_cast<uint64_t>(params_.sector_bytes);
+  return out;
+}
+
+void L2Cache::flush() {
+  const std::vector<uint64_t> dirty = dirty_bytes_per_tensor();
+  for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
+  std::fill(lines_.begin(), lines_.end(), Line{});
+}
+
+void register_l2_models() {
+  Registry<L2Cache>::instance().add(
+      "sectored", "shared L2: sectored lines, hashed sets, LRU/FIFO, write-back + write-allocate, partitions",
+      [](const char* instance, ParamReader& p, const BuildContext&) {
+        L2Cache::Params d, r;
+        r.capacity_bytes = static_cast<uint64_t>(p.get<int64_t>(
+            "capacity_bytes", static_cast<int64_t>(d.capacity_bytes), "bytes", "total L2 capacity", 1));
+        r.line_bytes = p.get<int64_t>("line_bytes", d.line_bytes, "bytes", "cache line (tag) size", 1, 4096);
+        r.sector_bytes =
+            p.get<int64_t>("sector_bytes", d.sector_bytes, "bytes", "unit of valid/dirty state and DRAM transfer",
+                           1, 4096);
+        r.ways = p.get<int64_t>("ways", d.ways, "ways", "associativity", 1, 1024);
+        r.partitions = p.get<int64_t>("partitions", d.partitions, "partitions",
+                                      "address-interleaved partitions, each with its own bandwidth", 1, 64);
+        r.replacement = p.choice("replacement", "lru", {"lru", "fifo"}, "victim choice within a set") == "lru"
+                            ? L2Cache::Replacement::Lru
+                            : L2Cache::Replacement::Fifo;
+        r.bytes_per_cycle = p.get<double>("bytes_per_cycle", d.bytes_per_cycle, "bytes/cycle",
+                                          "bandwidth of one partition, in core cycles", 1e-3, 1e9);
+        r.hit_latency_cycles = p.get<int64_t>("hit_latency_cycles", d.hit_latency_cycles, "cycles",
+                                              "request to data for a hit in the near partition", 0, 1 << 20);
+        r.far_latency_cycles = p.get<int64_t>("far_latency_cycles", d.far_latency_cycles, "cycles",
+                                              "extra latency to the partition the core is not attached to", 0,
+                                              1 << 20);
+        r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
+                                         "granularity of the bandwidth calendars", 1, 1 << 20);
+        try {
+          return std::make_unique<L2Cache>(instance, r);
+        } catch (const std::invalid_argument& e) {
+          p.fail_node(YAML::Node(), p.key_path(), e.what());
+        }
+      });
+}
+
+}  // namespace attnsim

@@ -1,0 +1,90 @@
+// The shared L2 of a chip, in front of DRAM: sectored lines (valid and dirty bits per sector), set
+// associative with hashed set indices, LRU or FIFO replacement, write-back with write-allocate (a write
+// needs no DRAM read: sectors carry byte masks on a GPU, modelled as whole sectors), split into partitions
+// by address, each with its own bandwidth. Misses go to the level behind (DRAM) as contiguous runs of
+// sectors; evicted dirty sectors are written back. Every count is kept per tensor.
+//
+// Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
+// time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
+// latency when the core is attached to the other partition), and waits for its missed sectors from DRAM.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/common/bandwidth_calendar.h"
+#include "models/common/component.h"
+#include "models/common/memory_level.h"
+#include "models/common/params.h"
+#include "models/common/registry.h"
+
+namespace attnsim {
+
+class L2Cache : public Component, public MemoryLevel {
+ public:
+  enum class Replacement : uint8_t { Lru, Fifo };
+  struct Params {
+    uint64_t capacity_bytes = 50ull << 20;
+    int64_t line_bytes = 128;
+    int64_t sector_bytes = 32;
+    int64_t ways = 16;
+    int64_t partitions = 2;
+    Replacement replacement = Replacement::Lru;
+    double bytes_per_cycle = 1536;  // per partition
+    int64_t hit_latency_cycles = 200;
+    int64_t far_latency_cycles = 100;  // extra, for a core attached to the other partition
+    int64_t window_cycles = 64;        // bandwidth calendar granularity
+  };
+  L2Cache(sc_core::sc_module_name instance, const Params& params);
+  const Params& params() const { return params_; }
+
+  // The level misses and write-backs go to; must be set before the first access.
+  void set_next(MemoryLevel* next) { next_ = next; }
+  // Invalidates everything and sizes the per-tensor ledgers (a program starts with a cold L2).
+  void reset(const std::vector<std::string>& tensor_names);
+  // Between kernels: writes back and invalidates every line. The write-back is not timed and not counted as
+  // DRAM traffic of any kernel (as Nsight Compute's --cache-control all); it is counted here per tensor.
+  void flush();
+  // Dirty bytes now in L2 per tensor (not yet written to DRAM).
+  std::vector<uint64_t> dirty_bytes_per_tensor() const;
+
+  uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
+  void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
+  int partition_of(uint64_t addr) const;
+  int near_partition(int core) const { return core % static_cast<int>(params_.partitions); }
+
+  std::vector<std::string> tensor_names;
+  std::vector<uint64_t> read_sectors, write_sectors;         // requested by the cores, per tensor
+  std::vector<uint64_t> read_hit_sectors, read_miss_sectors;  // per tensor
+  std::vector<uint64_t> write_hit_sectors, write_miss_sectors;
+  std::vector<uint64_t> writeback_bytes;      // dirty sectors evicted to DRAM during kernels, per tensor
+  std::vector<uint64_t> flushed_dirty_bytes;  // dirty sectors written back by flush() between kernels
+  uint64_t evictions = 0;
+  uint64_t far_accesses = 0;
+
+ private:
+  struct Line {
+    uint64_t tag = 0;  // line index + 1; 0 = invalid
+    uint64_t stamp = 0;
+    uint8_t valid = 0, dirty = 0;  // sector masks
+    int32_t tensor = -1;
+  };
+  // The line's slot in its set (allocating, and evicting a victim, if absent); `hit` tells which.
+  Line& find_or_allocate(uint64_t line_index, int tensor, bool& hit);
+  void write_back(const Line& line, uint64_t line_index, uint64_t at);
+  uint64_t set_of(uint64_t line_index) const;
+
+  Params params_;
+  MemoryLevel* next_ = nullptr;
+  uint64_t sets_per_partition_ = 0;
+  uint32_t sectors_per_line_ = 4;
+  std::vector<Line> lines_;  // [partition][set][way]
+  std::vector<BandwidthCalendar> calendars_;
+  uint64_t clock_ = 0;  // access counter for LRU / FIFO stamps
+  uint64_t now_ = 0;    // issue cycle of the access being served (write-backs are issued then)
+};
+
+void register_l2_models();  // YAML type "sectored"
+
+}  // namespace attnsim

@@ -68,6 +68,39 @@ uint64_t schedule_buffer_bytes(const ScheduleEntry& entry, traces::AttentionShap
   return total;
 }
 
+// One core: its off-chip traffic is the HBM ledger.
+void fill_from_core(CompareRow& row, Machine& machine, const isa::Program& program) {
+  const Hbm& hbm = *machine.hbm();
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    row.bytes_read[program.tensors[t].name] = hbm.bytes_read_per_tensor[t];
+    row.bytes_written[program.tensors[t].name] = hbm.bytes_written_per_tensor[t];
+    row.hbm_read += hbm.bytes_read_per_tensor[t];
+    row.hbm_written += hbm.bytes_written_per_tensor[t];
+  }
+  row.sram_peak = machine.sram()->peak_occupancy_bytes;
+  row.mxu_flops = 2 * machine.mxu()->macs;
+  row.vpu_element_ops = machine.vpu()->element_ops;
+  row.cycles = machine.sequencer().cycles();
+  row.instructions = machine.sequencer().instructions();
+  row.seconds = static_cast<double>(row.cycles) / (machine.clock_ghz() * 1e9);
+}
+
+// A whole chip: SM <-> L2 bytes in the per-tensor maps, the levels behind in row.chip.
+void fill_from_chip(CompareRow& row, Machine& machine, const isa::Program& program) {
+  row.chip = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+  const ChipSummary& s = *row.chip;
+  row.bytes_read = s.sm_l2_read;
+  row.bytes_written = s.sm_l2_written;
+  row.hbm_read = total(s.sm_l2_read);
+  row.hbm_written = total(s.sm_l2_written);
+  row.sram_peak = s.block_sram_bytes;
+  row.mxu_flops = s.mxu_flops;
+  row.vpu_element_ops = s.vpu_element_ops;
+  row.cycles = s.cycles;
+  row.instructions = s.instructions;
+  row.seconds = s.seconds;
+}
+
 }  // namespace
 
 std::vector<CompareRow> run_compare(const CompareOptions& options) {
@@ -142,29 +175,21 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
     isa::Program program = traces::stream_program([&] { return schedule.make(run_shape, heads, values); });
     const auto started = std::chrono::steady_clock::now();
     machine.load(program, false, !values);
+    auto tensor_values = [&](int t) {
+      return machine.chip_loaded() ? machine.chip()->tensor_values(t) : machine.sequencer().tensor_values(t);
+    };
     std::vector<std::vector<double>> initial;
     if (values)
-      for (size_t t = 0; t < program.tensors.size(); ++t)
-        initial.push_back(machine.sequencer().tensor_values(int(t)));
+      for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(tensor_values(int(t)));
     machine.run();
     row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const Hbm& hbm = *machine.hbm();
-    for (size_t t = 0; t < program.tensors.size(); ++t) {
-      row.bytes_read[program.tensors[t].name] = hbm.bytes_read_per_tensor[t];
-      row.bytes_written[program.tensors[t].name] = hbm.bytes_written_per_tensor[t];
-      row.hbm_read += hbm.bytes_read_per_tensor[t];
-      row.hbm_written += hbm.bytes_written_per_tensor[t];
-    }
-    row.sram_peak = sram.peak_occupancy_bytes;
-    row.mxu_flops = 2 * machine.mxu()->macs;
-    row.vpu_element_ops = machine.vpu()->element_ops;
-    row.cycles = machine.sequencer().cycles();
-    row.instructions = machine.sequencer().instructions();
-    row.seconds = static_cast<double>(row.cycles) / (machine.clock_ghz() * 1e9);
+    if (machine.chip_loaded())
+      fill_from_chip(row, machine, program);
+    else
+      fill_from_core(row, machine, program);
     if (values) {
       std::vector<std::vector<double>> final;
-      for (size_t t = 0; t < program.tensors.size(); ++t)
-        final.push_back(machine.sequencer().tensor_values(int(t)));
+      for (size_t t = 0; t < program.tensors.size(); ++t) final.push_back(tensor_values(int(t)));
       for (const auto& check : program.checks) {
         CheckResult r =
             evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
@@ -189,11 +214,56 @@ std::string human_bytes(double bytes) {
 
 }  // namespace
 
+namespace {
+
+std::string error_cell(const CompareRow& r) {
+  return r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
+                         : std::string("-");
+}
+
+// A whole chip: each level named, bytes for the whole chip, time in microseconds.
+void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
+  const ChipSummary& first = *rows.front().chip;
+  out << fmt::format("whole chip: {} cores; L2 {} between kernels; bytes are whole-chip totals\n", first.cores,
+                     first.l2_flushed_between_kernels ? "flushed" : "kept");
+  out << fmt::format("{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
+                     "schedule", "Br x Bc", "SM<-L2 rd", "SM->L2 wr", "DRAM rd", "DRAM wr", "L2 hit", "waves",
+                     "time us", "FLOP/B", "max err", "DRAM/base", "time/base");
+  const CompareRow& base = rows.front();
+  const auto dram = [](const CompareRow& r) { return total(r.chip->dram_read) + total(r.chip->dram_written); };
+  for (const auto& r : rows) {
+    const ChipSummary& c = *r.chip;
+    const uint64_t hit = total(c.l2_read_hit), miss = total(c.l2_read_miss);
+    double waves = 0;
+    for (const auto& k : c.kernels) waves += k.waves;
+    out << fmt::format(
+        "{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7.2f} {:>10.1f} {:>9.1f} {:>9} {:>9.3f} {:>9.3f}\n",
+        r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
+        human_bytes(double(r.hbm_written)), human_bytes(double(total(c.dram_read))),
+        human_bytes(double(total(c.dram_written))),
+        hit + miss ? fmt::format("{:.1f}%", 100.0 * double(hit) / double(hit + miss)) : std::string("-"), waves,
+        c.seconds * 1e6, dram(r) ? double(r.mxu_flops) / double(dram(r)) : 0.0, error_cell(r),
+        dram(base) ? double(dram(r)) / double(dram(base)) : 0.0,
+        base.seconds > 0 ? r.seconds / base.seconds : 0.0);
+  }
+  out << fmt::format(
+      "SM<-L2 / SM->L2: bytes the thread blocks load and store; DRAM: what reached DRAM (wr: evictions during "
+      "kernels; dirty lines left in L2 at a kernel's end are not counted, as Nsight Compute); time: the whole "
+      "chip at the config's clock; FLOP/B: MXU FLOPs per DRAM byte; base = {}{}\n",
+      base.schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
+}
+
+}  // namespace
+
 void print_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
   out << fmt::format("attention {}, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n",
                      o.backward ? "backward" : "forward", o.n, o.d, o.batch, o.heads,
                      o.causal ? "causal" : "not causal", dtype_name(o.dtype),
                      o.values_enabled() ? "" : ", timing-only (no values)");
+  if (!rows.empty() && rows.front().chip) {
+    print_chip_compare(out, o, rows);
+    return;
+  }
   const CompareRow* base = rows.empty() ? nullptr : &rows.front();
   out << fmt::format("{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
                      "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
@@ -247,6 +317,17 @@ nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRo
                         {"instructions", r.instructions},
                         {"simulated_seconds", r.seconds},
                         {"host_seconds", r.host_seconds}};
+    if (r.chip) {
+      j["whole_chip"] = chip_summary_json(*r.chip);
+      j["sm_l2_bytes_read"] = j["hbm_bytes_read"];
+      j["sm_l2_bytes_written"] = j["hbm_bytes_written"];
+      j.erase("hbm_bytes_read");  // on a chip nothing but DRAM traffic is called HBM bytes
+      j.erase("hbm_bytes_written");
+      j["sm_l2_bytes_read_per_tensor"] = r.bytes_read;
+      j["sm_l2_bytes_written_per_tensor"] = r.bytes_written;
+      j.erase("hbm_bytes_read_per_tensor");
+      j.erase("hbm_bytes_written_per_tensor");
+    }
     if (r.max_rel_error) {
       j["max_abs_error"] = *r.max_abs_error;
       j["max_rel_error"] = *r.max_rel_error;

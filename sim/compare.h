@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "isa/dtype.h"
+#include "sim/chip_report.h"
 
 namespace attnsim {
 
@@ -47,6 +48,8 @@ struct CompareRow {
   std::optional<double> max_abs_error, max_rel_error;
   std::optional<bool> passed;
   double host_seconds = 0;  // wall time the simulation took
+  // Whole chip: hbm_read/hbm_written above are then SM <-> L2 bytes, and these are the levels behind it.
+  std::optional<ChipSummary> chip;
 };
 
 std::vector<CompareRow> run_compare(const CompareOptions& options);

@@ -18,6 +18,8 @@ void register_builtin_models() {
   register_mxu_models();
   register_vpu_models();
   register_tile_regfile_models();
+  register_l2_models();
+  register_noc_models();
 }
 
 Machine::Machine(const MachineConfig& config) {
@@ -64,6 +66,13 @@ Machine::Machine(const MachineConfig& config) {
     vpu_ = Registry<VpuUnit>::instance().create("vpu", *p, "simd", context);
   if (auto* p = section("tile_regs", "tile register file: accumulators / vector registers (tile machines)"))
     tile_regs_ = Registry<TileRegisterFile>::instance().create("tile_regs", *p, "vector_regs", context);
+  if (auto* p = section("l2", "shared L2 in front of DRAM (whole chips)"))
+    l2_ = Registry<L2Cache>::instance().create("l2", *p, "sectored", context);
+  if (auto* p = section("noc", "on-chip network between the cores and L2 (whole chips)"))
+    noc_ = Registry<Noc>::instance().create("noc", *p, "crossbar", context);
+  ChipParams chip_params;
+  ParamReader* chip_section = section("chip", "a whole chip: cores, block scheduling, temporal decoupling");
+  if (chip_section) register_chip_params(*chip_section, chip_params);
   ParamReader seq = top.child("sequencer", "instruction issue");
   Sequencer::Params seq_params;
   seq_params.clock_ghz = clock_ghz_;
@@ -76,21 +85,43 @@ Machine::Machine(const MachineConfig& config) {
   SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(),
                        sram_.get(), dma_.get(),     mxu_.get(), vpu_.get(), tile_regs_.get()};
   sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);
+  if (chip_section) {
+    if (!hbm_ || !sram_ || !dma_)
+      throw InputError(config.source->file, {}, "a chip: needs hbm:, sram: and dma: sections (one core's units)");
+    chip_params.clock_ghz = clock_ghz_;
+    chip_params.blocking_issue = seq_params.issue == Sequencer::Issue::Blocking;
+    chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(), tile_regs_.get(),
+                                   *hbm_, l2_.get(), noc_.get());
+  } else if (l2_ || noc_) {
+    throw InputError(config.source->file, {}, "l2: and noc: belong to a whole chip: add a chip: section");
+  }
   effective_ = top.effective();
   docs_ = top.docs();
 }
 
 void Machine::load(const isa::Program& program, bool symbolic, bool timing_only) {
+  if (chip_ && (program.has_tiles() || !program.buffers.empty())) {
+    if (symbolic) throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
+    chip_->load(program, dtype_, timing_only);
+    chip_loaded_ = true;
+    return;
+  }
+  chip_loaded_ = false;
   sequencer_->load(program, dtype_, symbolic, timing_only);
 }
 
 void Machine::run() {
+  if (chip_loaded_) {
+    chip_->run();
+    return;
+  }
   sequencer_->start();
   sc_core::sc_start();
   sequencer_->rethrow_if_failed();
 }
 
 nlohmann::json Machine::stats_json() const {
+  if (chip_loaded_) return chip_->stats_json();
   nlohmann::json out = nlohmann::json::object();
   for (const Component* c : std::initializer_list<const Component*>{
            sequencer_.get(), dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(), sram_.get(),

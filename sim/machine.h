@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "chip/chip.h"
 #include "isa/program.h"
 #include "models/alu/alu.h"
 #include "models/dram/dram.h"
@@ -33,6 +34,12 @@ class Machine {
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }
+  // A whole chip (a `chip:` section): many cores, the network, L2 and DRAM; run() then runs the chip.
+  bool is_chip() const { return chip_ != nullptr; }
+  bool chip_loaded() const { return chip_loaded_; }
+  Chip* chip() { return chip_.get(); }
+  L2Cache* l2() { return l2_.get(); }
+  Noc* noc() { return noc_.get(); }
   Dram& dram() { return *dram_; }
   RegisterFile& regfile() { return *regfile_; }
   Hbm* hbm() { return hbm_.get(); }
@@ -60,6 +67,10 @@ class Machine {
   std::unique_ptr<VpuUnit> vpu_;
   std::unique_ptr<TileRegisterFile> tile_regs_;
   std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<L2Cache> l2_;
+  std::unique_ptr<Noc> noc_;
+  std::unique_ptr<Chip> chip_;
+  bool chip_loaded_ = false;  // the loaded program runs on the chip (a tile program on a chip config)
   nlohmann::json effective_;
   std::vector<ParamDoc> docs_;
 };

@@ -103,10 +103,59 @@ class TableRecorder : public StepObserver {
 
 }  // namespace
 
+namespace {
+
+nlohmann::json checks_json(const std::vector<CheckResult>& results) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : results)
+    checks.push_back({{"check", c.description},
+                      {"max_abs_error", c.max_abs_error},
+                      {"max_rel_error", c.max_rel_error},
+                      {"tolerance", c.tolerance},
+                      {"passed", c.passed}});
+  return checks;
+}
+
+// A tile program on a whole chip: its blocks spread over the cores; counts per level.
+RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
+  if (options.table || !options.timeline.empty())
+    throw InputError(program.file, {}, "--table and --timeline are for single-core machines, not a whole chip");
+  Chip& chip = *machine.chip();
+  std::vector<std::vector<double>> initial, final;
+  for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
+  machine.run();
+  RunResult result;
+  result.machine = machine.name();
+  result.tile_machine = true;
+  result.clock_ghz = machine.clock_ghz();
+  result.chip = summarize_chip(chip, program, machine.clock_ghz());
+  result.cycles = result.chip->cycles;
+  result.instructions = result.chip->instructions;
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    final.push_back(chip.tensor_values(int(t)));
+    result.final_values[program.tensors[t].name] = final.back();
+  }
+  if (!options.timing_only)
+    for (const auto& check : program.checks)
+      result.checks.push_back(
+          evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype())));
+  result.stats = {{"machine", machine.name()},
+                  {"trace", program.file},
+                  {"config", machine.effective_config()},
+                  {"summary", chip_summary_json(*result.chip)},
+                  {"stats", machine.stats_json()},
+                  {"checks", checks_json(result.checks)}};
+  if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
+  return result;
+}
+
+}  // namespace
+
 RunResult run_program(const isa::Program& program, const RunOptions& options) {
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
   machine.load(program, options.symbolic, options.timing_only);
+  if (machine.chip_loaded()) return run_on_chip(program, options, machine);
   const bool tiles = machine.sequencer().tile_mode();
   if (options.timing_only && !tiles)
     throw InputError(program.file, {},
@@ -224,6 +273,13 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
   out << fmt::format("trace             {}\n", program.file);
   out << fmt::format("cycles            {}\n", r.cycles);
   out << fmt::format("instructions      {}   by opcode:{}\n", r.instructions, per(r.per_opcode));
+  if (r.chip) {
+    print_chip_summary(out, *r.chip);
+    for (const auto& c : r.checks)
+      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
+                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+    return;
+  }
   if (r.tile_machine) {
     const auto& st = r.stats["stats"];
     out << fmt::format("time              {:.3f} us at {} GHz\n", r.cycles / (r.clock_ghz * 1e3),

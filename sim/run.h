@@ -3,12 +3,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "isa/program.h"
+#include "sim/chip_report.h"
 #include "sim/reference.h"
 
 namespace attnsim {
@@ -41,6 +43,7 @@ struct RunResult {
   std::vector<std::vector<std::string>> table;  // header row, then one row per step
   std::map<std::string, std::vector<double>> final_values;
   nlohmann::json stats;
+  std::optional<ChipSummary> chip;  // set when the machine is a whole chip
 
   bool checks_passed() const {
     for (const auto& c : checks)

@@ -210,9 +210,16 @@ void naive(Gen& g, bool online) {
   const auto q_blocks = blocks(s.n, br);
   const auto k_blocks = blocks(s.n, bc);
 
-  for (int64_t h = 0; h < s.heads; ++h) {
-    for (const Block& qb : q_blocks) {
+  // Three kernels, each a grid of (query block, head) thread blocks, as the validation kernels launch them.
+  const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
+  const int k_scores = g.b.kernel("naive_qk", grid);
+  const int k_softmax = g.b.kernel(online ? "naive_softmax_online" : "naive_softmax", grid);
+  const int k_pv = g.b.kernel("naive_pv", grid);
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
+      g.b.begin_block(k_scores, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
       for (const Block& kb : k_blocks) {
         const int64_t cols = kb.size;
@@ -224,8 +231,11 @@ void naive(Gen& g, bool online) {
       }
     }
 
-    for (const Block& qb : q_blocks) {
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
+      g.b.begin_block(k_softmax, {static_cast<int64_t>(i), h, 0});
       auto load_s = [&](const Block& kb) {
         g.emit(Opcode::Load, {g.at(S, h, qb, kb.start, kb.size), g.buf(sc, rows, kb.size)});
       };
@@ -270,8 +280,11 @@ void naive(Gen& g, bool online) {
       }
     }
 
-    for (const Block& qb : q_blocks) {
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
+      g.b.begin_block(k_pv, {static_cast<int64_t>(i), h, 0});
       for (size_t j = 0; j < k_blocks.size(); ++j) {
         const Block& kb = k_blocks[j];
         g.emit(Opcode::Load, {g.at(P, h, qb, kb.start, kb.size), g.buf(pb, rows, kb.size)});
@@ -284,7 +297,6 @@ void naive(Gen& g, bool online) {
       }
       g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
     }
-  }
 }
 
 // two-pass (seed 001 §2.1 on tiles): two kernels per head, S never in HBM.
@@ -530,9 +542,14 @@ void flash2(Gen& g) {
   const int l_tile = g.b.buffer("l_tile", br, 1, kAcc);
   const int oi = g.b.buffer("Oi", br, d, kAcc);
 
+  // One kernel: grid (query block, head), x fastest, as FlashAttention-2's forward launches it.
+  const auto q_blocks = blocks(s.n, br);
+  const int kernel = g.b.kernel("flash2_fwd", {static_cast<int64_t>(q_blocks.size()), s.heads, 1});
   for (int64_t h = 0; h < s.heads; ++h)
-    for (const Block& qb : blocks(s.n, br)) {
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
+      g.b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
       const auto keys = visible_keys(s, qb);
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
       stream(

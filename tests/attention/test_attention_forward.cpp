@@ -55,7 +55,7 @@ struct Outcome {
 class Sim {
  public:
   explicit Sim(Dtype machine_dtype = Dtype::F16)
-      : machine_(load_config(kConfigs + "h100.yaml", machine_dtype == Dtype::F32
+      : machine_(load_config(kConfigs + "h100-sm.yaml", machine_dtype == Dtype::F32
                                                          ? std::vector<std::string>{"dtype=f32"}
                                                          : std::vector<std::string>{})) {}
 

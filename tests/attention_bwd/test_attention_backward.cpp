@@ -199,7 +199,7 @@ TEST_P(BackwardF32, MatchesReference) {
   const auto& [schedule, causal, dims] = GetParam();
   const auto& [n, d, br, bc] = dims;
   RunResult r = run_program(traces::backward_program(schedule, shape(n, d, br, bc, causal, Dtype::F32)),
-                            on("h100", {"dtype=f32"}));
+                            on("h100-sm", {"dtype=f32"}));
   ASSERT_EQ(r.checks.size(), 3u);
   for (const auto& c : r.checks) {
     EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
@@ -222,7 +222,7 @@ class BackwardLowPrecision : public ::testing::TestWithParam<std::tuple<Backward
 TEST_P(BackwardLowPrecision, WithinTolerance) {
   const auto& [schedule, causal, dtype] = GetParam();
   RunResult r = run_program(traces::backward_program(schedule, shape(144, 32, 64, 48, causal, dtype)),
-                            on("h100", {"dtype=" + std::string(dtype_name(dtype))}));
+                            on("h100-sm", {"dtype=" + std::string(dtype_name(dtype))}));
   ASSERT_EQ(r.checks.size(), 3u);
   for (const auto& c : r.checks) {
     EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error << " > " << c.tolerance;
@@ -247,7 +247,7 @@ RunResult run_with_corrupted(BackwardSchedule schedule, const std::string& tenso
   auto& init = p.tensors[p.find_tensor(tensor)].init;
   EXPECT_EQ(init.kind, isa::TensorInit::Kind::Values);
   for (double& x : init.values) x = x * scale + shift;
-  return run_program(p, on("h100", {"dtype=f32"}));
+  return run_program(p, on("h100-sm", {"dtype=f32"}));
 }
 
 // D_i = rowsum(dO_i * O_i) enters dS only: with O zeroed, dQ and dK go wrong and dV (= P^T dO) stays right.
@@ -422,7 +422,7 @@ TEST_P(BackwardLedger, MatchesClosedForm) {
   const auto& [schedule, causal, dims] = GetParam();
   const auto& [n, d, br, bc, heads] = dims;
   const BackwardShape s = shape(n, d, br, bc, causal, Dtype::F16, heads);
-  RunResult r = run_program(traces::backward_program(schedule, s), on("h100"));
+  RunResult r = run_program(traces::backward_program(schedule, s), on("h100-sm"));
   const Ledger l = expected(schedule, shape(n, d, br, bc, causal, Dtype::F16));
   EXPECT_EQ(r.hbm_bytes_read, times(l.read, heads));
   EXPECT_EQ(r.hbm_bytes_written, times(l.written, heads));
@@ -443,7 +443,7 @@ INSTANTIATE_TEST_SUITE_P(
 // Seed 002: without D, K (and V) are loaded twice per query block, where flash2-bwd loads them once in
 // all: exactly 2 * Tr times the bytes. Causal with square blocks dividing n: T(T+1)/2 tiles of b rows.
 TEST(KReads, NoDReadsKTwicePerQueryBlock) {
-  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
   auto k_bytes = [&](BackwardSchedule schedule, const BackwardShape& s) {
     isa::Program p = traces::backward_program(schedule, s);
     machine.load(p, false, true);
@@ -468,7 +468,7 @@ class BackwardStreaming : public ::testing::TestWithParam<BackwardSchedule> {};
 
 // Head slices (TileRef offsets) must follow the stream's chunk hand-offs like every other operand.
 TEST_P(BackwardStreaming, SameResultsAsInMemory) {
-  Machine machine(load_config(kConfigs + "h100.yaml", {"dtype=f32"}));
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {"dtype=f32"}));
   const BackwardShape s = shape(90, 16, 32, 24, true, Dtype::F32, 2);
   const isa::Program in_memory = traces::backward_program(GetParam(), s);
   machine.load(in_memory, false, false);

@@ -9,7 +9,7 @@ namespace {
 
 CompareOptions small(bool backward) {
   CompareOptions o;
-  o.config_path = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  o.config_path = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
   o.n = 256;
   o.d = 32;
   o.heads = 2;

@@ -377,7 +377,7 @@ TEST_F(Cli, LatencyBeyondTheBoundIsRejected) {
 }
 
 TEST_F(Cli, CompareRejectsNegativeBlockAndOversizedShapes) {
-  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
   expect_input_error(run({"compare", "-c", h100, "--N", "64", "--block", "-3"}),
                      "attnsim compare: error: ", {"--block"});
   expect_input_error(run({"compare", "-c", h100, "--N", "64", "--heads", "4503599627370496"}),

@@ -69,7 +69,7 @@ TEST(Seed003, StandardMxuCycles) {
 
 // Timing-only keeps no values but must count and time exactly as the value mode does.
 TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
-  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
   traces::AttentionShape s{
       .n = 200, .d = 32, .block_q = 64, .block_k = 32, .causal = true, .double_buffer = true};
   isa::Program program = traces::flash2_forward(s);
@@ -94,7 +94,7 @@ TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
 // A streamed program (generated on a worker thread, delivered in small chunks) runs exactly like the same
 // program held in memory, values included.
 TEST(Streaming, SameResultsAsTheProgramInMemory) {
-  Machine machine(load_config(kConfigs + "h100.yaml", {"dtype=f32"}));
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {"dtype=f32"}));
   traces::AttentionShape s{.n = 300,
                            .d = 32,
                            .block_q = 64,
@@ -132,7 +132,7 @@ LOAD x[0:2, 0:2], S
 SUB S, S[0:2, 0:1], S
 STORE S, y[0:2, 0:2]
 )";
-  RunResult r = run_program(isa::assemble(text, "overlap"), on("h100"));
+  RunResult r = run_program(isa::assemble(text, "overlap"), on("h100-sm"));
   EXPECT_EQ(r.final_values.at("y"), (std::vector<double>{0, 1, 0, 1}));
 }
 
@@ -141,7 +141,7 @@ STORE S, y[0:2, 0:2]
 TEST(Timeline, OneSlicePerInstructionAndNoOverlapWithinATrack) {
   traces::AttentionShape s{.n = 256, .d = 64, .block_q = 64, .block_k = 64, .double_buffer = true};
   isa::Program program = traces::flash2_forward(s);
-  RunOptions o = on("h100");
+  RunOptions o = on("h100-sm");
   o.timing_only = true;
   o.timeline = ::testing::TempDir() + "timeline.json";
   RunResult r = run_program(program, o);
@@ -172,7 +172,7 @@ TEST(Timeline, OneSlicePerInstructionAndNoOverlapWithinATrack) {
 // Prefetching the next K/V block into a second buffer lets the DMA run under the MXU/VPU work: fewer
 // cycles for the same bytes.
 TEST(DoubleBuffering, OverlapsTransfersWithCompute) {
-  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
   traces::AttentionShape s{.n = 1024, .d = 64, .block_q = 64, .block_k = 64};
   const isa::Program single_buffered = traces::flash2_forward(s);
   machine.load(single_buffered, false, true);
@@ -192,7 +192,7 @@ TEST(DoubleBuffering, OverlapsTransfersWithCompute) {
 TEST(Flash2Ledger, RaggedNonCausalMatchesClosedForm) {
   const int64_t n = 1000, d = 64, br = 64, bc = 48, elem = 2;  // f16
   traces::AttentionShape s{.n = n, .d = d, .block_q = br, .block_k = bc};
-  RunResult r = run_program(traces::flash2_forward(s), on("h100"));
+  RunResult r = run_program(traces::flash2_forward(s), on("h100-sm"));
   const int64_t query_blocks = (n + br - 1) / br;
   EXPECT_EQ(r.hbm_bytes_read.at("Q"), static_cast<uint64_t>(n * d * elem));
   EXPECT_EQ(r.hbm_bytes_read.at("K"), static_cast<uint64_t>(query_blocks * n * d * elem));
@@ -207,7 +207,7 @@ TEST(Flash2Ledger, RaggedNonCausalMatchesClosedForm) {
 TEST(Flash2Ledger, RaggedCausalMatchesClosedForm) {
   const int64_t n = 1000, d = 64, br = 64, bc = 48, elem = 2;
   traces::AttentionShape s{.n = n, .d = d, .block_q = br, .block_k = bc, .causal = true};
-  RunResult r = run_program(traces::flash2_forward(s), on("h100"));
+  RunResult r = run_program(traces::flash2_forward(s), on("h100-sm"));
   int64_t key_rows = 0;
   for (int64_t q0 = 0; q0 < n; q0 += br) {
     const int64_t last_row = std::min(n, q0 + br) - 1;
@@ -228,7 +228,7 @@ TEST_P(Flash2Blocks, MatchesReferenceInF32) {
   const int64_t block = GetParam();
   traces::AttentionShape s{
       .n = 130, .d = 32, .block_q = block, .block_k = block, .causal = true, .dtype = Dtype::F32};
-  RunResult r = run_program(traces::flash2_forward(s), on("h100", {"dtype=f32"}));
+  RunResult r = run_program(traces::flash2_forward(s), on("h100-sm", {"dtype=f32"}));
   ASSERT_EQ(r.checks.size(), 1u);
   EXPECT_LT(r.checks[0].max_rel_error, 1e-5);
 }
@@ -238,7 +238,7 @@ INSTANTIATE_TEST_SUITE_P(Blocks, Flash2Blocks, ::testing::Values(16, 40, 64, 128
 TEST(SramCapacity, OverCapacityNamesEveryBuffer) {
   traces::AttentionShape s{.n = 1024, .d = 128, .block_q = 256, .block_k = 256};
   try {
-    run_program(traces::flash2_forward(s), on("h100"));
+    run_program(traces::flash2_forward(s), on("h100-sm"));
     FAIL() << "the buffers cannot fit in 227 KB";
   } catch (const InputError& e) {
     const std::string message = e.what();

@@ -18,7 +18,7 @@ TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
   auto measurements = read_measurements(kRoot + "/validation/data/h200_measurements.csv");
   ASSERT_GE(measurements.size(), 10u);
   ValidationSummary s =
-      validate(kRoot + "/configs/h200.yaml", kRoot + "/validation/data/h200_measurements.csv", measurements);
+      validate(kRoot + "/configs/h200-sm.yaml", kRoot + "/validation/data/h200_measurements.csv", measurements);
   // Accel-Sim's convention: NRMSE and Pearson r over all configurations.
   EXPECT_LT(s.read_nrmse, 0.01);
   EXPECT_LT(s.write_nrmse, 0.01);

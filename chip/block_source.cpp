@@ -1,0 +1,61 @@
+#include "chip/block_source.h"
+
+#include "isa/diagnostics.h"
+
+namespace attnsim {
+
+BlockSource::BlockSource(const isa::Program& program) : program_(program), kernels_(program.kernels) {
+  if (kernels_.empty()) kernels_.push_back({"main", {1, 1, 1}});
+}
+
+bool BlockSource::fetch() {
+  if (program_.stream) {
+    auto chunk = std::make_shared<isa::Chunk>();
+    if (!program_.stream->next(*chunk)) return false;
+    current_ = std::move(chunk);
+  } else {
+    if (in_memory_done_) return false;
+    in_memory_done_ = true;
+    current_ = std::make_shared<isa::Chunk>(isa::Chunk{program_.instructions, program_.tiles, program_.blocks});
+  }
+  position_ = 0;
+  mark_ = 0;
+  return true;
+}
+
+bool BlockSource::next(BlockWork& out) {
+  if (!current_ || position_ >= current_->instructions.size()) {
+    if (!fetch()) return false;
+    while (current_->instructions.empty())  // a chunk of declarations only
+      if (!fetch()) return false;
+  }
+  const auto& marks = current_->blocks;
+  const bool at_mark = mark_ < marks.size() && marks[mark_].instruction == position_;
+  if (at_mark) {
+    out.kernel = marks[mark_].kernel;
+    out.index = marks[mark_].index;
+    ++mark_;
+  } else if (!started_ && program_.kernels.empty()) {
+    out.kernel = 0;
+    out.index = {0, 0, 0};
+  } else {
+    throw InputError(program_.file, {}, "instructions outside any thread block (a block must begin first)");
+  }
+  if (out.kernel < last_kernel_ || out.kernel >= static_cast<int32_t>(kernels_.size()))
+    throw InputError(program_.file, {},
+                     "thread blocks must come kernel by kernel, in the order the kernels are declared");
+  last_kernel_ = out.kernel;
+  started_ = true;
+  out.segments.clear();
+  for (;;) {
+    const size_t end = mark_ < current_->blocks.size() ? current_->blocks[mark_].instruction
+                                                        : current_->instructions.size();
+    if (end > position_) out.segments.push_back({current_, position_, end});
+    position_ = end;
+    if (end < current_->instructions.size()) return true;  // the next block begins in this chunk
+    if (!fetch()) return true;
+    if (!current_->blocks.empty() && current_->blocks.front().instruction == 0) return true;
+  }
+}
+
+}  // namespace attnsim

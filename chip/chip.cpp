@@ -1,0 +1,341 @@
+#include "chip/chip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "isa/init.h"
+
+namespace attnsim {
+
+ChipCore::ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma,
+                   const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs)
+    : Component(instance), id_(id) {
+  sram_ = std::make_unique<Sram>("sram", sram.params());
+  dma_ = std::make_unique<DmaEngine>("dma", dma.params());
+  if (mxu) mxu_ = std::make_unique<MxuUnit>("mxu", mxu->params());
+  if (vpu) vpu_ = std::make_unique<VpuUnit>("vpu", vpu->params());
+  if (tile_regs) tile_regs_ = std::make_unique<TileRegisterFile>("tile_regs", tile_regs->params());
+  stats_.add(&blocks_run, "blocks", "blocks", "thread blocks this core ran");
+  stats_.add(&busy_until, "last_block_end", "cycles", "cycle its last block completed");
+}
+
+Chip::Chip(sc_core::sc_module_name instance, const ChipParams& params, const Sram& sram, const DmaEngine& dma,
+           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, Hbm& hbm, L2Cache* l2,
+           Noc* noc)
+    : Component(instance), params_(params), hbm_(hbm), l2_(l2), noc_(noc) {
+  for (int64_t c = 0; c < params_.cores; ++c)
+    cores_.push_back(std::make_unique<ChipCore>(("core_" + std::to_string(c)).c_str(), static_cast<int>(c),
+                                                sram, dma, mxu, vpu, tile_regs));
+  state_ = std::vector<CoreState>(static_cast<size_t>(params_.cores));
+  for (int64_t c = 0; c < params_.cores; ++c) {
+    const int core = static_cast<int>(c);
+    sc_core::sc_spawn([this, core] { core_thread(core); }, ("core_thread_" + std::to_string(c)).c_str());
+  }
+  SC_THREAD(conductor);
+  memory_ = &hbm_;
+  if (l2_) l2_->set_next(&hbm_), memory_ = l2_;
+  if (noc_) noc_->set_next(memory_), memory_ = noc_;
+  period_ = sc_core::sc_time(1.0 / params_.clock_ghz, sc_core::SC_NS);
+  stats_.add(&cycles_, "cycles", "cycles", "whole chip: first block's start to the last block's end");
+  stats_.add(&instructions_, "instructions", "instructions", "instructions executed, all cores");
+  stats_.add(&blocks_, "blocks", "blocks", "thread blocks run, all kernels");
+  stats_.add(&quanta_, "quanta", "quanta", "quantum rounds of the conductor (temporal decoupling)");
+  stats_.add(&footprint_, "block_sram_bytes", "bytes", "SRAM one thread block takes (aligned buffers)");
+  stats_.add_formula(
+      [this] {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& k : kernel_reports_)
+          out.push_back({{"name", k.name},
+                         {"grid", k.grid},
+                         {"blocks", k.blocks},
+                         {"blocks_per_core", k.blocks_per_core},
+                         {"waves", k.waves},
+                         {"start_cycle", k.start_cycle},
+                         {"end_cycle", k.end_cycle}});
+        return out;
+      },
+      "kernels", "", "each kernel launched: grid, occupancy (blocks per core), waves, start and end cycles");
+}
+
+void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
+  program_ = &program;
+  dtype_ = dtype;
+  values_ = !timing_only;
+  std::vector<std::string> names;
+  std::vector<uint64_t> sizes;
+  tensors_.assign(program.tensors.size(), {});
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    const auto& decl = program.tensors[t];
+    tensors_[t].dtype = decl.dtype.value_or(dtype);
+    names.push_back(decl.name);
+    sizes.push_back(static_cast<uint64_t>(decl.elements()) * dtype_bytes(tensors_[t].dtype));
+  }
+  hbm_.use_calendar(64);
+  std::vector<uint64_t> bases = hbm_.allocate(names, sizes, program.file);
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    tensors_[t].base = bases[t];
+    if (values_) tensors_[t].values = isa::materialize(program.tensors[t], tensors_[t].dtype);
+  }
+  if (l2_) l2_->reset(names);
+  if (noc_) noc_->reset(names, static_cast<int>(params_.cores));
+
+  std::vector<BufferRequest> sram_requests, reg_requests;
+  for (const auto& decl : program.buffers) {
+    const uint64_t bytes = static_cast<uint64_t>(decl.rows * decl.cols) * dtype_bytes(decl.dtype.value_or(dtype));
+    (decl.space == isa::BufferDecl::Space::Regs ? reg_requests : sram_requests).push_back({decl.name, bytes, decl.loc});
+  }
+  for (auto& core : cores_) {
+    sram_offsets_ = core->sram().allocate(sram_requests, program.file);
+    if (!reg_requests.empty()) {
+      if (!core->tile_regs())
+        throw InputError(program.file, reg_requests.front().loc,
+                         "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
+      reg_bases_ = core->tile_regs()->allocate(reg_requests, program.file);
+    }
+  }
+  footprint_ = cores_.front()->sram().allocated_bytes;
+  for (size_t c = 0; c < cores_.size(); ++c) {
+    ChipCore& core = *cores_[c];
+    TileUnits units{&core.sram(), &core.dma(), core.mxu(), core.vpu(), core.tile_regs(), memory_};
+    state_[c].tile = std::make_unique<TileCore>(units, tensors_, static_cast<int>(c));
+    state_[c].tile->reset_units();
+    state_[c].slots.clear();
+    core.blocks_run = core.busy_until = 0;
+  }
+  source_ = std::make_unique<BlockSource>(program);
+  have_lookahead_ = source_done_ = false;
+  kernel_ = -1;
+  resident_ = 0;
+  kernel_reports_.clear();
+  cycles_ = instructions_ = blocks_ = quanta_ = 0;
+}
+
+void Chip::run() {
+  start_pending_ = true;
+  start_event_.notify(sc_core::SC_ZERO_TIME);
+  sc_core::sc_start();
+  if (error_) std::rethrow_exception(error_);
+}
+
+int64_t Chip::occupancy() const {
+  if (params_.blocks_per_core > 0) return params_.blocks_per_core;
+  int64_t by_sram = footprint_ ? static_cast<int64_t>(params_.core_sram_bytes / footprint_) : params_.max_blocks_per_core;
+  return std::max<int64_t>(1, std::min(params_.max_blocks_per_core, by_sram));
+}
+
+bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
+  if (!have_lookahead_) {
+    if (source_done_ || !source_->next(lookahead_)) {
+      source_done_ = true;
+      return false;
+    }
+    have_lookahead_ = true;
+  }
+  if (lookahead_.kernel != kernel_) return false;
+  const size_t index = static_cast<size_t>(&slot - state_[core].slots.data());
+  slot.work = std::move(lookahead_);
+  have_lookahead_ = false;
+  slot.ctx = state_[core].tile->context(*program_, dtype_, values_, index * footprint_, &sram_offsets_, &reg_bases_);
+  slot.ctx.next_issue = at;
+  slot.ctx.end = at;
+  slot.segment = 0;
+  slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
+  slot.busy = true;
+  ++resident_;
+  ++blocks_;
+  ++cores_[core]->blocks_run;
+  if (slot.work.segments.empty()) {  // an empty block ends where it starts
+    slot.busy = false;
+    slot.free_at = at;
+    --resident_;
+  }
+  return true;
+}
+
+bool Chip::kernel_finished() const { return resident_ == 0; }
+
+void Chip::start_kernel(uint64_t at) {
+  if (!have_lookahead_) {
+    if (source_done_ || !source_->next(lookahead_)) {
+      source_done_ = true;
+      return;
+    }
+    have_lookahead_ = true;
+  }
+  kernel_ = lookahead_.kernel;
+  kernel_start_ = at;
+  const isa::KernelDecl& decl = source_->kernels()[static_cast<size_t>(kernel_)];
+  const int64_t per_core = occupancy();
+  KernelReport report;
+  report.name = decl.name;
+  report.grid = decl.grid;
+  report.blocks = decl.blocks();
+  report.blocks_per_core = per_core;
+  report.waves = static_cast<double>(report.blocks) / static_cast<double>(per_core * params_.cores);
+  report.start_cycle = at;
+  kernel_reports_.push_back(report);
+  for (auto& s : state_) {
+    s.slots.assign(static_cast<size_t>(per_core), Slot{});
+    for (auto& slot : s.slots) slot.free_at = at;
+  }
+  // The first wave goes out breadth first: one block per core, then a second per core, as CUDA's block
+  // scheduler fills the SMs.
+  for (size_t slot = 0; slot < static_cast<size_t>(per_core); ++slot)
+    for (size_t c = 0; c < state_.size(); ++c)
+      if (!assign_block(static_cast<int>(c), state_[c].slots[slot], at)) return;
+}
+
+bool Chip::step(int core, Slot& slot) {
+  const BlockSegment& seg = slot.work.segments[slot.segment];
+  TileCore& tile = *state_[core].tile;
+  tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, scratch_);
+  tile.execute(scratch_, slot.ctx, params_.blocking_issue, values_);
+  ++instructions_;
+  if (++slot.position < seg.end) return false;
+  if (++slot.segment < slot.work.segments.size()) {
+    slot.position = slot.work.segments[slot.segment].begin;
+    return false;
+  }
+  slot.busy = false;
+  slot.free_at = slot.ctx.end;
+  slot.work.segments.clear();
+  --resident_;
+  ChipCore& c = *cores_[core];
+  c.busy_until = std::max(c.busy_until, slot.ctx.end);
+  kernel_reports_.back().end_cycle = std::max(kernel_reports_.back().end_cycle, slot.ctx.end);
+  return true;
+}
+
+// Runs core `core` until every resident block's next instruction would issue at or after `limit`. A free
+// slot takes the next block of the running kernel once it is free before the limit.
+void Chip::run_quantum(int core, uint64_t limit) {
+  auto& slots = state_[core].slots;
+  bool refill = true;
+  for (;;) {
+    if (refill)
+      for (Slot& s : slots)
+        if (!s.busy && std::max(s.free_at, kernel_start_) < limit)
+          assign_block(core, s, std::max(s.free_at, kernel_start_));
+    refill = false;
+    Slot* next = nullptr;
+    for (Slot& s : slots)
+      if (s.busy && (!next || s.ctx.next_issue < next->ctx.next_issue)) next = &s;
+    if (!next || next->ctx.next_issue >= limit) return;
+    refill = step(core, *next);
+  }
+}
+
+void Chip::core_thread(int core) {
+  for (;;) {
+    sc_core::wait(state_[core].go);
+    if (!error_) {
+      try {
+        run_quantum(core, limit_);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    }
+    quantum_done_.notify();
+  }
+}
+
+// Each quantum: release the cores one after another (core order), then settle kernel boundaries. Requests of
+// the next quantum cannot be older than its start, so the calendars forget what lies before it.
+void Chip::conductor() {
+  for (;;) {
+    if (!start_pending_) sc_core::wait(start_event_);
+    start_pending_ = false;
+    const uint64_t quantum = static_cast<uint64_t>(params_.quantum_cycles);
+    const sc_core::sc_time run_start = sc_core::sc_time_stamp();
+    uint64_t epoch = 0, end = 0;
+    try {
+      start_kernel(0);
+      while (kernel_ >= 0 && !error_) {
+        limit_ = (epoch + 1) * quantum;
+        for (size_t c = 0; c < state_.size() && !error_; ++c) {
+          state_[c].go.notify();
+          sc_core::wait(quantum_done_);
+        }
+        ++quanta_;
+        if (error_) break;
+        ++epoch;
+        if (kernel_finished()) {
+          end = std::max(end, kernel_reports_.back().end_cycle);
+          if (l2_ && params_.flush_l2_between_kernels) l2_->flush();
+          kernel_ = -1;
+          start_kernel(end + static_cast<uint64_t>(params_.kernel_launch_cycles));
+          if (kernel_ < 0) break;
+          epoch = std::max(epoch, kernel_start_ / quantum);
+        }
+        const uint64_t settled = epoch * quantum;
+        if (noc_) noc_->forget_before(settled);
+        if (l2_) l2_->forget_before(settled);
+        if (BandwidthCalendar* c = hbm_.calendar()) c->forget_before(settled);
+        const sc_core::sc_time target = run_start + period_ * static_cast<double>(settled);
+        if (target > sc_core::sc_time_stamp()) sc_core::wait(target - sc_core::sc_time_stamp());
+      }
+    } catch (...) {
+      error_ = std::current_exception();
+    }
+    // At the end, the dirty lines still in L2 are counted as the last kernel's (not written to DRAM).
+    if (l2_) {
+      const std::vector<uint64_t> dirty = l2_->dirty_bytes_per_tensor();
+      for (size_t t = 0; t < dirty.size(); ++t) l2_->flushed_dirty_bytes[t] += dirty[t];
+    }
+    cycles_ = end;
+    for (auto& core : cores_) {
+      core->sram().set_elapsed(cycles_);
+      core->dma().set_elapsed(cycles_);
+      if (core->mxu()) core->mxu()->set_elapsed(cycles_);
+      if (core->vpu()) core->vpu()->set_elapsed(cycles_);
+      if (core->tile_regs()) core->tile_regs()->set_elapsed(cycles_);
+    }
+    return;
+  }
+}
+
+nlohmann::json Chip::stats_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  out[stats_.name()] = stats_.to_json();
+  out[hbm_.stats().name()] = hbm_.stats().to_json();
+  if (l2_) out[l2_->stats().name()] = l2_->stats().to_json();
+  if (noc_) out[noc_->stats().name()] = noc_->stats().to_json();
+  nlohmann::json cores = nlohmann::json::object();
+  for (const auto& core : cores_) {
+    nlohmann::json c = core->stats().to_json();
+    for (const Component* unit : std::initializer_list<const Component*>{
+             &const_cast<ChipCore&>(*core).sram(), &const_cast<ChipCore&>(*core).dma(),
+             const_cast<ChipCore&>(*core).mxu(), const_cast<ChipCore&>(*core).vpu(),
+             const_cast<ChipCore&>(*core).tile_regs()})
+      if (unit) c[unit->basename()] = unit->stats().to_json();
+    cores["core[" + std::to_string(core->id()) + "]"] = c;
+  }
+  out["cores"] = cores;
+  return out;
+}
+
+void register_chip_params(ParamReader& p, ChipParams& r) {
+  ChipParams d;
+  r.cores = p.get<int64_t>("cores", d.cores, "cores", "cores (SMs, TensorCores), each its own SystemC process", 1,
+                           1 << 16);
+  r.max_blocks_per_core = p.get<int64_t>("max_blocks_per_core", d.max_blocks_per_core, "blocks",
+                                         "most thread blocks resident on one core", 1, 1 << 16);
+  r.blocks_per_core = p.get<int64_t>("blocks_per_core", d.blocks_per_core, "blocks",
+                                     "0: as many as the core's SRAM holds; > 0: this many (a kernel's measured "
+                                     "occupancy when registers, not SRAM, limit it)",
+                                     0, 1 << 16);
+  r.core_sram_bytes = static_cast<uint64_t>(p.get<int64_t>("core_sram_bytes", static_cast<int64_t>(d.core_sram_bytes),
+                                                           "bytes", "SRAM of one core, shared by its resident blocks",
+                                                           1));
+  r.quantum_cycles = p.get<int64_t>("quantum_cycles", d.quantum_cycles, "cycles",
+                                    "how far a core may run ahead of the others (temporal decoupling)", 1, 1ll << 40);
+  r.kernel_launch_cycles = p.get<int64_t>("kernel_launch_cycles", d.kernel_launch_cycles, "cycles",
+                                          "gap between a kernel's last block and the next kernel's first", 0,
+                                          1ll << 40);
+  r.flush_l2_between_kernels =
+      p.choice("l2_between_kernels", "flush", {"flush", "keep"},
+               "flush: write back and invalidate L2 before each kernel (Nsight Compute's --cache-control all, "
+               "what the validation data measures); keep: later kernels find what earlier ones left") == "flush";
+}
+
+}  // namespace attnsim

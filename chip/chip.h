@@ -1,0 +1,158 @@
+// A whole chip: N cores (each its own SystemC process with its own SRAM, DMA, MXU, VPU and tile registers),
+// the on-chip network, a shared L2 and DRAM behind it. A program is a sequence of kernels; each kernel's
+// thread blocks are placed on cores by a block scheduler in launch order as slots free up, with as many
+// blocks resident per core as its SRAM (and the block limit) allows.
+//
+// Time: every core keeps its own local time (temporal decoupling) and runs at most one quantum ahead; a
+// conductor process releases the cores one after another in core order each quantum, so the result does
+// not depend on the order in which SystemC would wake them. Shared resources (network ports, L2
+// partitions, DRAM) are bandwidth calendars that tolerate requests arriving out of time order.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chip/block_source.h"
+#include "models/common/component.h"
+#include "models/common/params.h"
+#include "models/core/tile_core.h"
+#include "models/hbm/hbm.h"
+#include "models/l2/l2.h"
+#include "models/noc/noc.h"
+
+namespace attnsim {
+
+struct ChipParams {
+  int64_t cores = 132;
+  int64_t max_blocks_per_core = 32;   // the hardware's resident-block limit
+  int64_t blocks_per_core = 0;        // 0: from the SRAM footprint; > 0: forced (a kernel's measured occupancy)
+  uint64_t core_sram_bytes = 233472;  // SRAM of one core, shared by its resident blocks
+  int64_t quantum_cycles = 1000;
+  int64_t kernel_launch_cycles = 0;   // gap between one kernel's end and the next one's first block
+  bool flush_l2_between_kernels = true;
+  bool blocking_issue = false;
+  double clock_ghz = 1.0;
+};
+
+// The units of one core, named core_<i>.<unit> in the SystemC hierarchy.
+class ChipCore : public Component {
+ public:
+  ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma, const MxuUnit* mxu,
+           const VpuUnit* vpu, const TileRegisterFile* tile_regs);
+  Sram& sram() { return *sram_; }
+  DmaEngine& dma() { return *dma_; }
+  MxuUnit* mxu() { return mxu_.get(); }
+  VpuUnit* vpu() { return vpu_.get(); }
+  TileRegisterFile* tile_regs() { return tile_regs_.get(); }
+  int id() const { return id_; }
+
+  uint64_t blocks_run = 0;
+  uint64_t busy_until = 0;  // end of the last block it ran
+
+ private:
+  int id_;
+  std::unique_ptr<Sram> sram_;
+  std::unique_ptr<DmaEngine> dma_;
+  std::unique_ptr<MxuUnit> mxu_;
+  std::unique_ptr<VpuUnit> vpu_;
+  std::unique_ptr<TileRegisterFile> tile_regs_;
+};
+
+struct KernelReport {
+  std::string name;
+  std::array<int64_t, 3> grid{};
+  int64_t blocks = 0;
+  int64_t blocks_per_core = 0;  // occupancy used
+  double waves = 0;              // blocks / (cores x blocks_per_core)
+  uint64_t start_cycle = 0, end_cycle = 0;
+};
+
+class Chip : public Component {
+ public:
+  SC_HAS_PROCESS(Chip);
+  // The prototype units give every core's parameters; hbm is DRAM; l2 and noc may be null (then the cores
+  // reach DRAM directly, e.g. a TPU-like chip).
+  Chip(sc_core::sc_module_name instance, const ChipParams& params, const Sram& sram, const DmaEngine& dma,
+       const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, Hbm& hbm, L2Cache* l2,
+       Noc* noc);
+
+  void load(const isa::Program& program, Dtype dtype, bool timing_only);
+  void load(isa::Program&&, Dtype, bool) = delete;  // the chip keeps a reference
+  void run();  // sc_start() until the program completes; rethrows errors
+  std::vector<double> tensor_values(int tensor) const { return tensors_[tensor].values; }
+
+  const ChipParams& params() const { return params_; }
+  std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
+  const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
+  Hbm& dram() { return hbm_; }
+  L2Cache* l2() { return l2_; }
+  Noc* noc() { return noc_; }
+  uint64_t cycles() const { return cycles_; }
+  uint64_t instructions() const { return instructions_; }
+  uint64_t block_footprint_bytes() const { return footprint_; }
+  nlohmann::json stats_json() const;
+
+  uint64_t cycles_ = 0;
+  uint64_t instructions_ = 0;
+  uint64_t blocks_ = 0;
+  uint64_t quanta_ = 0;
+
+ private:
+  struct Slot {
+    bool busy = false;
+    BlockWork work;
+    size_t segment = 0, position = 0;
+    BlockContext ctx;
+    uint64_t free_at = 0;
+  };
+  struct CoreState {
+    std::unique_ptr<TileCore> tile;
+    std::vector<Slot> slots;
+    sc_core::sc_event go;
+  };
+
+  void conductor();
+  void core_thread(int core);
+  void run_quantum(int core, uint64_t limit);
+  bool assign_block(int core, Slot& slot, uint64_t at);
+  bool step(int core, Slot& slot);
+  void start_kernel(uint64_t at);
+  bool kernel_finished() const;
+  int64_t occupancy() const;
+
+  ChipParams params_;
+  Hbm& hbm_;
+  L2Cache* l2_;
+  Noc* noc_;
+  MemoryLevel* memory_ = nullptr;  // what the cores' DMA engines reach
+  std::vector<std::unique_ptr<ChipCore>> cores_;
+  std::vector<CoreState> state_;
+  std::vector<TensorState> tensors_;
+
+  const isa::Program* program_ = nullptr;
+  std::unique_ptr<BlockSource> source_;
+  Dtype dtype_ = Dtype::F32;
+  bool values_ = false;
+  std::vector<uint64_t> sram_offsets_, reg_bases_;
+  uint64_t footprint_ = 0;
+  BlockWork lookahead_;
+  bool have_lookahead_ = false;
+  bool source_done_ = false;
+  int32_t kernel_ = -1;  // the kernel whose blocks are being handed out
+  uint64_t kernel_start_ = 0;
+  int64_t resident_ = 0;  // blocks on cores now
+  std::vector<KernelReport> kernel_reports_;
+
+  sc_core::sc_event start_event_, quantum_done_;
+  bool start_pending_ = false;
+  std::exception_ptr error_;
+  sc_core::sc_time period_;
+  double clock_ghz_ = 1.0;
+  TileDecoded scratch_;
+  uint64_t limit_ = 0;  // end of the quantum the cores are running
+};
+
+void register_chip_params(ParamReader& reader, ChipParams& params);
+
+}  // namespace attnsim

@@ -1,0 +1,45 @@
+// The on-chip network between the cores and the L2: every core has a port of `core_bytes_per_cycle` (its
+// share of the crossbar) and a request crosses it with `latency_cycles` each way. It is also where the
+// SM <-> L2 traffic is counted, per tensor and per core: exactly the bytes the programs load and store.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/common/bandwidth_calendar.h"
+#include "models/common/component.h"
+#include "models/common/memory_level.h"
+#include "models/common/params.h"
+
+namespace attnsim {
+
+class Noc : public Component, public MemoryLevel {
+ public:
+  struct Params {
+    double core_bytes_per_cycle = 64;
+    int64_t latency_cycles = 0;
+    int64_t window_cycles = 64;
+  };
+  Noc(sc_core::sc_module_name instance, const Params& params);
+  const Params& params() const { return params_; }
+
+  void set_next(MemoryLevel* next) { next_ = next; }
+  void reset(const std::vector<std::string>& tensor_names, int cores);
+  uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
+  void forget_before(uint64_t cycle);
+
+  std::vector<std::string> tensor_names;
+  std::vector<uint64_t> bytes_read_per_tensor, bytes_written_per_tensor;  // requested, SM <-> L2
+  std::vector<uint64_t> bytes_read_per_core, bytes_written_per_core;
+  std::vector<std::string> core_names;
+  uint64_t bytes_read = 0, bytes_written = 0;
+
+ private:
+  Params params_;
+  MemoryLevel* next_ = nullptr;
+  std::vector<BandwidthCalendar> ports_;
+};
+
+void register_noc_models();  // YAML type "crossbar"
+
+}  // namespace attnsim

@@ -1,0 +1,43 @@
+// What a whole-chip run moved and took, level by level, read back from the chip's models: SM <-> L2 bytes
+// (the network's ledger: what the programs load and store), L2 hits and misses, DRAM bytes (sector-rounded,
+// what the DRAM model served), dirty bytes left in L2 at each kernel's end, time, kernels and waves.
+#pragma once
+
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "chip/chip.h"
+#include "isa/program.h"
+
+namespace attnsim {
+
+using TensorBytes = std::map<std::string, uint64_t>;
+
+uint64_t total(const TensorBytes& bytes);
+
+struct ChipSummary {
+  int64_t cores = 0;
+  uint64_t cycles = 0;
+  double seconds = 0;
+  uint64_t instructions = 0;
+  bool has_l2 = false;
+  TensorBytes sm_l2_read, sm_l2_written;      // requested by the programs (SM <-> L2; SM <-> DRAM without L2)
+  TensorBytes l2_read_hit, l2_read_miss;      // bytes (sectors x sector size)
+  TensorBytes dram_read, dram_written;        // sector-rounded, during kernels
+  TensorBytes dirty_at_kernel_end;            // dirty in L2 when kernels ended: not counted as DRAM writes
+  std::vector<KernelReport> kernels;
+  uint64_t blocks = 0;
+  uint64_t min_blocks_per_core = 0, max_blocks_per_core = 0;
+  uint64_t mxu_flops = 0, vpu_element_ops = 0;
+  uint64_t block_sram_bytes = 0;
+  uint64_t quantum_cycles = 0;
+  bool l2_flushed_between_kernels = true;
+};
+
+ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock_ghz);
+void print_chip_summary(std::ostream& out, const ChipSummary& s);
+nlohmann::json chip_summary_json(const ChipSummary& s);
+
+}  // namespace attnsim

@@ -290,7 +290,6 @@ void Chip::conductor() {
       if (core->vpu()) core->vpu()->set_elapsed(cycles_);
       if (core->tile_regs()) core->tile_regs()->set_elapsed(cycles_);
     }
-    return;
   }
 }
 

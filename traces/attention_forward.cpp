@@ -322,11 +322,16 @@ void two_pass(Gen& g) {
   const Stats st = stats_buffers(g, "mi", "li");
   const int oi = g.b.buffer("Oi", br, d, kAcc);
   const auto q_blocks = blocks(s.n, br);
-
-  for (int64_t h = 0; h < s.heads; ++h) {
-    for (const Block& qb : q_blocks) {
+  // Two kernels, each a grid of (query block, head) thread blocks.
+  const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
+  const int k_stats = g.b.kernel("two_pass_stats", grid);
+  const int k_output = g.b.kernel("two_pass_output", grid);
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
       const auto keys = visible_keys(s, qb);
+      g.b.begin_block(k_stats, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
       stream(
           keys.size(), s.double_buffer,
@@ -345,9 +350,12 @@ void two_pass(Gen& g) {
       g.emit(Opcode::Store, {g.buf(st.l, rows), g.at(l, h, qb)});
     }
 
-    for (const Block& qb : q_blocks) {
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < q_blocks.size(); ++i) {
+      const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
       const auto keys = visible_keys(s, qb);
+      g.b.begin_block(k_output, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
       if (has_max) g.emit(Opcode::Load, {g.at(m, h, qb), g.buf(st.m, rows)});
       g.emit(Opcode::Load, {g.at(l, h, qb), g.buf(st.l, rows)});
@@ -374,7 +382,6 @@ void two_pass(Gen& g) {
           });
       g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
     }
-  }
 }
 
 // flash1: FlashAttention Algorithm 1 (seed 000). O = 0, l = 0, m = -inf in HBM; outer loop over K/V
@@ -433,8 +440,8 @@ void flash1(Gen& g) {
     int kv_index = 0;
     bool first = true;
     bool next(Step& out) {
-      for (; h < s.heads; ++h, kb = 0) {
-        for (; kb < keys.size(); ++kb, qb = 0, first = true, ++kv_index) {
+      for (; kb < keys.size(); ++kb, h = 0) {
+        for (; h < s.heads; ++h, qb = 0, first = true, ++kv_index) {
           for (; qb < queries.size(); ++qb) {
             const Block& q = queries[qb];
             const Block& k = keys[kb];
@@ -464,21 +471,28 @@ void flash1(Gen& g) {
   };
   auto same_rows = [](const Step& a, const Step& b) { return a.head == b.head && a.q.start == b.q.start; };
 
+  // One launch per key block j, grid (1, head): the block of head h keeps K_j, V_j on chip and walks the
+  // query blocks (the validation kernels' --flash1-groups 1). Prefetching stops at a block's last step.
+  std::vector<int> launches;
+  for (size_t j = 0; j < key_blocks.size(); ++j)
+    launches.push_back(g.b.kernel("flash1_step_" + std::to_string(j), {1, s.heads, 1}));
   Step st{}, upcoming{};
   bool has_step = cursor.next(st);
   bool has_next = has_step && cursor.next(upcoming);
-  if (s.double_buffer && has_step) {
-    load_kv(st);
-    load_q(st, 0);
-  }
   for (size_t t = 0; has_step; ++t) {
     const int qs = static_cast<int>(t % slots), ks = st.kv_index % slots;
+    if (st.first_of_kv) {
+      g.b.begin_block(launches[static_cast<size_t>(st.k.start / bc)], {0, st.head, 0});
+      if (s.double_buffer) {
+        load_kv(st);
+        load_q(st, qs);
+      }
+    }
     if (!s.double_buffer) {
       if (st.first_of_kv) load_kv(st);
       load_q(st, 0);
-    } else if (has_next) {
-      if (upcoming.first_of_kv) load_kv(upcoming);
-      if (!same_rows(st, upcoming)) load_q(upcoming, static_cast<int>((t + 1) % 2));
+    } else if (has_next && !upcoming.first_of_kv && !same_rows(st, upcoming)) {
+      load_q(upcoming, static_cast<int>((t + 1) % 2));  // a next step of another block is its own to load
     }
 
     const int64_t rows = st.q.size, cols = st.k.size;
@@ -511,7 +525,7 @@ void flash1(Gen& g) {
     g.emit(Opcode::Store, {O_i(), g.at(g.o, st.head, st.q)});
     g.emit(Opcode::Store, {g.buf(l_new[qs], rows), g.at(l, st.head, st.q)});
     if (has_max) g.emit(Opcode::Store, {g.buf(m_new[qs], rows), g.at(m, st.head, st.q)});
-    if (s.double_buffer && has_next && same_rows(st, upcoming))
+    if (s.double_buffer && has_next && !upcoming.first_of_kv && same_rows(st, upcoming))
       load_q(upcoming, static_cast<int>((t + 1) % 2));
     st = upcoming;
     has_step = has_next;

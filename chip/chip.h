@@ -83,6 +83,8 @@ class Chip : public Component {
   std::vector<double> tensor_values(int tensor) const { return tensors_[tensor].values; }
 
   const ChipParams& params() const { return params_; }
+  // For quantum studies in one process (SystemC elaborates once): takes effect at the next run().
+  void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
   std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
   const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
   Hbm& dram() { return hbm_; }

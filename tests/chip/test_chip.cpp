@@ -1,0 +1,152 @@
+// The whole chip: grids spread over cores, SM <-> L2 bytes equal to the single-core ledger, DRAM bytes
+// against closed forms and the committed H200 measurements, determinism, and convergence as the quantum
+// shrinks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/chip_report.h"
+#include "sim/config.h"
+#include "sim/machine.h"
+#include "sim/reference.h"
+#include "traces/attention_forward.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kConfigs = std::string(ATTNSIM_SOURCE_DIR) + "/configs/";
+
+traces::ForwardShape shape(int64_t n, int64_t heads, int64_t block, bool causal = false) {
+  traces::ForwardShape s;
+  s.n = n;
+  s.d = 64;
+  s.heads = heads;
+  s.block_q = s.block_k = block;
+  s.causal = causal;
+  s.dtype = Dtype::F16;
+  s.double_buffer = false;  // as the validation kernels
+  return s;
+}
+
+ChipSummary run_on(Machine& machine, const isa::Program& program, bool timing_only = true) {
+  machine.load(program, false, timing_only);
+  EXPECT_TRUE(machine.chip_loaded());
+  machine.run();
+  return summarize_chip(*machine.chip(), program, machine.clock_ghz());
+}
+
+TEST(Chip, Flash2SpreadsItsGridAndMovesTheSingleCoreLedgerBetweenSmAndL2) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(1024, 8, 64));
+  const ChipSummary s = run_on(machine, p);
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(s.kernels[0].blocks, 16 * 8);  // T_r x heads
+  EXPECT_EQ(s.blocks, 128u);
+  EXPECT_EQ(s.max_blocks_per_core, 1u);  // 128 blocks, 132 cores: one each, breadth first
+  // SM <-> L2 per head (docs/schedules.md): Q and O once, K and V once per query block.
+  const uint64_t tile = 1024 * 64 * 2;  // one head's Q (n x d x 2 bytes)
+  EXPECT_EQ(s.sm_l2_read.at("Q"), 8 * tile);
+  EXPECT_EQ(s.sm_l2_read.at("K"), 8 * 16 * tile);
+  EXPECT_EQ(s.sm_l2_written.at("O"), 8 * tile);
+  // The heads' K and V fit in L2 many times over: DRAM sees each input once (compulsory misses).
+  EXPECT_EQ(s.dram_read.at("K"), 8 * tile);
+  EXPECT_EQ(total(s.dram_read), 3 * 8 * tile);
+  EXPECT_EQ(total(s.dram_written), 0u);  // O stays dirty in L2 ...
+  EXPECT_EQ(s.dirty_at_kernel_end.at("O"), 8 * tile);  // ... and is reported as such
+}
+
+TEST(Chip, NaiveScoresOutgrowL2AndReachDram) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::NaiveSafe, shape(4096, 8, 64));
+  const ChipSummary s = run_on(machine, p);
+  ASSERT_EQ(s.kernels.size(), 3u);
+  const uint64_t s_bytes = 8ull * 4096 * 4096 * 4;  // S, f32: 512 MB, ten times the L2
+  EXPECT_EQ(s.sm_l2_read.at("S"), 3 * s_bytes);     // three softmax passes
+  // Every pass over S misses (each block streams 1 MB of its own rows; 132 blocks together outrun L2).
+  EXPECT_GT(s.dram_read.at("S"), 2.5 * s_bytes);
+  EXPECT_GT(s.dram_written.at("S"), 0.9 * s_bytes);  // written S is evicted while kernel 1 runs
+}
+
+// H200 measurements (validation/data/h200_measurements.csv, Nsight Compute, caches flushed before each
+// kernel): DRAM read bytes of the project's kernels.
+TEST(Chip, DramReadsMatchTheH200Measurements) {
+  Machine machine(load_config(kConfigs + "h200.yaml", {}));
+  struct Row {
+    traces::ForwardSchedule schedule;
+    int64_t n;
+    bool causal;
+    double measured;
+  };
+  const Row rows[] = {
+      {traces::ForwardSchedule::Flash2, 1024, false, 3180288},
+      {traces::ForwardSchedule::Flash2, 4096, false, 12617216},
+      {traces::ForwardSchedule::Flash2, 4096, true, 12617472},
+      {traces::ForwardSchedule::Flash1, 1024, false, 37356800},
+      {traces::ForwardSchedule::NaiveSafe, 1024, false, 55074048},
+      {traces::ForwardSchedule::NaiveSafe, 4096, false, 1895211520},
+  };
+  for (const Row& r : rows) {
+    const isa::Program p = traces::forward_program(r.schedule, shape(r.n, 8, 64, r.causal));
+    const ChipSummary s = run_on(machine, p);
+    const double predicted = static_cast<double>(total(s.dram_read));
+    EXPECT_NEAR(predicted / r.measured, 1.0, 0.10)
+        << traces::schedule_name(r.schedule) << " n=" << r.n << " causal=" << r.causal << ": predicted "
+        << predicted << ", measured " << r.measured;
+  }
+}
+
+TEST(Chip, TheSameRunTwiceGivesTheSameNumbersBitForBit) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {"chip.quantum_cycles=300"}));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(2048, 40, 64, true));
+  const ChipSummary a = run_on(machine, p);
+  const ChipSummary b = run_on(machine, p);
+  EXPECT_EQ(a.cycles, b.cycles);
+  EXPECT_EQ(a.dram_read, b.dram_read);
+  EXPECT_EQ(a.dram_written, b.dram_written);
+  EXPECT_EQ(a.l2_read_hit, b.l2_read_hit);
+  EXPECT_EQ(chip_summary_json(a).dump(), chip_summary_json(b).dump());
+}
+
+// Measured (docs/chip.md): cycles move by under 2% between quanta of 25 and 20,000 cycles, not
+// monotonically (which core takes a freed block first depends on the quantum); bytes do not move at all.
+TEST(Chip, QuantumMovesCyclesLittleAndBytesNotAtAll) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(2048, 40, 64, true));
+  machine.chip()->set_quantum(25);
+  const ChipSummary finest = run_on(machine, p);
+  for (int64_t quantum : {20000, 2000, 200}) {
+    machine.chip()->set_quantum(quantum);
+    const ChipSummary s = run_on(machine, p);
+    const double error = std::abs(double(s.cycles) - double(finest.cycles)) / double(finest.cycles);
+    EXPECT_LT(error, 0.025) << "quantum " << quantum;
+    EXPECT_EQ(s.sm_l2_read, finest.sm_l2_read);  // what the blocks load never depends on timing
+    EXPECT_EQ(s.dram_read, finest.dram_read);
+  }
+}
+
+TEST(Chip, OccupancyFollowsTheSramFootprintOrTheForcedCount) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {"chip.blocks_per_core=2"}));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(1024, 33, 64));
+  const ChipSummary s = run_on(machine, p);
+  EXPECT_EQ(s.kernels[0].blocks_per_core, 2);
+  EXPECT_DOUBLE_EQ(s.kernels[0].waves, 16.0 * 33 / (132 * 2));
+  EXPECT_EQ(s.max_blocks_per_core, 4u);  // 528 blocks over 264 slots
+}
+
+TEST(Chip, ValuesOnTheChipPassTheFloat64Check) {
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  traces::ForwardShape sh = shape(256, 4, 32, true);
+  sh.double_buffer = true;
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash1, sh);
+  machine.load(p, false, false);
+  std::vector<std::vector<double>> initial, final;
+  for (size_t t = 0; t < p.tensors.size(); ++t) initial.push_back(machine.chip()->tensor_values(int(t)));
+  machine.run();
+  for (size_t t = 0; t < p.tensors.size(); ++t) final.push_back(machine.chip()->tensor_values(int(t)));
+  ASSERT_FALSE(p.checks.empty());
+  for (const auto& check : p.checks)
+    EXPECT_TRUE(evaluate_check(p, check, initial, final, compute_dtype_of(p, machine.dtype())).passed);
+}
+
+}  // namespace
+}  // namespace attnsim

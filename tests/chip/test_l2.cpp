@@ -1,0 +1,124 @@
+// The L2 model on its own: hits, misses, LRU, write-back with write-allocate, flush, partitions.
+#include <gtest/gtest.h>
+
+#include "models/l2/l2.h"
+
+namespace attnsim {
+namespace {
+
+// Counts what reaches DRAM.
+class Recorder : public MemoryLevel {
+ public:
+  uint64_t access(const MemAccess& a, uint64_t issue) override {
+    (a.is_write ? written : read) += a.bytes();
+    return issue + 1000;
+  }
+  uint64_t read = 0, written = 0;
+};
+
+constexpr int64_t kLine = 128, kSector = 32;
+
+L2Cache::Params tiny(int64_t ways, int64_t sets, int64_t partitions = 1) {
+  L2Cache::Params p;
+  p.capacity_bytes = static_cast<uint64_t>(kLine * ways * sets * partitions);
+  p.line_bytes = kLine;
+  p.sector_bytes = kSector;
+  p.ways = ways;
+  p.partitions = partitions;
+  p.hit_latency_cycles = 10;
+  p.far_latency_cycles = 5;
+  p.bytes_per_cycle = 64;
+  return p;
+}
+
+MemAccess range(uint64_t addr, uint64_t bytes, bool write = false) {
+  return MemAccess{0, addr, 1, bytes, bytes, write, 0};
+}
+
+struct Rig {
+  explicit Rig(const L2Cache::Params& p) : l2("l2", p) {
+    l2.set_next(&dram);
+    l2.reset({"T"});
+  }
+  Recorder dram;
+  L2Cache l2;
+};
+
+TEST(L2, SecondReadHitsAndReachesDramOnce) {
+  Rig rig(tiny(4, 16));
+  rig.l2.access(range(0, 4096), 0);
+  rig.l2.access(range(0, 4096), 0);
+  EXPECT_EQ(rig.dram.read, 4096u);
+  EXPECT_EQ(rig.l2.read_miss_sectors[0], 4096u / kSector);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0], 4096u / kSector);
+}
+
+TEST(L2, PartialLineReadsOnlyTheSectorsTouched) {
+  Rig rig(tiny(4, 16));
+  rig.l2.access(range(40, 8), 0);  // inside the second sector of line 0
+  EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kSector));
+}
+
+TEST(L2, WriteAllocatesWithoutReadingAndWritesBackOnlyWhenEvicted) {
+  Rig rig(tiny(1, 1));  // one line in all
+  rig.l2.access(range(0, kLine, true), 0);
+  EXPECT_EQ(rig.dram.read, 0u);
+  EXPECT_EQ(rig.dram.written, 0u);
+  rig.l2.access(range(kLine, kLine), 0);  // a second line evicts the dirty first
+  EXPECT_EQ(rig.dram.written, static_cast<uint64_t>(kLine));
+  EXPECT_EQ(rig.l2.writeback_bytes[0], static_cast<uint64_t>(kLine));
+}
+
+TEST(L2, LruKeepsTheRecentlyUsedLine) {
+  // One set of two ways: lines A, B, touch A, then C evicts B (least recently used), so A still hits.
+  Rig rig(tiny(2, 1));
+  rig.l2.access(range(0, kLine), 0);
+  rig.l2.access(range(kLine, kLine), 0);
+  rig.l2.access(range(0, kLine), 0);
+  rig.l2.access(range(2 * kLine, kLine), 0);
+  const uint64_t before = rig.dram.read;
+  rig.l2.access(range(0, kLine), 0);
+  EXPECT_EQ(rig.dram.read, before);
+  rig.l2.access(range(kLine, kLine), 0);
+  EXPECT_EQ(rig.dram.read, before + kLine);
+}
+
+TEST(L2, FifoEvictsTheOldestEvenIfUsed) {
+  L2Cache::Params p = tiny(2, 1);
+  p.replacement = L2Cache::Replacement::Fifo;
+  Rig rig(p);
+  rig.l2.access(range(0, kLine), 0);
+  rig.l2.access(range(kLine, kLine), 0);
+  rig.l2.access(range(0, kLine), 0);
+  rig.l2.access(range(2 * kLine, kLine), 0);  // evicts line 0, the oldest
+  const uint64_t before = rig.dram.read;
+  rig.l2.access(range(0, kLine), 0);
+  EXPECT_EQ(rig.dram.read, before + kLine);
+}
+
+TEST(L2, FlushCountsDirtyBytesWithoutSendingThemToDram) {
+  Rig rig(tiny(4, 16));
+  rig.l2.access(range(0, 1000, true), 0);
+  rig.l2.flush();
+  EXPECT_EQ(rig.dram.written, 0u);
+  EXPECT_EQ(rig.l2.flushed_dirty_bytes[0], 1024u);  // 1000 bytes touch 32 sectors
+  rig.l2.access(range(0, 1000), 0);                // invalidated: read from DRAM again
+  EXPECT_EQ(rig.dram.read, 1024u);
+}
+
+TEST(L2, AHitTakesTheHitLatencyAndAMissWaitsForDram) {
+  Rig rig(tiny(4, 16));
+  EXPECT_EQ(rig.l2.access(range(0, 64), 100), 100u + 10u + 1000u);  // miss: DRAM answers 1000 after 110
+  EXPECT_EQ(rig.l2.access(range(0, 64), 5000), 5000u + 1u + 10u);   // hit: 64 bytes at 64 B/cycle + latency
+}
+
+TEST(L2, PartitionsSplitTheAddressesAndFarOnesCostMore) {
+  Rig rig(tiny(4, 16, 2));
+  int far = 0;
+  for (uint64_t line = 0; line < 64; ++line) far += rig.l2.partition_of(line * kLine) != 0;
+  EXPECT_GT(far, 16);  // both partitions get a fair share of the lines
+  EXPECT_LT(far, 48);
+}
+
+}  // namespace
+}  // namespace attnsim

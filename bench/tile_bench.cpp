@@ -11,7 +11,7 @@ namespace attnsim {
 namespace {
 
 void BM_Flash2TimingOnly(benchmark::State& state) {
-  static Machine machine(load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml", {}));
+  static Machine machine(load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml", {}));
   traces::AttentionShape shape{
       .n = state.range(0), .d = 64, .block_q = 64, .block_k = 64, .double_buffer = true};
   // Streamed: generated on a worker thread while the simulator runs, so memory does not grow with n.

@@ -16,7 +16,8 @@ bool BlockSource::fetch() {
   } else {
     if (in_memory_done_) return false;
     in_memory_done_ = true;
-    current_ = std::make_shared<isa::Chunk>(isa::Chunk{program_.instructions, program_.tiles, program_.blocks});
+    current_ =
+        std::make_shared<isa::Chunk>(isa::Chunk{program_.instructions, program_.tiles, program_.blocks});
   }
   position_ = 0;
   mark_ = 0;
@@ -48,8 +49,8 @@ bool BlockSource::next(BlockWork& out) {
   started_ = true;
   out.segments.clear();
   for (;;) {
-    const size_t end = mark_ < current_->blocks.size() ? current_->blocks[mark_].instruction
-                                                        : current_->instructions.size();
+    const size_t end =
+        mark_ < current_->blocks.size() ? current_->blocks[mark_].instruction : current_->instructions.size();
     if (end > position_) out.segments.push_back({current_, position_, end});
     position_ = end;
     if (end < current_->instructions.size()) return true;  // the next block begins in this chunk

@@ -81,15 +81,18 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
 
   std::vector<BufferRequest> sram_requests, reg_requests;
   for (const auto& decl : program.buffers) {
-    const uint64_t bytes = static_cast<uint64_t>(decl.rows * decl.cols) * dtype_bytes(decl.dtype.value_or(dtype));
-    (decl.space == isa::BufferDecl::Space::Regs ? reg_requests : sram_requests).push_back({decl.name, bytes, decl.loc});
+    const uint64_t bytes =
+        static_cast<uint64_t>(decl.rows * decl.cols) * dtype_bytes(decl.dtype.value_or(dtype));
+    (decl.space == isa::BufferDecl::Space::Regs ? reg_requests : sram_requests)
+        .push_back({decl.name, bytes, decl.loc});
   }
   for (auto& core : cores_) {
     sram_offsets_ = core->sram().allocate(sram_requests, program.file);
     if (!reg_requests.empty()) {
       if (!core->tile_regs())
-        throw InputError(program.file, reg_requests.front().loc,
-                         "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
+        throw InputError(
+            program.file, reg_requests.front().loc,
+            "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
       reg_bases_ = core->tile_regs()->allocate(reg_requests, program.file);
     }
   }
@@ -119,7 +122,8 @@ void Chip::run() {
 
 int64_t Chip::occupancy() const {
   if (params_.blocks_per_core > 0) return params_.blocks_per_core;
-  int64_t by_sram = footprint_ ? static_cast<int64_t>(params_.core_sram_bytes / footprint_) : params_.max_blocks_per_core;
+  int64_t by_sram =
+      footprint_ ? static_cast<int64_t>(params_.core_sram_bytes / footprint_) : params_.max_blocks_per_core;
   return std::max<int64_t>(1, std::min(params_.max_blocks_per_core, by_sram));
 }
 
@@ -135,7 +139,8 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   const size_t index = static_cast<size_t>(&slot - state_[core].slots.data());
   slot.work = std::move(lookahead_);
   have_lookahead_ = false;
-  slot.ctx = state_[core].tile->context(*program_, dtype_, values_, index * footprint_, &sram_offsets_, &reg_bases_);
+  slot.ctx =
+      state_[core].tile->context(*program_, dtype_, values_, index * footprint_, &sram_offsets_, &reg_bases_);
   slot.ctx.next_issue = at;
   slot.ctx.end = at;
   slot.segment = 0;
@@ -152,7 +157,9 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   return true;
 }
 
-bool Chip::kernel_finished() const { return resident_ == 0; }
+bool Chip::kernel_finished() const {
+  return resident_ == 0;
+}
 
 void Chip::start_kernel(uint64_t at) {
   if (!have_lookahead_) {
@@ -315,26 +322,29 @@ nlohmann::json Chip::stats_json() const {
 
 void register_chip_params(ParamReader& p, ChipParams& r) {
   ChipParams d;
-  r.cores = p.get<int64_t>("cores", d.cores, "cores", "cores (SMs, TensorCores), each its own SystemC process", 1,
-                           1 << 16);
+  r.cores = p.get<int64_t>("cores", d.cores, "cores",
+                           "cores (SMs, TensorCores), each its own SystemC process", 1, 1 << 16);
   r.max_blocks_per_core = p.get<int64_t>("max_blocks_per_core", d.max_blocks_per_core, "blocks",
                                          "most thread blocks resident on one core", 1, 1 << 16);
-  r.blocks_per_core = p.get<int64_t>("blocks_per_core", d.blocks_per_core, "blocks",
-                                     "0: as many as the core's SRAM holds; > 0: this many (a kernel's measured "
-                                     "occupancy when registers, not SRAM, limit it)",
-                                     0, 1 << 16);
-  r.core_sram_bytes = static_cast<uint64_t>(p.get<int64_t>("core_sram_bytes", static_cast<int64_t>(d.core_sram_bytes),
-                                                           "bytes", "SRAM of one core, shared by its resident blocks",
-                                                           1));
-  r.quantum_cycles = p.get<int64_t>("quantum_cycles", d.quantum_cycles, "cycles",
-                                    "how far a core may run ahead of the others (temporal decoupling)", 1, 1ll << 40);
-  r.kernel_launch_cycles = p.get<int64_t>("kernel_launch_cycles", d.kernel_launch_cycles, "cycles",
-                                          "gap between a kernel's last block and the next kernel's first", 0,
-                                          1ll << 40);
+  r.blocks_per_core =
+      p.get<int64_t>("blocks_per_core", d.blocks_per_core, "blocks",
+                     "0: as many as the core's SRAM holds; > 0: this many (a kernel's measured "
+                     "occupancy when registers, not SRAM, limit it)",
+                     0, 1 << 16);
+  r.core_sram_bytes =
+      static_cast<uint64_t>(p.get<int64_t>("core_sram_bytes", static_cast<int64_t>(d.core_sram_bytes),
+                                           "bytes", "SRAM of one core, shared by its resident blocks", 1));
+  r.quantum_cycles =
+      p.get<int64_t>("quantum_cycles", d.quantum_cycles, "cycles",
+                     "how far a core may run ahead of the others (temporal decoupling)", 1, 1ll << 40);
+  r.kernel_launch_cycles =
+      p.get<int64_t>("kernel_launch_cycles", d.kernel_launch_cycles, "cycles",
+                     "gap between a kernel's last block and the next kernel's first", 0, 1ll << 40);
   r.flush_l2_between_kernels =
-      p.choice("l2_between_kernels", "flush", {"flush", "keep"},
-               "flush: write back and invalidate L2 before each kernel (Nsight Compute's --cache-control all, "
-               "what the validation data measures); keep: later kernels find what earlier ones left") == "flush";
+      p.choice(
+          "l2_between_kernels", "flush", {"flush", "keep"},
+          "flush: write back and invalidate L2 before each kernel (Nsight Compute's --cache-control all, "
+          "what the validation data measures); keep: later kernels find what earlier ones left") == "flush";
 }
 
 }  // namespace attnsim

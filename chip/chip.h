@@ -25,11 +25,11 @@ namespace attnsim {
 
 struct ChipParams {
   int64_t cores = 132;
-  int64_t max_blocks_per_core = 32;   // the hardware's resident-block limit
-  int64_t blocks_per_core = 0;        // 0: from the SRAM footprint; > 0: forced (a kernel's measured occupancy)
+  int64_t max_blocks_per_core = 32;  // the hardware's resident-block limit
+  int64_t blocks_per_core = 0;  // 0: from the SRAM footprint; > 0: forced (a kernel's measured occupancy)
   uint64_t core_sram_bytes = 233472;  // SRAM of one core, shared by its resident blocks
   int64_t quantum_cycles = 1000;
-  int64_t kernel_launch_cycles = 0;   // gap between one kernel's end and the next one's first block
+  int64_t kernel_launch_cycles = 0;  // gap between one kernel's end and the next one's first block
   bool flush_l2_between_kernels = true;
   bool blocking_issue = false;
   double clock_ghz = 1.0;
@@ -38,8 +38,8 @@ struct ChipParams {
 // The units of one core, named core_<i>.<unit> in the SystemC hierarchy.
 class ChipCore : public Component {
  public:
-  ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma, const MxuUnit* mxu,
-           const VpuUnit* vpu, const TileRegisterFile* tile_regs);
+  ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma,
+           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs);
   Sram& sram() { return *sram_; }
   DmaEngine& dma() { return *dma_; }
   MxuUnit* mxu() { return mxu_.get(); }
@@ -64,7 +64,7 @@ struct KernelReport {
   std::array<int64_t, 3> grid{};
   int64_t blocks = 0;
   int64_t blocks_per_core = 0;  // occupancy used
-  double waves = 0;              // blocks / (cores x blocks_per_core)
+  double waves = 0;             // blocks / (cores x blocks_per_core)
   uint64_t start_cycle = 0, end_cycle = 0;
 };
 
@@ -79,7 +79,7 @@ class Chip : public Component {
 
   void load(const isa::Program& program, Dtype dtype, bool timing_only);
   void load(isa::Program&&, Dtype, bool) = delete;  // the chip keeps a reference
-  void run();  // sc_start() until the program completes; rethrows errors
+  void run();                                       // sc_start() until the program completes; rethrows errors
   std::vector<double> tensor_values(int tensor) const { return tensors_[tensor].values; }
 
   const ChipParams& params() const { return params_; }

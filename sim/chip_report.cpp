@@ -63,11 +63,12 @@ std::string by_tensor(const TensorBytes& bytes) {
 
 void print_chip_summary(std::ostream& out, const ChipSummary& s) {
   const double us = s.seconds * 1e6;
-  out << fmt::format("whole chip        {} cores, {} kernel(s), {} thread blocks ({} to {} per core)\n", s.cores,
-                     s.kernels.size(), s.blocks, s.min_blocks_per_core, s.max_blocks_per_core);
+  out << fmt::format("whole chip        {} cores, {} kernel(s), {} thread blocks ({} to {} per core)\n",
+                     s.cores, s.kernels.size(), s.blocks, s.min_blocks_per_core, s.max_blocks_per_core);
   for (const auto& k : s.kernels)
     out << fmt::format("  kernel {:20} grid {}x{}x{}, {} blocks/core, {:.2f} waves, cycles {}..{}\n", k.name,
-                       k.grid[0], k.grid[1], k.grid[2], k.blocks_per_core, k.waves, k.start_cycle, k.end_cycle);
+                       k.grid[0], k.grid[1], k.grid[2], k.blocks_per_core, k.waves, k.start_cycle,
+                       k.end_cycle);
   out << fmt::format("time (whole chip) {} cycles = {:.3f} us\n", s.cycles, us);
   const char* link = s.has_l2 ? "SM<->L2" : "SM<->DRAM";
   out << fmt::format("{:9} read     {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_read),
@@ -76,18 +77,19 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
                      by_tensor(s.sm_l2_written));
   if (s.has_l2) {
     const uint64_t hit = total(s.l2_read_hit), miss = total(s.l2_read_miss);
-    out << fmt::format("L2 read hits      {} bytes, misses {} bytes (hit rate {:.1f}%)  misses by tensor:{}\n", hit,
-                       miss, hit + miss ? 100.0 * double(hit) / double(hit + miss) : 0.0, by_tensor(s.l2_read_miss));
+    out << fmt::format(
+        "L2 read hits      {} bytes, misses {} bytes (hit rate {:.1f}%)  misses by tensor:{}\n", hit, miss,
+        hit + miss ? 100.0 * double(hit) / double(hit + miss) : 0.0, by_tensor(s.l2_read_miss));
   }
   out << fmt::format("DRAM read         {} bytes (whole chip)  by tensor:{}\n", total(s.dram_read),
                      by_tensor(s.dram_read));
   out << fmt::format("DRAM written      {} bytes (whole chip, evictions during kernels)  by tensor:{}\n",
                      total(s.dram_written), by_tensor(s.dram_written));
   if (s.has_l2)
-    out << fmt::format("L2 dirty at end   {} bytes (left in L2 when kernels ended; {})\n",
-                       total(s.dirty_at_kernel_end),
-                       s.l2_flushed_between_kernels ? "flushed before the next kernel, not counted as DRAM writes"
-                                                    : "kept for the next kernel");
+    out << fmt::format(
+        "L2 dirty at end   {} bytes (left in L2 when kernels ended; {})\n", total(s.dirty_at_kernel_end),
+        s.l2_flushed_between_kernels ? "flushed before the next kernel, not counted as DRAM writes"
+                                     : "kept for the next kernel");
   if (s.seconds > 0)
     out << fmt::format("achieved          SM<->L2 {:.0f} GB/s, DRAM {:.0f} GB/s\n",
                        double(total(s.sm_l2_read) + total(s.sm_l2_written)) / s.seconds / 1e9,
@@ -97,9 +99,13 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
 nlohmann::json chip_summary_json(const ChipSummary& s) {
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : s.kernels)
-    kernels.push_back({{"name", k.name}, {"grid", k.grid}, {"blocks", k.blocks},
-                       {"blocks_per_core", k.blocks_per_core}, {"waves", k.waves},
-                       {"start_cycle", k.start_cycle}, {"end_cycle", k.end_cycle}});
+    kernels.push_back({{"name", k.name},
+                       {"grid", k.grid},
+                       {"blocks", k.blocks},
+                       {"blocks_per_core", k.blocks_per_core},
+                       {"waves", k.waves},
+                       {"start_cycle", k.start_cycle},
+                       {"end_cycle", k.end_cycle}});
   return {{"scope", "whole chip"},
           {"cores", s.cores},
           {"cycles", s.cycles},

@@ -23,10 +23,10 @@ struct ChipSummary {
   double seconds = 0;
   uint64_t instructions = 0;
   bool has_l2 = false;
-  TensorBytes sm_l2_read, sm_l2_written;      // requested by the programs (SM <-> L2; SM <-> DRAM without L2)
-  TensorBytes l2_read_hit, l2_read_miss;      // bytes (sectors x sector size)
-  TensorBytes dram_read, dram_written;        // sector-rounded, during kernels
-  TensorBytes dirty_at_kernel_end;            // dirty in L2 when kernels ended: not counted as DRAM writes
+  TensorBytes sm_l2_read, sm_l2_written;  // requested by the programs (SM <-> L2; SM <-> DRAM without L2)
+  TensorBytes l2_read_hit, l2_read_miss;  // bytes (sectors x sector size)
+  TensorBytes dram_read, dram_written;    // sector-rounded, during kernels
+  TensorBytes dirty_at_kernel_end;        // dirty in L2 when kernels ended: not counted as DRAM writes
   std::vector<KernelReport> kernels;
   uint64_t blocks = 0;
   uint64_t min_blocks_per_core = 0, max_blocks_per_core = 0;

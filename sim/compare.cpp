@@ -224,13 +224,15 @@ std::string error_cell(const CompareRow& r) {
 // A whole chip: each level named, bytes for the whole chip, time in microseconds.
 void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
   const ChipSummary& first = *rows.front().chip;
-  out << fmt::format("whole chip: {} cores; L2 {} between kernels; bytes are whole-chip totals\n", first.cores,
-                     first.l2_flushed_between_kernels ? "flushed" : "kept");
+  out << fmt::format("whole chip: {} cores; L2 {} between kernels; bytes are whole-chip totals\n",
+                     first.cores, first.l2_flushed_between_kernels ? "flushed" : "kept");
   out << fmt::format("{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
                      "schedule", "Br x Bc", "SM<-L2 rd", "SM->L2 wr", "DRAM rd", "DRAM wr", "L2 hit", "waves",
                      "time us", "FLOP/B", "max err", "DRAM/base", "time/base");
   const CompareRow& base = rows.front();
-  const auto dram = [](const CompareRow& r) { return total(r.chip->dram_read) + total(r.chip->dram_written); };
+  const auto dram = [](const CompareRow& r) {
+    return total(r.chip->dram_read) + total(r.chip->dram_written);
+  };
   for (const auto& r : rows) {
     const ChipSummary& c = *r.chip;
     const uint64_t hit = total(c.l2_read_hit), miss = total(c.l2_read_miss);
@@ -241,14 +243,16 @@ void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::v
         r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
         human_bytes(double(r.hbm_written)), human_bytes(double(total(c.dram_read))),
         human_bytes(double(total(c.dram_written))),
-        hit + miss ? fmt::format("{:.1f}%", 100.0 * double(hit) / double(hit + miss)) : std::string("-"), waves,
-        c.seconds * 1e6, dram(r) ? double(r.mxu_flops) / double(dram(r)) : 0.0, error_cell(r),
+        hit + miss ? fmt::format("{:.1f}%", 100.0 * double(hit) / double(hit + miss)) : std::string("-"),
+        waves, c.seconds * 1e6, dram(r) ? double(r.mxu_flops) / double(dram(r)) : 0.0, error_cell(r),
         dram(base) ? double(dram(r)) / double(dram(base)) : 0.0,
         base.seconds > 0 ? r.seconds / base.seconds : 0.0);
   }
   out << fmt::format(
-      "SM<-L2 / SM->L2: bytes the thread blocks load and store; DRAM: what reached DRAM (wr: evictions during "
-      "kernels; dirty lines left in L2 at a kernel's end are not counted, as Nsight Compute); time: the whole "
+      "SM<-L2 / SM->L2: bytes the thread blocks load and store; DRAM: what reached DRAM (wr: evictions "
+      "during "
+      "kernels; dirty lines left in L2 at a kernel's end are not counted, as Nsight Compute); time: the "
+      "whole "
       "chip at the config's clock; FLOP/B: MXU FLOPs per DRAM byte; base = {}{}\n",
       base.schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
 }

@@ -87,11 +87,12 @@ Machine::Machine(const MachineConfig& config) {
   sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);
   if (chip_section) {
     if (!hbm_ || !sram_ || !dma_)
-      throw InputError(config.source->file, {}, "a chip: needs hbm:, sram: and dma: sections (one core's units)");
+      throw InputError(config.source->file, {},
+                       "a chip: needs hbm:, sram: and dma: sections (one core's units)");
     chip_params.clock_ghz = clock_ghz_;
     chip_params.blocking_issue = seq_params.issue == Sequencer::Issue::Blocking;
-    chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(), tile_regs_.get(),
-                                   *hbm_, l2_.get(), noc_.get());
+    chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(),
+                                   tile_regs_.get(), *hbm_, l2_.get(), noc_.get());
   } else if (l2_ || noc_) {
     throw InputError(config.source->file, {}, "l2: and noc: belong to a whole chip: add a chip: section");
   }
@@ -101,7 +102,8 @@ Machine::Machine(const MachineConfig& config) {
 
 void Machine::load(const isa::Program& program, bool symbolic, bool timing_only) {
   if (chip_ && (program.has_tiles() || !program.buffers.empty())) {
-    if (symbolic) throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
+    if (symbolic)
+      throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
     chip_->load(program, dtype_, timing_only);
     chip_loaded_ = true;
     return;

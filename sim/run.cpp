@@ -119,7 +119,8 @@ nlohmann::json checks_json(const std::vector<CheckResult>& results) {
 // A tile program on a whole chip: its blocks spread over the cores; counts per level.
 RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
   if (options.table || !options.timeline.empty())
-    throw InputError(program.file, {}, "--table and --timeline are for single-core machines, not a whole chip");
+    throw InputError(program.file, {},
+                     "--table and --timeline are for single-core machines, not a whole chip");
   Chip& chip = *machine.chip();
   std::vector<std::vector<double>> initial, final;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
@@ -277,7 +278,8 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
     print_chip_summary(out, *r.chip);
     for (const auto& c : r.checks)
       out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
-                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance, c.passed ? "OK" : "FAIL");
+                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
+                         c.passed ? "OK" : "FAIL");
     return;
   }
   if (r.tile_machine) {

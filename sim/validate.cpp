@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "isa/diagnostics.h"
+#include "sim/chip_report.h"
 #include "sim/machine.h"
 #include "traces/attention_forward.h"
 #include "traces/stream.h"
@@ -136,7 +137,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
                            const std::vector<Measurement>& measurements) {
   Machine machine(load_config(config_path, {}));
   ValidationSummary summary;
-  std::vector<double> pr, mr, pw, mw;
+  std::vector<double> pr, mr, pw, mw, pd, md;
   for (const auto& m : measurements) {
     auto schedule = traces::find_forward_schedule(m.schedule);
     if (!schedule) throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
@@ -160,9 +161,20 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     machine.run();
     ValidationRow row;
     row.measured = m;
-    row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
-    row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
-    row.predicted_cycles = machine.sequencer().cycles();
+    if (machine.chip_loaded()) {  // SM <-> L2 from the network's ledger; DRAM behind the L2
+      const ChipSummary c = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+      row.predicted_read = static_cast<double>(total(c.sm_l2_read));
+      row.predicted_write = static_cast<double>(total(c.sm_l2_written));
+      row.predicted_cycles = c.cycles;
+      row.predicted_dram_read = static_cast<double>(total(c.dram_read));
+      pd.push_back(row.predicted_dram_read);
+      md.push_back(m.dram_read_bytes);
+      summary.chip = true;
+    } else {
+      row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
+      row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
+      row.predicted_cycles = machine.sequencer().cycles();
+    }
     pr.push_back(row.predicted_read);
     mr.push_back(m.l1_read_bytes);
     pw.push_back(row.predicted_write);
@@ -173,24 +185,33 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   summary.write_nrmse = nrmse(pw, mw);
   summary.read_pearson = pearson(pr, mr);
   summary.write_pearson = pearson(pw, mw);
+  if (summary.chip) {
+    summary.dram_read_nrmse = nrmse(pd, md);
+    summary.dram_read_pearson = pearson(pd, md);
+  }
   return summary;
 }
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
-  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>10}\n",
+  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>14} {:>10}\n",
                      "schedule", "n", "d", "causal", "read pred", "read meas(L2)", "ratio", "write pred",
-                     "write meas", "ratio", "DRAM read", "GPU us");
+                     "write meas", "ratio", "DRAM meas", "DRAM pred", "GPU us");
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
     out << fmt::format(
         "{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} "
-        "{:>10.1f}\n",
+        "{:>14} {:>10.1f}\n",
         m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
         m.l1_read_bytes ? r.predicted_read / m.l1_read_bytes : 0.0, r.predicted_write, m.l1_write_bytes,
-        m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0, m.dram_read_bytes, m.time_ns / 1e3);
+        m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0, m.dram_read_bytes,
+        r.predicted_dram_read < 0 ? std::string("-") : fmt::format("{:.0f}", r.predicted_dram_read),
+        m.time_ns / 1e3);
   }
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
   out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
+  if (s.chip)
+    out << fmt::format("DRAM read bytes:     NRMSE {:.4f}, Pearson r {:.5f} (whole chip)\n",
+                       s.dram_read_nrmse, s.dram_read_pearson);
 }
 
 }  // namespace attnsim

@@ -28,12 +28,15 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
+  double predicted_dram_read = -1;  // whole-chip configs only: DRAM read bytes (sector-rounded)
 };
 
 struct ValidationSummary {
   std::vector<ValidationRow> rows;
   double read_nrmse = 0, write_nrmse = 0;  // RMSE / mean of the measured values
   double read_pearson = 0, write_pearson = 0;
+  bool chip = false;  // DRAM figures below are set for whole-chip configs
+  double dram_read_nrmse = 0, dram_read_pearson = 0;
 };
 
 // Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.

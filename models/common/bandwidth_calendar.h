@@ -39,7 +39,8 @@ class BandwidthCalendar {
       // In the arrival window only the time left after `at` can carry this request's bytes.
       double room = capacity_ - used;
       if (first_window)
-        room = std::min(room, bytes_per_cycle_ * (window_start + static_cast<double>(window_) - start_in_window));
+        room = std::min(room,
+                        bytes_per_cycle_ * (window_start + static_cast<double>(window_) - start_in_window));
       if (room <= 0) continue;
       const double take = std::min(room, remaining);
       used += take;
@@ -71,7 +72,7 @@ class BandwidthCalendar {
 
   double bytes_per_cycle_;
   uint64_t window_;
-  double capacity_;  // bytes per window
+  double capacity_;     // bytes per window
   uint64_t first_ = 0;  // window index of used_.front()
   std::deque<double> used_;
   double total_bytes_ = 0;

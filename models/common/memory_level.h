@@ -8,7 +8,7 @@
 namespace attnsim {
 
 struct MemAccess {
-  int tensor = -1;  // charged to this tensor's ledger (-1: to none)
+  int tensor = -1;    // charged to this tensor's ledger (-1: to none)
   uint64_t addr = 0;  // address of the first row
   uint64_t rows = 0;
   uint64_t row_bytes = 0;

@@ -56,7 +56,8 @@ void TileCore::reset_units() {
   per_opcode_.fill(0);
   units_.dma->reset();
   // Each run's unit counters are its own (a machine may run several programs in one process).
-  if (MxuUnit* mxu = units_.mxu) mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
+  if (MxuUnit* mxu = units_.mxu)
+    mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
   if (VpuUnit* vpu = units_.vpu) {
     vpu->ops = vpu->element_ops = vpu->busy_cycles = 0;
     vpu->ops_by_kind.fill(0);

@@ -79,8 +79,8 @@ class TileCore {
   TileCore(const TileUnits& units, std::vector<TensorState>& tensors, int core_id);
 
   // Checks that the program's instruction can run here and resolves its operands. Throws InputError.
-  void decode(const isa::Program& program, const isa::Instruction& inst, const std::vector<isa::TileRef>& tiles,
-              TileDecoded& d) const;
+  void decode(const isa::Program& program, const isa::Instruction& inst,
+              const std::vector<isa::TileRef>& tiles, TileDecoded& d) const;
   // A fresh context for a block of `program`, its buffers placed at `sram_base` onwards (SRAM buffers)
   // and the tile register file; values allocated unless timing-only.
   BlockContext context(const isa::Program& program, Dtype dtype, bool values, uint64_t sram_base = 0,

@@ -1,14 +1,15 @@
-// The DMA engine between off-chip memory (HBM, or the L2 of a chip) and SRAM: a queue of at most `queue_depth` transfers in flight. A transfer
-// starts when it is submitted and a queue slot is free, pays `setup_cycles`, then moves its bytes through
-// HBM (hbm.h) and one SRAM port; it completes when both sides are done. Overlap with MXU/VPU work comes
-// from the sequencer issuing the next instructions while transfers are in flight.
+// The DMA engine between off-chip memory (HBM, or the L2 of a chip) and SRAM: a queue of at most
+// `queue_depth` transfers in flight. A transfer starts when it is submitted and a queue slot is free, pays
+// `setup_cycles`, then moves its bytes through HBM (hbm.h) and one SRAM port; it completes when both sides
+// are done. Overlap with MXU/VPU work comes from the sequencer issuing the next instructions while transfers
+// are in flight.
 #pragma once
 
 #include <deque>
 
 #include "models/common/component.h"
-#include "models/common/params.h"
 #include "models/common/memory_level.h"
+#include "models/common/params.h"
 #include "models/sram/sram.h"
 
 namespace attnsim {

@@ -95,8 +95,8 @@ std::vector<uint64_t> Hbm::allocate(const std::vector<std::string>& names, const
 
 void Hbm::use_calendar(uint64_t window_cycles) {
   calendar_window_ = window_cycles;
-  calendar_ = std::make_unique<BandwidthCalendar>(
-      params_.timing.peak_bandwidth_gbps / core_clock_ghz_, window_cycles);  // GB/s / GHz = bytes/cycle
+  calendar_ = std::make_unique<BandwidthCalendar>(params_.timing.peak_bandwidth_gbps / core_clock_ghz_,
+                                                  window_cycles);  // GB/s / GHz = bytes/cycle
 }
 
 // Sector-rounded bytes of each row through the calendar; the completion adds the fixed latency.
@@ -105,9 +105,10 @@ uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes
   const uint64_t sector = params_.timing.access_granularity_bytes;
   const uint64_t end = addr + (rows ? (rows - 1) * stride_bytes + row_bytes : 0);
   if (end > params_.timing.capacity_bytes || end < addr)
-    throw InputError(file_, {},
-                     fmt::format("access of {} rows of {} bytes from address {} reaches past {}.capacity_bytes",
-                                 rows, row_bytes, addr, basename()));
+    throw InputError(
+        file_, {},
+        fmt::format("access of {} rows of {} bytes from address {} reaches past {}.capacity_bytes", rows,
+                    row_bytes, addr, basename()));
   transferred = 0;
   for (uint64_t r = 0; r < rows; ++r) {
     const uint64_t begin = addr + r * stride_bytes;
@@ -129,7 +130,7 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
     if (calendar_)
       done = calendar_transfer(addr, rows, row_bytes, stride_bytes, issue_cycle, calendar_bytes);
     else
-    done = timing_->transfer2d(addr, rows, row_bytes, stride_bytes, is_write, issue_cycle);
+      done = timing_->transfer2d(addr, rows, row_bytes, stride_bytes, is_write, issue_cycle);
   } catch (const std::out_of_range& e) {
     throw InputError(
         file_, {},
@@ -143,8 +144,9 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
                                  tensor >= 0 ? tensor_names[tensor] : "(none)", e.what()));
   }
   const uint64_t transferred =
-      calendar_ ? calendar_bytes
-                : (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
+      calendar_
+          ? calendar_bytes
+          : (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
   const uint64_t requested = rows * row_bytes;  // fits: the timing model checked the range
   if (is_write) {
     bytes_written += requested;

@@ -9,17 +9,20 @@ namespace attnsim {
 
 namespace {
 
-bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+bool power_of_two(int64_t x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
 
 }  // namespace
 
-L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params) : Component(instance), params_(params) {
+L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
+    : Component(instance), params_(params) {
   const Params& p = params_;
   if (!power_of_two(p.line_bytes) || !power_of_two(p.sector_bytes) || p.sector_bytes > p.line_bytes ||
       p.line_bytes / p.sector_bytes > 8)
     throw std::invalid_argument(fmt::format(
-        "{}: line_bytes ({}) and sector_bytes ({}) must be powers of two with 1 to 8 sectors per line", name(),
-        p.line_bytes, p.sector_bytes));
+        "{}: line_bytes ({}) and sector_bytes ({}) must be powers of two with 1 to 8 sectors per line",
+        name(), p.line_bytes, p.sector_bytes));
   const uint64_t per_set = static_cast<uint64_t>(p.line_bytes * p.ways * p.partitions);
   if (p.ways < 1 || p.partitions < 1 || p.capacity_bytes % per_set != 0 || p.capacity_bytes == 0)
     throw std::invalid_argument(fmt::format(
@@ -32,12 +35,14 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params) : Compo
     calendars_.emplace_back(p.bytes_per_cycle, static_cast<uint64_t>(p.window_cycles));
 
   const char* sectors = "sectors";
-  stats_.add_vector(&read_sectors, &tensor_names, "read_sectors", sectors, "sectors the cores read, per tensor");
+  stats_.add_vector(&read_sectors, &tensor_names, "read_sectors", sectors,
+                    "sectors the cores read, per tensor");
   stats_.add_vector(&read_hit_sectors, &tensor_names, "read_hit_sectors", sectors,
                     "read sectors found valid in L2, per tensor");
   stats_.add_vector(&read_miss_sectors, &tensor_names, "read_miss_sectors", sectors,
                     "read sectors fetched from DRAM, per tensor");
-  stats_.add_vector(&write_sectors, &tensor_names, "write_sectors", sectors, "sectors the cores wrote, per tensor");
+  stats_.add_vector(&write_sectors, &tensor_names, "write_sectors", sectors,
+                    "sectors the cores wrote, per tensor");
   stats_.add_vector(&write_hit_sectors, &tensor_names, "write_hit_sectors", sectors,
                     "written sectors whose line was in L2, per tensor");
   stats_.add_vector(&write_miss_sectors, &tensor_names, "write_miss_sectors", sectors,
@@ -149,12 +154,14 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
         l.valid |= mask;
         l.dirty |= mask;
         l.tensor = a.tensor;
-        if (a.tensor >= 0) write_sectors[a.tensor] += count, write_hit_sectors[a.tensor] += hits,
-                           write_miss_sectors[a.tensor] += count - hits;
+        if (a.tensor >= 0)
+          write_sectors[a.tensor] += count, write_hit_sectors[a.tensor] += hits,
+              write_miss_sectors[a.tensor] += count - hits;
         continue;
       }
-      if (a.tensor >= 0) read_sectors[a.tensor] += count, read_hit_sectors[a.tensor] += hits,
-                         read_miss_sectors[a.tensor] += count - hits;
+      if (a.tensor >= 0)
+        read_sectors[a.tensor] += count, read_hit_sectors[a.tensor] += hits,
+            read_miss_sectors[a.tensor] += count - hits;
       const uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
       l.valid |= mask;
       for (uint32_t s = first; s <= last; ++s) {
@@ -189,7 +196,8 @@ std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
   std::vector<uint64_t> out(tensor_names.size(), 0);
   for (const Line& l : lines_)
     if (l.tag && l.dirty && l.tensor >= 0)
-      out[l.tensor] += static_cast<uint64_t>(std::popcount(l.dirty)) * static_cast<uint64_t>(params_.sector_bytes);
+      out[l.tensor] +=
+          static_cast<uint64_t>(std::popcount(l.dirty)) * static_cast<uint64_t>(params_.sector_bytes);
   return out;
 }
 
@@ -207,9 +215,8 @@ void register_l2_models() {
         r.capacity_bytes = static_cast<uint64_t>(p.get<int64_t>(
             "capacity_bytes", static_cast<int64_t>(d.capacity_bytes), "bytes", "total L2 capacity", 1));
         r.line_bytes = p.get<int64_t>("line_bytes", d.line_bytes, "bytes", "cache line (tag) size", 1, 4096);
-        r.sector_bytes =
-            p.get<int64_t>("sector_bytes", d.sector_bytes, "bytes", "unit of valid/dirty state and DRAM transfer",
-                           1, 4096);
+        r.sector_bytes = p.get<int64_t>("sector_bytes", d.sector_bytes, "bytes",
+                                        "unit of valid/dirty state and DRAM transfer", 1, 4096);
         r.ways = p.get<int64_t>("ways", d.ways, "ways", "associativity", 1, 1024);
         r.partitions = p.get<int64_t>("partitions", d.partitions, "partitions",
                                       "address-interleaved partitions, each with its own bandwidth", 1, 64);
@@ -220,9 +227,9 @@ void register_l2_models() {
                                           "bandwidth of one partition, in core cycles", 1e-3, 1e9);
         r.hit_latency_cycles = p.get<int64_t>("hit_latency_cycles", d.hit_latency_cycles, "cycles",
                                               "request to data for a hit in the near partition", 0, 1 << 20);
-        r.far_latency_cycles = p.get<int64_t>("far_latency_cycles", d.far_latency_cycles, "cycles",
-                                              "extra latency to the partition the core is not attached to", 0,
-                                              1 << 20);
+        r.far_latency_cycles =
+            p.get<int64_t>("far_latency_cycles", d.far_latency_cycles, "cycles",
+                           "extra latency to the partition the core is not attached to", 0, 1 << 20);
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the bandwidth calendars", 1, 1 << 20);
         try {

@@ -55,7 +55,7 @@ class L2Cache : public Component, public MemoryLevel {
   int near_partition(int core) const { return core % static_cast<int>(params_.partitions); }
 
   std::vector<std::string> tensor_names;
-  std::vector<uint64_t> read_sectors, write_sectors;         // requested by the cores, per tensor
+  std::vector<uint64_t> read_sectors, write_sectors;          // requested by the cores, per tensor
   std::vector<uint64_t> read_hit_sectors, read_miss_sectors;  // per tensor
   std::vector<uint64_t> write_hit_sectors, write_miss_sectors;
   std::vector<uint64_t> writeback_bytes;      // dirty sectors evicted to DRAM during kernels, per tensor

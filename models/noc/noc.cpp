@@ -11,7 +11,8 @@ Noc::Noc(sc_core::sc_module_name instance, const Params& params) : Component(ins
                     "SM <- L2 bytes per tensor, whole chip");
   stats_.add_vector(&bytes_written_per_tensor, &tensor_names, "bytes_written_per_tensor", "bytes",
                     "SM -> L2 bytes per tensor, whole chip");
-  stats_.add_vector(&bytes_read_per_core, &core_names, "bytes_read_per_core", "bytes", "SM <- L2 bytes per core");
+  stats_.add_vector(&bytes_read_per_core, &core_names, "bytes_read_per_core", "bytes",
+                    "SM <- L2 bytes per core");
   stats_.add_vector(&bytes_written_per_core, &core_names, "bytes_written_per_core", "bytes",
                     "SM -> L2 bytes per core");
 }
@@ -25,8 +26,8 @@ void Noc::reset(const std::vector<std::string>& names, int cores) {
   core_names.clear();
   for (int c = 0; c < cores; ++c) core_names.push_back("core[" + std::to_string(c) + "]");
   bytes_read = bytes_written = 0;
-  ports_.assign(static_cast<size_t>(cores),
-                BandwidthCalendar(params_.core_bytes_per_cycle, static_cast<uint64_t>(params_.window_cycles)));
+  ports_.assign(static_cast<size_t>(cores), BandwidthCalendar(params_.core_bytes_per_cycle,
+                                                              static_cast<uint64_t>(params_.window_cycles)));
 }
 
 uint64_t Noc::access(const MemAccess& a, uint64_t issue_cycle) {

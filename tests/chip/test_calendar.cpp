@@ -23,7 +23,7 @@ TEST(BandwidthCalendar, BackToBackRequestsShareTheBandwidth) {
 
 TEST(BandwidthCalendar, ALateArrivalForAnEarlierTimeIsNotQueuedBehindLaterBookings) {
   BandwidthCalendar c(kBytesPerCycle, kWindow);
-  c.serve(500, 1000);                 // a core that ran ahead booked cycles 500..510
+  c.serve(500, 1000);                   // a core that ran ahead booked cycles 500..510
   EXPECT_EQ(c.serve(100, 1000), 110u);  // one behind it in local time still finds cycles 100..110 free
 }
 

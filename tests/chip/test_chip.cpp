@@ -51,7 +51,7 @@ TEST(Chip, Flash2SpreadsItsGridAndMovesTheSingleCoreLedgerBetweenSmAndL2) {
   // The heads' K and V fit in L2 many times over: DRAM sees each input once (compulsory misses).
   EXPECT_EQ(s.dram_read.at("K"), 8 * tile);
   EXPECT_EQ(total(s.dram_read), 3 * 8 * tile);
-  EXPECT_EQ(total(s.dram_written), 0u);  // O stays dirty in L2 ...
+  EXPECT_EQ(total(s.dram_written), 0u);                // O stays dirty in L2 ...
   EXPECT_EQ(s.dirty_at_kernel_end.at("O"), 8 * tile);  // ... and is reported as such
 }
 

@@ -102,7 +102,7 @@ TEST(L2, FlushCountsDirtyBytesWithoutSendingThemToDram) {
   rig.l2.flush();
   EXPECT_EQ(rig.dram.written, 0u);
   EXPECT_EQ(rig.l2.flushed_dirty_bytes[0], 1024u);  // 1000 bytes touch 32 sectors
-  rig.l2.access(range(0, 1000), 0);                // invalidated: read from DRAM again
+  rig.l2.access(range(0, 1000), 0);                 // invalidated: read from DRAM again
   EXPECT_EQ(rig.dram.read, 1024u);
 }
 

@@ -41,20 +41,21 @@ Chip::Chip(sc_core::sc_module_name instance, const ChipParams& params, const Sra
   stats_.add(&blocks_, "blocks", "blocks", "thread blocks run, all kernels");
   stats_.add(&quanta_, "quanta", "quanta", "quantum rounds of the conductor (temporal decoupling)");
   stats_.add(&footprint_, "block_sram_bytes", "bytes", "SRAM one thread block takes (aligned buffers)");
-  stats_.add_formula(
-      [this] {
-        nlohmann::json out = nlohmann::json::array();
-        for (const auto& k : kernel_reports_)
-          out.push_back({{"name", k.name},
-                         {"grid", k.grid},
-                         {"blocks", k.blocks},
-                         {"blocks_per_core", k.blocks_per_core},
-                         {"waves", k.waves},
-                         {"start_cycle", k.start_cycle},
-                         {"end_cycle", k.end_cycle}});
-        return out;
-      },
-      "kernels", "", "each kernel launched: grid, occupancy (blocks per core), waves, start and end cycles");
+  stats_.add_formula([this] { return kernel_reports_json(kernel_reports_); }, "kernels", "",
+                     "each kernel launched: grid, occupancy (blocks per core), waves, start and end cycles");
+}
+
+nlohmann::json kernel_reports_json(const std::vector<KernelReport>& kernels) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : kernels)
+    out.push_back({{"name", k.name},
+                   {"grid", k.grid},
+                   {"blocks", k.blocks},
+                   {"blocks_per_core", k.blocks_per_core},
+                   {"waves", k.waves},
+                   {"start_cycle", k.start_cycle},
+                   {"end_cycle", k.end_cycle}});
+  return out;
 }
 
 void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
@@ -118,6 +119,14 @@ void Chip::run() {
   start_event_.notify(sc_core::SC_ZERO_TIME);
   sc_core::sc_start();
   if (error_) std::rethrow_exception(error_);
+}
+
+std::array<uint64_t, isa::kOpcodeCount> Chip::per_opcode() const {
+  std::array<uint64_t, isa::kOpcodeCount> out{};
+  for (const CoreState& s : state_)
+    if (s.tile)
+      for (size_t op = 0; op < out.size(); ++op) out[op] += s.tile->per_opcode()[op];
+  return out;
 }
 
 int64_t Chip::occupancy() const {

@@ -68,6 +68,8 @@ struct KernelReport {
   uint64_t start_cycle = 0, end_cycle = 0;
 };
 
+nlohmann::json kernel_reports_json(const std::vector<KernelReport>& kernels);
+
 class Chip : public Component {
  public:
   SC_HAS_PROCESS(Chip);
@@ -92,6 +94,7 @@ class Chip : public Component {
   Noc* noc() { return noc_; }
   uint64_t cycles() const { return cycles_; }
   uint64_t instructions() const { return instructions_; }
+  std::array<uint64_t, isa::kOpcodeCount> per_opcode() const;  // all cores
   uint64_t block_footprint_bytes() const { return footprint_; }
   nlohmann::json stats_json() const;
 

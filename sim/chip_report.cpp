@@ -97,20 +97,11 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
 }
 
 nlohmann::json chip_summary_json(const ChipSummary& s) {
-  nlohmann::json kernels = nlohmann::json::array();
-  for (const auto& k : s.kernels)
-    kernels.push_back({{"name", k.name},
-                       {"grid", k.grid},
-                       {"blocks", k.blocks},
-                       {"blocks_per_core", k.blocks_per_core},
-                       {"waves", k.waves},
-                       {"start_cycle", k.start_cycle},
-                       {"end_cycle", k.end_cycle}});
   return {{"scope", "whole chip"},
           {"cores", s.cores},
           {"cycles", s.cycles},
           {"simulated_seconds", s.seconds},
-          {"kernels", kernels},
+          {"kernels", kernel_reports_json(s.kernels)},
           {"sm_l2_bytes_read", total(s.sm_l2_read)},
           {"sm_l2_bytes_written", total(s.sm_l2_written)},
           {"sm_l2_bytes_read_per_tensor", s.sm_l2_read},

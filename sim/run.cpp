@@ -132,6 +132,9 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
   result.chip = summarize_chip(chip, program, machine.clock_ghz());
   result.cycles = result.chip->cycles;
   result.instructions = result.chip->instructions;
+  const auto per_opcode = chip.per_opcode();
+  for (int op = 0; op < isa::kOpcodeCount; ++op)
+    if (per_opcode[op]) result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = per_opcode[op];
   for (size_t t = 0; t < program.tensors.size(); ++t) {
     final.push_back(chip.tensor_values(int(t)));
     result.final_values[program.tensors[t].name] = final.back();
@@ -225,14 +228,7 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
                   {"trace", program.file},
                   {"config", machine.effective_config()},
                   {"stats", machine.stats_json()}};
-  nlohmann::json checks = nlohmann::json::array();
-  for (const auto& c : result.checks)
-    checks.push_back({{"check", c.description},
-                      {"max_abs_error", c.max_abs_error},
-                      {"max_rel_error", c.max_rel_error},
-                      {"tolerance", c.tolerance},
-                      {"passed", c.passed}});
-  result.stats["checks"] = checks;
+  result.stats["checks"] = checks_json(result.checks);
   if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
   if (timeline) write_file_atomically(options.timeline, timeline->json());
   return result;

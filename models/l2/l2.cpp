@@ -31,8 +31,7 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
   sets_per_partition_ = p.capacity_bytes / per_set;
   sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
   lines_.assign(static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes)), Line{});
-  for (int64_t i = 0; i < p.partitions; ++i)
-    calendars_.emplace_back(p.bytes_per_cycle, static_cast<uint64_t>(p.window_cycles));
+  reset({});
 
   const char* sectors = "sectors";
   stats_.add_vector(&read_sectors, &tensor_names, "read_sectors", sectors,
@@ -129,7 +128,8 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
   const uint64_t miss_at = issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles);
-  std::vector<uint64_t> partition_bytes(static_cast<size_t>(params_.partitions), 0);
+  std::vector<uint64_t>& partition_bytes = partition_bytes_;
+  partition_bytes.assign(static_cast<size_t>(params_.partitions), 0);
   uint64_t dram_done = 0;
   uint64_t run_begin = 0, run_end = 0;  // contiguous missed sectors, fetched together
   auto fetch_run = [&] {

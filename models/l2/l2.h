@@ -81,8 +81,9 @@ class L2Cache : public Component, public MemoryLevel {
   uint32_t sectors_per_line_ = 4;
   std::vector<Line> lines_;  // [partition][set][way]
   std::vector<BandwidthCalendar> calendars_;
-  uint64_t clock_ = 0;  // access counter for LRU / FIFO stamps
-  uint64_t now_ = 0;    // issue cycle of the access being served (write-backs are issued then)
+  std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
+  uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps
+  uint64_t now_ = 0;  // issue cycle of the access being served (write-backs are issued then)
 };
 
 void register_l2_models();  // YAML type "sectored"

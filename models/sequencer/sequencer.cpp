@@ -1,6 +1,7 @@
 #include "models/sequencer/sequencer.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "isa/disassembler.h"
 
@@ -241,7 +242,7 @@ void Sequencer::execute_numeric() {
     const uint64_t issued = clock.issue(d);
     ++counts[static_cast<size_t>(d.op)];
     const double a = d.src[0] >= 0 ? regs[d.src[0]] : 0.0;
-    double result;
+    double result = 0.0;  // every opcode sets it; initialised for the compiler
     switch (d.op) {
       case isa::Opcode::Load:
         ++tensor_reads[d.tensor];
@@ -278,6 +279,10 @@ void Sequencer::execute_numeric() {
       case isa::Opcode::Mov:
         result = a;
         break;
+      case isa::Opcode::RowMax:
+      case isa::Opcode::RowSum:
+      case isa::Opcode::Mask:
+        throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
     }
     regs[d.dst] = round_to<D>(result);
     written_mut[d.dst] = 1;
@@ -366,6 +371,10 @@ void Sequencer::execute_symbolic() {
         result = a;
         number = x;
         break;
+      case isa::Opcode::RowMax:
+      case isa::Opcode::RowSum:
+      case isa::Opcode::Mask:
+        throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
     }
     if (d.dst >= 0) {
       regs[d.dst] = result;

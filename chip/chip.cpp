@@ -268,8 +268,10 @@ void Chip::conductor() {
       start_kernel(0);
       while (kernel_ >= 0 && !error_) {
         limit_ = (epoch + 1) * quantum;
-        for (size_t c = 0; c < state_.size() && !error_; ++c) {
-          state_[c].go.notify();
+        // The release order rotates every quantum: the core released first books shared bandwidth first,
+        // and a fixed order would make core 0 the fastest every round until the cores drift apart.
+        for (size_t i = 0; i < state_.size() && !error_; ++i) {
+          state_[(i + epoch) % state_.size()].go.notify();
           sc_core::wait(quantum_done_);
         }
         ++quanta_;
@@ -277,7 +279,7 @@ void Chip::conductor() {
         ++epoch;
         if (kernel_finished()) {
           end = std::max(end, kernel_reports_.back().end_cycle);
-          if (l2_ && params_.flush_l2_between_kernels) l2_->flush();
+          if (l2_) params_.flush_l2_between_kernels ? l2_->flush() : l2_->clean_far_copies();
           kernel_ = -1;
           start_kernel(end + static_cast<uint64_t>(params_.kernel_launch_cycles));
           if (kernel_ < 0) break;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 namespace attnsim::isa {
 
@@ -155,6 +156,7 @@ class Assembler {
       if (end == text_.size()) break;
       start = end + 1;
     }
+    check_grids_complete();
     return std::move(program_);
   }
 
@@ -167,7 +169,10 @@ class Assembler {
       if (directive == "tensor") return parse_tensor(c, where);
       if (directive == "check") return parse_check(c, where);
       if (directive == "buffer") return parse_buffer(c);
-      c.fail(where, "unknown directive '." + directive + "' (known: .tensor, .buffer, .check)");
+      if (directive == "kernel") return parse_kernel(c);
+      if (directive == "block") return parse_block(c);
+      c.fail(where,
+             "unknown directive '." + directive + "' (known: .tensor, .buffer, .kernel, .block, .check)");
     }
     parse_instruction(c);
   }
@@ -272,6 +277,135 @@ class Assembler {
                              (word.empty() ? c.found() : ", found '" + word + "'"));
     }
     program_.buffers.push_back(std::move(decl));
+  }
+
+  // ---- kernels and thread blocks ----
+
+  // What the assembler tracks per declared kernel, beside Program::kernels.
+  struct KernelState {
+    SourceLoc loc;                                // of the name in `.kernel NAME ...`
+    bool started = false;                         // a `.block` of it was seen
+    std::unordered_map<int64_t, int> seen_lines;  // linear block index -> line of its `.block`
+  };
+
+  static constexpr int64_t kMaxGridExtent = (int64_t{1} << 31) - 1;
+  static constexpr int64_t kMaxGridBlocks = int64_t{1} << 48;
+
+  static std::string grid_text(const std::array<int64_t, 3>& grid) {
+    return std::to_string(grid[0]) + "x" + std::to_string(grid[1]) + "x" + std::to_string(grid[2]);
+  }
+  static std::string block_text(const std::string& kernel, const std::array<int64_t, 3>& index) {
+    return kernel + "(" + std::to_string(index[0]) + ", " + std::to_string(index[1]) + ", " +
+           std::to_string(index[2]) + ")";
+  }
+
+  // .kernel NAME grid(X[, Y[, Z]])
+  void parse_kernel(LineCursor& c) {
+    KernelDecl decl;
+    KernelState state;
+    state.loc = c.loc();
+    decl.name = c.identifier();
+    if (decl.name.empty()) c.fail(state.loc, "expected a kernel name after .kernel" + c.found());
+    if (kernel_index_.contains(decl.name))
+      c.fail(state.loc, "kernel '" + decl.name + "' is already declared");
+    SourceLoc grid_loc = c.loc();
+    if (c.identifier() != "grid")
+      c.fail(grid_loc,
+             "expected grid(X[, Y[, Z]]) after the kernel name, e.g. .kernel " + decl.name + " grid(4, 2)");
+    c.expect('(', "after grid");
+    for (size_t dim = 0; dim < 3; ++dim) {
+      if (dim > 0 && !c.accept(',')) break;
+      SourceLoc extent_loc = c.loc();
+      auto extent = c.integer();
+      if (!extent || *extent < 1 || *extent > kMaxGridExtent)
+        c.fail(extent_loc, "a grid extent must be an integer from 1 to 2^31-1");
+      decl.grid[dim] = *extent;
+    }
+    c.expect(')', "to close grid(...)");
+    if (!c.at_end()) c.fail(c.loc(), "unexpected text after the kernel declaration");
+    int64_t blocks = 1;
+    for (int64_t extent : decl.grid)
+      if (__builtin_mul_overflow(blocks, extent, &blocks) || blocks > kMaxGridBlocks)
+        c.fail(grid_loc, "kernel '" + decl.name + "' has more than 2^48 thread blocks");
+    kernel_index_.emplace(decl.name, static_cast<int32_t>(program_.kernels.size()));
+    program_.kernels.push_back(std::move(decl));
+    kernel_states_.push_back(std::move(state));
+  }
+
+  // .block NAME(x[, y[, z]]): the instructions from here to the next .block are thread block (x, y, z).
+  void parse_block(LineCursor& c) {
+    SourceLoc name_loc = c.loc();
+    std::string name = c.identifier();
+    if (name.empty()) c.fail(name_loc, "expected a kernel name after .block" + c.found());
+    auto found = kernel_index_.find(name);
+    if (found == kernel_index_.end())
+      c.fail(name_loc,
+             "undeclared kernel '" + name + "' (declare it first with .kernel " + name + " grid(...))");
+    const int32_t kernel = found->second;
+    const KernelDecl& decl = program_.kernels[static_cast<size_t>(kernel)];
+    KernelState& state = kernel_states_[static_cast<size_t>(kernel)];
+
+    c.expect('(', "after the kernel name (the block index, e.g. " + name + "(0, 1))");
+    std::array<int64_t, 3> index{0, 0, 0};
+    SourceLoc index_loc = c.loc();
+    for (size_t dim = 0; dim < 3; ++dim) {
+      if (dim > 0 && !c.accept(',')) break;
+      SourceLoc value_loc = c.loc();
+      auto value = c.integer();
+      if (!value) c.fail(value_loc, "expected an integer block index" + c.found());
+      if (*value < 0 || *value >= decl.grid[dim])
+        c.fail(value_loc, "block index " + std::to_string(*value) + " out of range for dimension " +
+                              std::string(1, "xyz"[dim]) + " of kernel '" + name + "' (grid " +
+                              grid_text(decl.grid) + ")");
+      index[dim] = *value;
+    }
+    c.expect(')', "to close the block index");
+    if (!c.at_end()) c.fail(c.loc(), "unexpected text after the block");
+
+    if (program_.blocks.empty() && !program_.instructions.empty())
+      throw InputError(program_.file, program_.instructions.front().loc,
+                       "instruction before the first .block (line " + std::to_string(name_loc.line) +
+                           "): in a trace with thread blocks every instruction belongs to one");
+    if (current_kernel_ != kernel) {
+      if (state.started)
+        c.fail(name_loc, "kernel '" + name + "' reappears after the blocks of kernel '" +
+                             program_.kernels[static_cast<size_t>(current_kernel_)].name +
+                             "'; a kernel's blocks must be contiguous (kernels run one after another)");
+      if (kernel < current_kernel_)
+        c.fail(name_loc, "kernel '" + name + "' is declared before kernel '" +
+                             program_.kernels[static_cast<size_t>(current_kernel_)].name +
+                             "', so its blocks must come first (kernels run in the order they are declared)");
+      state.started = true;
+      current_kernel_ = kernel;
+    }
+    const int64_t linear = index[0] + decl.grid[0] * (index[1] + decl.grid[1] * index[2]);
+    auto [seen, inserted] = state.seen_lines.try_emplace(linear, name_loc.line);
+    if (!inserted)
+      c.fail(index_loc, "block " + block_text(name, index) + " appears twice (first at line " +
+                            std::to_string(seen->second) + ")");
+    program_.blocks.push_back({program_.instructions.size(), kernel, index});
+  }
+
+  // Every declared kernel must list all grid.x * grid.y * grid.z of its blocks.
+  void check_grids_complete() {
+    for (size_t k = 0; k < program_.kernels.size(); ++k) {
+      const KernelDecl& decl = program_.kernels[k];
+      const KernelState& state = kernel_states_[k];
+      const int64_t have = static_cast<int64_t>(state.seen_lines.size());
+      if (have == 0)
+        throw InputError(program_.file, state.loc,
+                         "kernel '" + decl.name + "' has no .block (its grid " + grid_text(decl.grid) +
+                             " needs " + std::to_string(decl.blocks()) + " blocks)");
+      if (have == decl.blocks()) continue;
+      int64_t first = 0;  // the first missing block in launch order (x fastest)
+      while (state.seen_lines.contains(first)) ++first;
+      const std::array<int64_t, 3> index{first % decl.grid[0], first / decl.grid[0] % decl.grid[1],
+                                         first / decl.grid[0] / decl.grid[1]};
+      throw InputError(program_.file, state.loc,
+                       "kernel '" + decl.name + "' is missing " + std::to_string(decl.blocks() - have) +
+                           " of its " + std::to_string(decl.blocks()) + " blocks (grid " +
+                           grid_text(decl.grid) + "), the first " + block_text(decl.name, index));
+    }
   }
 
   bool accept_transpose(LineCursor& c) {
@@ -643,6 +777,9 @@ class Assembler {
 
   std::string_view text_;
   Program program_;
+  std::unordered_map<std::string, int32_t> kernel_index_;
+  std::vector<KernelState> kernel_states_;  // parallel to program_.kernels
+  int32_t current_kernel_ = -1;             // the kernel of the last .block
 };
 
 }  // namespace
@@ -654,7 +791,8 @@ Program assemble(std::string_view text, const std::string& file_name) {
 Program assemble_file(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(path, {}, std::filesystem::exists(path, ec) ? "not a regular file" : "cannot open trace file");
+    throw InputError(path, {},
+                     std::filesystem::exists(path, ec) ? "not a regular file" : "cannot open trace file");
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, {}, "cannot open trace file");

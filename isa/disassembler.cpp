@@ -11,6 +11,20 @@ std::string format_number(double v) {
   return fmt::format("{}", v);
 }
 
+// How many grid dimensions a kernel's lines print: trailing extents of 1 are left out (at least x).
+size_t grid_dims(const KernelDecl& k) {
+  size_t dims = 3;
+  while (dims > 1 && k.grid[dims - 1] == 1) --dims;
+  return dims;
+}
+
+// `(a, b, c)` of the first `dims` values.
+std::string tuple_text(const std::array<int64_t, 3>& values, size_t dims) {
+  std::string out = "(";
+  for (size_t i = 0; i < dims; ++i) out += fmt::format("{}{}", i ? ", " : "", values[i]);
+  return out + ")";
+}
+
 }  // namespace
 
 std::string format_tile(const Program& program, const TileRef& t) {
@@ -91,13 +105,29 @@ std::string disassemble(const Program& program) {
     if (b.space == BufferDecl::Space::Regs) out += " regs";
     out += "\n";
   }
+  for (const auto& k : program.kernels)
+    out += ".kernel " + k.name + " grid" + tuple_text(k.grid, grid_dims(k)) + "\n";
   for (const auto& check : program.checks) {
     out += ".check " + program.tensors[check.target].name + " = " + check.function + "(";
     for (size_t i = 0; i < check.args.size(); ++i)
       out += (i ? ", " : "") + program.tensors[check.args[i]].name;
     out += ")\n";
   }
-  for (const auto& inst : program.instructions) out += format_instruction(program, inst) + "\n";
+  // A block's line goes before its first instruction; empty blocks give several lines in a row.
+  size_t next_block = 0;
+  auto blocks_up_to = [&](size_t instruction) {
+    for (; next_block < program.blocks.size() && program.blocks[next_block].instruction <= instruction;
+         ++next_block) {
+      const BlockStart& b = program.blocks[next_block];
+      const KernelDecl& k = program.kernels[static_cast<size_t>(b.kernel)];
+      out += ".block " + k.name + tuple_text(b.index, grid_dims(k)) + "\n";
+    }
+  };
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    blocks_up_to(i);
+    out += format_instruction(program, program.instructions[i]) + "\n";
+  }
+  blocks_up_to(program.instructions.size());
   return out;
 }
 

@@ -52,6 +52,10 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
                     "dirty bytes still in L2 when a kernel ended (written back by the flush between kernels, "
                     "or left at the end; Nsight Compute counts neither as the kernel's DRAM writes)");
   stats_.add(&evictions, "evictions", "lines", "valid lines replaced");
+  stats_.add(&fabric_read_sectors, "fabric_read_sectors", "sectors",
+             "sectors a partition fetched from the other (their home) to fill a copy (far_data: copy)");
+  stats_.add(&fabric_write_sectors, "fabric_write_sectors", "sectors",
+             "dirty sectors of evicted copies written to their home partition (far_data: copy)");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -61,7 +65,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
-  evictions = far_accesses = 0;
+  evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = 0;
   std::fill(lines_.begin(), lines_.end(), Line{});
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
@@ -69,10 +73,18 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   clock_ = 0;
 }
 
-int L2Cache::partition_of(uint64_t addr) const {
+int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
-  const uint64_t line = addr / static_cast<uint64_t>(params_.line_bytes);
-  return static_cast<int>(((line * 0xD6E8FEB86659FD93ull) >> 40) % static_cast<uint64_t>(params_.partitions));
+  return static_cast<int>(((line_index * 0xD6E8FEB86659FD93ull) >> 40) %
+                          static_cast<uint64_t>(params_.partitions));
+}
+
+int L2Cache::partition_of(uint64_t addr) const {
+  return home_of_line(addr / static_cast<uint64_t>(params_.line_bytes));
+}
+
+int L2Cache::serving_partition(int near, uint64_t line_index) const {
+  return params_.far_data == FarData::Copy ? near : home_of_line(line_index);
 }
 
 // Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
@@ -81,7 +93,7 @@ uint64_t L2Cache::set_of(uint64_t line_index) const {
   return ((line_index * 0x9E3779B97F4A7C15ull) >> 24) % sets_per_partition_;
 }
 
-void L2Cache::write_back(const Line& line, uint64_t line_index, uint64_t at) {
+void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) {
   const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
   const uint64_t base = line_index * static_cast<uint64_t>(params_.line_bytes);
   uint32_t s = 0;
@@ -100,9 +112,29 @@ void L2Cache::write_back(const Line& line, uint64_t line_index, uint64_t at) {
   }
 }
 
-L2Cache::Line& L2Cache::find_or_allocate(uint64_t line_index, int tensor, bool& hit) {
-  const uint64_t addr = line_index * static_cast<uint64_t>(params_.line_bytes);
-  const uint64_t set = static_cast<uint64_t>(partition_of(addr)) * sets_per_partition_ + set_of(line_index);
+void L2Cache::write_back(const Line& line, int partition) {
+  const uint64_t line_index = line.tag - 1;
+  if (home_of_line(line_index) == partition) return write_to_dram(line, line_index, now_);
+  // A copy goes home after the current access: allocating there now could reuse a slot still being filled.
+  evicted_copies_.push_back(line);
+}
+
+void L2Cache::send_copies_home() {
+  while (!evicted_copies_.empty()) {
+    const Line line = evicted_copies_.back();
+    evicted_copies_.pop_back();
+    const uint64_t line_index = line.tag - 1;
+    fabric_write_sectors += static_cast<uint64_t>(std::popcount(line.dirty));
+    bool present = false;
+    Line& h = find_or_allocate(home_of_line(line_index), line_index, line.tensor, present);
+    h.valid |= line.dirty;
+    h.dirty |= line.dirty;
+    h.tensor = line.tensor;
+  }
+}
+
+L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
+  const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
   Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
   Line* victim = ways;
   for (int64_t w = 0; w < params_.ways; ++w) {
@@ -117,10 +149,48 @@ L2Cache::Line& L2Cache::find_or_allocate(uint64_t line_index, int tensor, bool& 
   hit = false;
   if (victim->tag != 0) {
     ++evictions;
-    if (victim->dirty) write_back(*victim, victim->tag - 1, now_);
+    if (victim->dirty) write_back(*victim, partition);
   }
   *victim = Line{line_index + 1, ++clock_, 0, 0, tensor};
   return *victim;
+}
+
+uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
+  const int serving = serving_partition(near, line_index);
+  bool present = false;
+  Line& l = find_or_allocate(serving, line_index, tensor, present);
+  uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
+  l.valid |= mask;
+  const int home = home_of_line(line_index);
+  if (missing && serving != home) {  // a copy's missing sectors come across the fabric from home
+    fabric_read_sectors += static_cast<uint64_t>(std::popcount(missing));
+    partition_bytes_[static_cast<size_t>(home)] +=
+        static_cast<uint64_t>(std::popcount(missing)) * static_cast<uint64_t>(params_.sector_bytes);
+    Line& h = find_or_allocate(home, line_index, tensor, present);
+    const uint8_t from_dram = static_cast<uint8_t>(missing & ~h.valid);
+    h.valid |= missing;
+    missing = from_dram;
+  }
+  if (tensor >= 0) {
+    const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
+    const uint64_t misses = static_cast<uint64_t>(std::popcount(missing));
+    read_sectors[tensor] += count, read_hit_sectors[tensor] += count - misses,
+        read_miss_sectors[tensor] += misses;
+  }
+  return missing;
+}
+
+void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
+  bool present = false;
+  Line& l = find_or_allocate(serving_partition(near, line_index), line_index, tensor, present);
+  const uint64_t hits = static_cast<uint64_t>(std::popcount(static_cast<uint8_t>(mask & l.valid)));
+  l.valid |= mask;
+  l.dirty |= mask;
+  l.tensor = tensor;
+  if (tensor < 0) return;
+  const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
+  write_sectors[tensor] += count, write_hit_sectors[tensor] += hits,
+      write_miss_sectors[tensor] += count - hits;
 }
 
 uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
@@ -128,8 +198,8 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
   const uint64_t miss_at = issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles);
-  std::vector<uint64_t>& partition_bytes = partition_bytes_;
-  partition_bytes.assign(static_cast<size_t>(params_.partitions), 0);
+  const int near = near_partition(a.core);
+  partition_bytes_.assign(static_cast<size_t>(params_.partitions), 0);
   uint64_t dram_done = 0;
   uint64_t run_begin = 0, run_end = 0;  // contiguous missed sectors, fetched together
   auto fetch_run = [&] {
@@ -145,25 +215,13 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
       const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) / sector);
       const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) / sector);
       const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
-      const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
-      partition_bytes[static_cast<size_t>(partition_of(lb))] += count * sector;
-      bool present = false;
-      Line& l = find_or_allocate(li, a.tensor, present);
-      const uint64_t hits = static_cast<uint64_t>(std::popcount(static_cast<uint8_t>(mask & l.valid)));
+      partition_bytes_[static_cast<size_t>(serving_partition(near, li))] +=
+          static_cast<uint64_t>(std::popcount(mask)) * sector;
       if (a.is_write) {
-        l.valid |= mask;
-        l.dirty |= mask;
-        l.tensor = a.tensor;
-        if (a.tensor >= 0)
-          write_sectors[a.tensor] += count, write_hit_sectors[a.tensor] += hits,
-              write_miss_sectors[a.tensor] += count - hits;
+        write_line(near, li, mask, a.tensor);
         continue;
       }
-      if (a.tensor >= 0)
-        read_sectors[a.tensor] += count, read_hit_sectors[a.tensor] += hits,
-            read_miss_sectors[a.tensor] += count - hits;
-      const uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
-      l.valid |= mask;
+      const uint8_t missing = read_line(near, li, mask, a.tensor);
       for (uint32_t s = first; s <= last; ++s) {
         if (!(missing >> s & 1)) continue;
         const uint64_t at = lb + s * sector;
@@ -173,19 +231,24 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     }
   }
   fetch_run();
+  send_copies_home();
+  return std::max(partition_done(near, issue_cycle), dram_done);
+}
+
+// When the partitions the access touched have served their bytes (booked on their calendars).
+uint64_t L2Cache::partition_done(int near, uint64_t issue_cycle) {
   uint64_t done = issue_cycle;
-  const int near = near_partition(a.core);
   bool far = false;
-  for (size_t p = 0; p < partition_bytes.size(); ++p) {
-    if (!partition_bytes[p]) continue;
+  for (size_t p = 0; p < partition_bytes_.size(); ++p) {
+    if (!partition_bytes_[p]) continue;
     const bool is_far = static_cast<int>(p) != near;
     far = far || is_far;
-    done = std::max(done, calendars_[p].serve(issue_cycle, partition_bytes[p]) +
+    done = std::max(done, calendars_[p].serve(issue_cycle, partition_bytes_[p]) +
                               static_cast<uint64_t>(params_.hit_latency_cycles) +
                               (is_far ? static_cast<uint64_t>(params_.far_latency_cycles) : 0));
   }
   far_accesses += far ? 1 : 0;
-  return std::max(done, dram_done);
+  return done;
 }
 
 void L2Cache::forget_before(uint64_t cycle) {
@@ -205,6 +268,18 @@ void L2Cache::flush() {
   const std::vector<uint64_t> dirty = dirty_bytes_per_tensor();
   for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
   std::fill(lines_.begin(), lines_.end(), Line{});
+}
+
+void L2Cache::clean_far_copies() {
+  const uint64_t per_partition = sets_per_partition_ * static_cast<uint64_t>(params_.ways);
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    Line& l = lines_[i];
+    const int partition = static_cast<int>(i / per_partition);
+    if (!l.tag || !l.dirty || home_of_line(l.tag - 1) == partition) continue;
+    write_back(l, partition);
+    l.dirty = 0;
+  }
+  send_copies_home();
 }
 
 void register_l2_models() {
@@ -230,6 +305,12 @@ void register_l2_models() {
         r.far_latency_cycles =
             p.get<int64_t>("far_latency_cycles", d.far_latency_cycles, "cycles",
                            "extra latency to the partition the core is not attached to", 0, 1 << 20);
+        r.far_data =
+            p.choice("far_data", "home", {"home", "copy"},
+                     "home: a line lives only in its home partition; copy: a core's partition also keeps "
+                     "copies of lines homed in the other (Ampere, Hopper)") == "copy"
+                ? L2Cache::FarData::Copy
+                : L2Cache::FarData::Home;
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the bandwidth calendars", 1, 1 << 20);
         try {

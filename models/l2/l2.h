@@ -4,6 +4,14 @@
 // by address, each with its own bandwidth. Misses go to the level behind (DRAM) as contiguous runs of
 // sectors; evicted dirty sectors are written back. Every count is kept per tensor.
 //
+// Partitions: every line has a home partition (hashed address), the only one that talks to DRAM for it.
+// With `far_data: copy` (Ampere and Hopper) a core's requests go to the partition it is attached to, which
+// also keeps copies of lines homed in the other partition; a miss there crosses the fabric to the home
+// partition, and a miss at home reaches DRAM. Data read by every SM then occupies both partitions, halving
+// the capacity it sees (measured: Nsight Compute's lts__t_sectors_srcunit_ltcfabric equals the DRAM reads).
+// Writes from a far core stay dirty in its partition and go home when evicted. With `far_data: home` a line
+// lives only in its home partition and far cores reach it there.
+//
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
 // time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
 // latency when the core is attached to the other partition), and waits for its missed sectors from DRAM.
@@ -24,6 +32,7 @@ namespace attnsim {
 class L2Cache : public Component, public MemoryLevel {
  public:
   enum class Replacement : uint8_t { Lru, Fifo };
+  enum class FarData : uint8_t { Home, Copy };
   struct Params {
     uint64_t capacity_bytes = 50ull << 20;
     int64_t line_bytes = 128;
@@ -35,6 +44,7 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t hit_latency_cycles = 200;
     int64_t far_latency_cycles = 100;  // extra, for a core attached to the other partition
     int64_t window_cycles = 64;        // bandwidth calendar granularity
+    FarData far_data = FarData::Home;
   };
   L2Cache(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
@@ -46,6 +56,9 @@ class L2Cache : public Component, public MemoryLevel {
   // Between kernels: writes back and invalidates every line. The write-back is not timed and not counted as
   // DRAM traffic of any kernel (as Nsight Compute's --cache-control all); it is counted here per tensor.
   void flush();
+  // Between kernels when the L2 is kept: dirty copies of far-homed lines are written to their home
+  // partition (made visible to every SM), not timed; the copies stay valid and clean.
+  void clean_far_copies();
   // Dirty bytes now in L2 per tensor (not yet written to DRAM).
   std::vector<uint64_t> dirty_bytes_per_tensor() const;
 
@@ -62,6 +75,8 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<uint64_t> flushed_dirty_bytes;  // dirty sectors written back by flush() between kernels
   uint64_t evictions = 0;
   uint64_t far_accesses = 0;
+  uint64_t fabric_read_sectors = 0;   // copies fetched from the home partition (far_data: copy)
+  uint64_t fabric_write_sectors = 0;  // dirty copies written back to their home partition
 
  private:
   struct Line {
@@ -70,9 +85,20 @@ class L2Cache : public Component, public MemoryLevel {
     uint8_t valid = 0, dirty = 0;  // sector masks
     int32_t tensor = -1;
   };
-  // The line's slot in its set (allocating, and evicting a victim, if absent); `hit` tells which.
-  Line& find_or_allocate(uint64_t line_index, int tensor, bool& hit);
-  void write_back(const Line& line, uint64_t line_index, uint64_t at);
+  // The line's slot in its set of `partition` (allocating, and evicting a victim, if absent); `hit` tells
+  // which.
+  Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
+  // An evicted dirty line: to DRAM from its home partition, to its home partition from a copy.
+  void write_back(const Line& line, int partition);
+  void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
+  void send_copies_home();  // the dirty copies evicted during an access, into their home partitions
+  // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
+  uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
+  void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
+  // The partition a core's request for the line is served by.
+  int serving_partition(int near, uint64_t line_index) const;
+  int home_of_line(uint64_t line_index) const;
+  uint64_t partition_done(int near, uint64_t issue_cycle);
   uint64_t set_of(uint64_t line_index) const;
 
   Params params_;
@@ -81,6 +107,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint32_t sectors_per_line_ = 4;
   std::vector<Line> lines_;  // [partition][set][way]
   std::vector<BandwidthCalendar> calendars_;
+  std::vector<Line> evicted_copies_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
   uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps
   uint64_t now_ = 0;  // issue cycle of the access being served (write-backs are issued then)

@@ -10,13 +10,16 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "models/common/registry.h"
+#include "sim/chip_report.h"
 #include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
 #include "sim/validate.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
+#include "traces/l2_probe.h"
 #include "traces/scalar.h"
+#include "traces/stream.h"
 #include "traces/tile.h"
 
 namespace po = boost::program_options;
@@ -37,6 +40,7 @@ commands:
   disasm   assemble a trace and print it back in canonical form
   config   print a machine's effective parameters with units and descriptions
   validate hold the simulator's predictions against GPU measurements (validation/data/*.csv)
+  probe    stream a buffer through a whole chip's L2 as validation/l2_probe.cu does, print every level
 
 `attnsim <command> --help` describes each command's options.
 )";
@@ -293,6 +297,46 @@ int cmd_validate(const std::vector<std::string>& args) {
   return 0;
 }
 
+int cmd_probe(const std::vector<std::string>& args) {
+  std::string config_path, mode;
+  double mib = 32;
+  traces::ProbeShape shape;
+  std::vector<std::string> overrides;
+  po::options_description desc("probe options");
+  desc.add_options()("config,c", po::value(&config_path)->required(), "whole-chip YAML (configs/h100.yaml)")(
+      "mode", po::value(&mode)->default_value("shared"),
+      "single (one block), shared (every block reads the buffer from its start), spread (block b starts at "
+      "b/blocks of it), private (block b reads its own 1/blocks)")(
+      "mib", po::value(&mib)->default_value(32), "buffer size in MiB (whole 16 KiB chunks)")(
+      "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
+      "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
+      "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
+  po::positional_options_description pos;
+  auto parsed = parse("probe", desc, pos, args,
+                      "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [-p key=value]");
+  if (parsed.help) return 0;
+  auto found = traces::find_probe_mode(mode);
+  if (!found) throw InputError("attnsim probe", {}, "--mode must be single, shared, spread or private");
+  if (!(mib >= 1.0 / 64 && mib <= 1 << 20))
+    throw InputError("attnsim probe", {}, "--mib must be 1/64 to 2^20");
+  shape.mode = *found;
+  shape.bytes = static_cast<uint64_t>(mib * (1 << 20));
+  Machine machine(load_config(config_path, overrides));
+  if (!machine.is_chip())
+    throw InputError(config_path, {},
+                     "probe needs a whole-chip config (a chip: section), e.g. configs/h100.yaml");
+  isa::Program program;
+  try {
+    program = traces::stream_program([&] { return traces::l2_probe(shape); });
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim probe", {}, e.what());
+  }
+  machine.load(program, false, true);
+  machine.run();
+  print_chip_summary(std::cout, summarize_chip(*machine.chip(), program, machine.clock_ghz()));
+  return 0;
+}
+
 int cmd_disasm(const std::vector<std::string>& args) {
   std::string trace;
   po::options_description desc("disasm options");
@@ -345,6 +389,7 @@ int sc_main(int argc, char** argv) {
     if (command == "gen") return cmd_gen(args);
     if (command == "compare") return cmd_compare(args);
     if (command == "validate") return cmd_validate(args);
+    if (command == "probe") return cmd_probe(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'\n" << kUsage;

@@ -206,6 +206,19 @@ TEST_F(Cli, UndeclaredTensorInCheck) {
   expect_input_error(run_trace(kToy3, trace), at(trace, 2, 22), {"undeclared tensor 'x'"});
 }
 
+TEST_F(Cli, BlockIndexOutsideTheGrid) {
+  std::string trace =
+      write("grid.trace", ".tensor a[2]\n.kernel k grid(2)\n.block k(0)\nLOAD a[0], R0\n.block k(2)\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 5, 10),
+                     {"block index 2 out of range", "kernel 'k'", "grid 2x1x1"});
+}
+
+TEST_F(Cli, KernelMissingBlocks) {
+  std::string trace = write("grid.trace", ".tensor a[2]\n.kernel k grid(2)\n.block k(1)\nLOAD a[0], R0\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 2, 9),
+                     {"kernel 'k' is missing 1 of its 2 blocks", "k(0, 0, 0)"});
+}
+
 TEST_F(Cli, DisasmReportsTheSameLocation) {
   std::string trace = write("op.trace", ".tensor a[2]\n\nLOAD a[0], R0, R1\n");
   expect_input_error(run({"disasm", trace}), at(trace, 3, 1), {"LOAD", "takes 2 operands", "3 given"});

@@ -1,0 +1,320 @@
+// `.kernel` and `.block` (docs/trace-format.md, "Kernels and thread blocks"): thread-block grids in the
+// trace text. Generated multi-kernel programs must read back with the same kernels and BlockStarts, and each
+// rule of the directives must fail at the offending token. Expected values come from the syntax rules.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "isa/assembler.h"
+#include "isa/disassembler.h"
+#include "isa/program.h"
+#include "traces/attention_forward.h"
+
+namespace attnsim::isa {
+namespace {
+
+using ::testing::AssertionFailure;
+using ::testing::AssertionResult;
+using ::testing::AssertionSuccess;
+
+Program asm_text(const std::string& text) {
+  return assemble(text, "t.trace");
+}
+
+// Asserts that assembling `text` fails at line:col with a message containing every piece of `pieces`.
+void expect_error(const std::string& text, int line, int col, const std::vector<std::string>& pieces) {
+  SCOPED_TRACE(text);
+  try {
+    asm_text(text);
+    ADD_FAILURE() << "assembled without error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), "t.trace");
+    EXPECT_EQ(e.loc().line, line) << e.what();
+    EXPECT_EQ(e.loc().col, col) << e.what();
+    for (const auto& piece : pieces) EXPECT_NE(e.message().find(piece), std::string::npos) << e.what();
+    std::string prefix = "t.trace:" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
+    EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << e.what();
+  }
+}
+
+using Index = std::array<int64_t, 3>;
+
+AssertionResult same_grids(const Program& want, const Program& got) {
+  if (want.kernels.size() != got.kernels.size())
+    return AssertionFailure() << "kernel count " << want.kernels.size() << " vs " << got.kernels.size();
+  for (size_t k = 0; k < want.kernels.size(); ++k)
+    if (want.kernels[k].name != got.kernels[k].name || want.kernels[k].grid != got.kernels[k].grid)
+      return AssertionFailure() << "kernel " << k << " (" << want.kernels[k].name << ") differs";
+  if (want.blocks.size() != got.blocks.size())
+    return AssertionFailure() << "block count " << want.blocks.size() << " vs " << got.blocks.size();
+  for (size_t b = 0; b < want.blocks.size(); ++b) {
+    const BlockStart& x = want.blocks[b];
+    const BlockStart& y = got.blocks[b];
+    if (x.instruction != y.instruction || x.kernel != y.kernel || x.index != y.index)
+      return AssertionFailure() << "block " << b << ": instruction " << x.instruction << " vs "
+                                << y.instruction << ", kernel " << x.kernel << " vs " << y.kernel;
+  }
+  return AssertionSuccess();
+}
+
+AssertionResult same_instructions(const Program& want, const Program& got) {
+  if (want.instructions.size() != got.instructions.size())
+    return AssertionFailure() << "instruction count " << want.instructions.size() << " vs "
+                              << got.instructions.size();
+  for (size_t i = 0; i < want.instructions.size(); ++i) {
+    const Instruction& a = want.instructions[i];
+    const Instruction& b = got.instructions[i];
+    if (a.op != b.op || a.operand_count != b.operand_count)
+      return AssertionFailure() << "instruction " << i << " (" << format_instruction(want, a) << ")";
+    for (size_t k = 0; k < a.operand_count; ++k) {
+      const Operand& x = a.operand(k);
+      const Operand& y = b.operand(k);
+      bool same = x.kind == y.kind;
+      if (same && x.kind == Operand::Kind::Tile) same = want.tiles[x.tensor] == got.tiles[y.tensor];
+      if (same && x.kind == Operand::Kind::Register) same = x.reg == y.reg;
+      if (same && (x.kind == Operand::Kind::Memory || x.kind == Operand::Kind::Immediate))
+        same = x.tensor == y.tensor && x.flat == y.flat;
+      if (!same)
+        return AssertionFailure() << "instruction " << i << " (" << format_instruction(want, a)
+                                  << ") operand " << k;
+    }
+  }
+  return AssertionSuccess();
+}
+
+// ---- round trips ----
+
+class GeneratedGrids : public ::testing::TestWithParam<traces::ForwardSchedule> {};
+
+// Every forward schedule with two heads: several kernels, grids of (query block, head).
+TEST_P(GeneratedGrids, DisassembleThenAssembleKeepsKernelsAndBlocks) {
+  traces::ForwardShape shape;
+  shape.heads = 2;
+  shape.n = 128;
+  shape.d = 16;
+  shape.block_q = 64;
+  shape.block_k = 64;
+  const Program p = traces::forward_program(GetParam(), shape);
+  ASSERT_FALSE(p.kernels.empty());
+  ASSERT_FALSE(p.blocks.empty());
+  const std::string text = disassemble(p);
+  Program back;
+  try {
+    back = assemble(text, "roundtrip.trace");
+  } catch (const InputError& e) {
+    FAIL() << e.what() << "\n--- text (first 2000 chars) ---\n" << text.substr(0, 2000);
+  }
+  EXPECT_TRUE(same_grids(p, back));
+  EXPECT_TRUE(same_instructions(p, back));
+  EXPECT_EQ(disassemble(back), text) << "disassembly is not a fixed point";
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, GeneratedGrids, ::testing::ValuesIn(traces::all_forward_schedules()),
+                         [](const auto& info) {
+                           std::string name(traces::schedule_name(info.param));
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+// naive-safe, heads=2, n=128, block 64: three kernels of grid (2 query blocks, 2 heads), launched kernel by
+// kernel, head-major within each.
+TEST(GeneratedGrids, NaiveSafeHasThreeTwoByTwoKernels) {
+  traces::ForwardShape shape;
+  shape.heads = 2;
+  shape.n = 128;
+  shape.d = 16;
+  shape.block_q = 64;
+  shape.block_k = 64;
+  const Program p = traces::forward_program(traces::ForwardSchedule::NaiveSafe, shape);
+  const Program back = assemble(disassemble(p), "roundtrip.trace");
+  ASSERT_EQ(back.kernels.size(), 3u);
+  for (const auto& k : back.kernels) EXPECT_EQ(k.grid, (Index{2, 2, 1})) << k.name;
+  ASSERT_EQ(back.blocks.size(), 12u);
+  const std::vector<Index> order = {{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1, 1, 0}};
+  for (size_t b = 0; b < 12; ++b) {
+    EXPECT_EQ(back.blocks[b].kernel, static_cast<int32_t>(b / 4)) << b;
+    EXPECT_EQ(back.blocks[b].index, order[b % 4]) << b;
+  }
+  EXPECT_EQ(back.blocks[0].instruction, 0u);
+  EXPECT_TRUE(same_grids(p, back));
+}
+
+TEST(KernelSyntax, TwoByOneGridGivesBlockStarts) {
+  const std::string text =
+      ".tensor a[4]\n"
+      ".kernel k grid(2)\n"
+      ".block k(0)\n"
+      "LOAD a[0], R0\n"
+      "STORE R0, a[1]\n"
+      ".block k(1)\n"
+      "LOAD a[2], R0\n"
+      "STORE R0, a[3]\n";
+  const Program p = asm_text(text);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].name, "k");
+  EXPECT_EQ(p.kernels[0].grid, (Index{2, 1, 1}));
+  EXPECT_EQ(p.kernels[0].blocks(), 2);
+  ASSERT_EQ(p.instructions.size(), 4u);
+  ASSERT_EQ(p.blocks.size(), 2u);
+  EXPECT_EQ(p.blocks[0].instruction, 0u);
+  EXPECT_EQ(p.blocks[0].kernel, 0);
+  EXPECT_EQ(p.blocks[0].index, (Index{0, 0, 0}));
+  EXPECT_EQ(p.blocks[1].instruction, 2u);
+  EXPECT_EQ(p.blocks[1].kernel, 0);
+  EXPECT_EQ(p.blocks[1].index, (Index{1, 0, 0}));
+  // Canonical text is this very text: `.kernel` after the declarations, `.block` before its instructions.
+  EXPECT_EQ(disassemble(p), text);
+}
+
+TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
+  // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
+  // and several kernels run one after another.
+  const Program p = asm_text(
+      ".tensor a[2]\n"
+      ".kernel first grid(1, 2)\n"
+      ".kernel second grid(1, 1, 2)\n"
+      ".block first(0, 1)\nLOAD a[0], R0\n"
+      ".block first(0)\nLOAD a[1], R0\n"
+      ".block second(0, 0, 1)\n"
+      ".block second(0, 0, 0)\nSTORE R0, a[0]\n");
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].grid, (Index{1, 2, 1}));
+  EXPECT_EQ(p.kernels[1].grid, (Index{1, 1, 2}));
+  ASSERT_EQ(p.blocks.size(), 4u);
+  EXPECT_EQ(p.blocks[0].index, (Index{0, 1, 0}));
+  EXPECT_EQ(p.blocks[1].index, (Index{0, 0, 0}));
+  EXPECT_EQ(p.blocks[2].index, (Index{0, 0, 1}));
+  EXPECT_EQ(p.blocks[3].index, (Index{0, 0, 0}));
+  const std::vector<size_t> starts = {0, 1, 2, 2};
+  const std::vector<int32_t> kernels = {0, 0, 1, 1};
+  for (size_t b = 0; b < 4; ++b) {
+    EXPECT_EQ(p.blocks[b].instruction, starts[b]) << b;
+    EXPECT_EQ(p.blocks[b].kernel, kernels[b]) << b;
+  }
+  const Program back = asm_text(disassemble(p));
+  EXPECT_TRUE(same_grids(p, back));
+  EXPECT_TRUE(same_instructions(p, back));
+}
+
+TEST(KernelSyntax, EmptyBlocksRoundTrip) {
+  // Empty blocks, including trailing ones after the last instruction, print as `.block` lines in a row.
+  const std::string text =
+      ".tensor a[2]\n"
+      ".kernel k grid(2, 2)\n"
+      ".block k(0, 0)\n"
+      ".block k(1, 0)\n"
+      "LOAD a[0], R0\n"
+      ".block k(0, 1)\n"
+      ".block k(1, 1)\n";
+  const Program p = asm_text(text);
+  ASSERT_EQ(p.blocks.size(), 4u);
+  EXPECT_EQ(p.blocks[0].instruction, 0u);
+  EXPECT_EQ(p.blocks[1].instruction, 0u);
+  EXPECT_EQ(p.blocks[2].instruction, 1u);
+  EXPECT_EQ(p.blocks[3].instruction, 1u);
+  EXPECT_EQ(disassemble(p), text);
+}
+
+TEST(KernelSyntax, DirectivesMayBeSpacedAndCommented) {
+  const Program p =
+      asm_text(".kernel k grid( 3 , 1 ,1 )  # three blocks\n.block k ( 2 )\n.block k(0)\n.block k(1,0,0)\n");
+  ASSERT_EQ(p.blocks.size(), 3u);
+  EXPECT_EQ(p.blocks[0].index, (Index{2, 0, 0}));
+  EXPECT_EQ(p.kernels[0].grid, (Index{3, 1, 1}));
+}
+
+TEST(KernelSyntax, NoKernelsMeansNoBlocks) {
+  const Program p = asm_text(".tensor a[2]\nLOAD a[0], R0\n");
+  EXPECT_TRUE(p.kernels.empty());
+  EXPECT_TRUE(p.blocks.empty());
+  EXPECT_EQ(disassemble(p), ".tensor a[2]\nLOAD a[0], R0\n");
+}
+
+TEST(KernelSyntax, LargestExtentIsAccepted) {
+  // 2^31-1 is a valid extent and its last index a valid block; the error is only that the other blocks of
+  // the grid are not given.
+  expect_error(".kernel k grid(2147483647)\n.block k(2147483646)\n", 1, 9,
+               {"missing 2147483646 of its 2147483647", "the first k(0, 0, 0)"});
+  expect_error(".kernel k grid(2147483647)\n.block k(2147483647)\n", 2, 10,
+               {"block index 2147483647 out of range"});
+}
+
+// ---- errors ----
+
+TEST(KernelErrors, KernelDirective) {
+  expect_error(".kernel k grid(2)\n.block k(0)\n.block k(1)\n.kernel k grid(1)\n", 4, 9,
+               {"kernel 'k' is already declared"});
+  expect_error(".kernel\n", 1, 8, {"expected a kernel name"});
+  expect_error(".kernel k\n", 1, 10, {"expected grid("});
+  expect_error(".kernel k blocks(2)\n", 1, 11, {"expected grid("});
+  expect_error(".kernel k grid(0)\n", 1, 16, {"from 1 to 2^31-1"});
+  expect_error(".kernel k grid(2, -1)\n", 1, 19, {"from 1 to 2^31-1"});
+  expect_error(".kernel k grid(1, 1, 2147483648)\n", 1, 22, {"from 1 to 2^31-1"});
+  expect_error(".kernel k grid(2, 2, 2, 2)\n", 1, 23, {"expected ')'", "grid(...)"});
+  expect_error(".kernel k grid(2\n", 1, 17, {"expected ')'"});
+  expect_error(".kernel k grid(2) extra\n", 1, 19, {"unexpected text"});
+  expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
+}
+
+TEST(KernelErrors, BlockDirective) {
+  const std::string k = ".kernel k grid(2, 3)\n";
+  expect_error(k + ".block q(0)\n", 2, 8, {"undeclared kernel 'q'"});
+  expect_error(".block k(0)\n.kernel k grid(1)\n", 1, 8, {"undeclared kernel 'k'"});
+  expect_error(k + ".block\n", 2, 7, {"expected a kernel name"});
+  expect_error(k + ".block k\n", 2, 9, {"expected '('"});
+  expect_error(k + ".block k()\n", 2, 10, {"expected an integer block index"});
+  expect_error(k + ".block k(2)\n", 2, 10,
+               {"block index 2 out of range", "dimension x", "'k'", "grid 2x3x1"});
+  expect_error(k + ".block k(1, 3)\n", 2, 13, {"block index 3 out of range", "dimension y"});
+  expect_error(k + ".block k(1, 0, 1)\n", 2, 16, {"block index 1 out of range", "dimension z"});
+  expect_error(k + ".block k(-1)\n", 2, 10, {"block index -1 out of range"});
+  expect_error(k + ".block k(0) LOAD\n", 2, 13, {"unexpected text"});
+}
+
+TEST(KernelErrors, InstructionBeforeTheFirstBlock) {
+  // The error points at the stray instruction and names the line of the first .block.
+  expect_error(".tensor a[2]\n.kernel k grid(1)\n  LOAD a[0], R0\n.block k(0)\nSTORE R0, a[1]\n", 3, 3,
+               {"instruction before the first .block (line 4)"});
+  expect_error(".tensor a[2]\nLOAD a[0], R0\n.kernel k grid(1)\n.block k(0)\n", 2, 1,
+               {"before the first .block"});
+}
+
+TEST(KernelErrors, KernelsMustBeContiguousAndInOrder) {
+  const std::string decl = ".kernel a grid(2)\n.kernel b grid(1)\n";
+  expect_error(decl + ".block a(0)\n.block b(0)\n.block a(1)\n", 5, 8,
+               {"kernel 'a' reappears after the blocks of kernel 'b'", "contiguous"});
+  expect_error(decl + ".block b(0)\n.block a(0)\n.block a(1)\n", 4, 8,
+               {"kernel 'a' is declared before kernel 'b'", "order they are declared"});
+}
+
+TEST(KernelErrors, EachBlockOnce) {
+  expect_error(".kernel k grid(2, 2)\n.block k(1, 1)\n.block k(0)\n.block k(1, 1, 0)\n", 4, 10,
+               {"block k(1, 1, 0) appears twice", "first at line 2"});
+}
+
+TEST(KernelErrors, EveryBlockOfTheGrid) {
+  // The error points at the kernel's name in its declaration and names the first missing block in launch
+  // order (x fastest).
+  expect_error(".kernel k grid(2, 2)\n.block k(0, 0)\n.block k(0, 1)\n", 1, 9,
+               {"kernel 'k' is missing 2 of its 4 blocks", "grid 2x2x1", "the first k(1, 0, 0)"});
+  expect_error(".kernel a grid(1)\n.kernel b grid(3)\n.block a(0)\n.block b(0)\n.block b(2)\n", 2, 9,
+               {"kernel 'b' is missing 1 of its 3 blocks", "the first b(1, 0, 0)"});
+  // An incomplete kernel followed by another one: reported at the end, for the incomplete one.
+  expect_error(".kernel a grid(2)\n.kernel b grid(1)\n.block a(1)\n.block b(0)\n", 1, 9,
+               {"kernel 'a' is missing 1 of its 2 blocks", "the first a(0, 0, 0)"});
+}
+
+TEST(KernelErrors, KernelWithoutBlocks) {
+  expect_error(".tensor a[2]\n.kernel k grid(2)\nLOAD a[0], R0\n", 2, 9,
+               {"kernel 'k' has no .block", "2 blocks"});
+  expect_error(".kernel a grid(1)\n.kernel b grid(1)\n.block a(0)\n", 2, 9, {"kernel 'b' has no .block"});
+}
+
+TEST(KernelErrors, UnknownDirectiveListsTheNewOnes) {
+  expect_error(".kernal k grid(1)\n", 1, 1, {"unknown directive '.kernal'", ".kernel", ".block"});
+}
+
+}  // namespace
+}  // namespace attnsim::isa

@@ -1,0 +1,36 @@
+// Memory probes: thread blocks that only stream a tensor from device memory, the simulator's twin of
+// validation/l2_probe.cu. Run on a whole-chip config they show the capacity the L2 gives data read by one
+// core, by all cores in step or out of step, or by each core privately, and what happens past it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "isa/program.h"
+
+namespace attnsim::traces {
+
+enum class ProbeMode {
+  Single,   // one block reads the whole tensor `passes` times
+  Shared,   // `blocks` blocks each read the whole tensor `passes` times from its start
+  Spread,   // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
+  Private,  // block b reads its own 1 / blocks of the tensor `passes` times
+};
+
+struct ProbeShape {
+  ProbeMode mode = ProbeMode::Shared;
+  uint64_t bytes = 32ull << 20;  // rounded down to whole 16 KiB chunks
+  int64_t passes = 3;
+  int64_t blocks = 132;  // ignored by Single
+};
+
+// One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
+// tensor X into one SRAM buffer, in the order of validation/l2_probe.cu.
+isa::Program l2_probe(const ProbeShape& shape);
+
+std::optional<ProbeMode> find_probe_mode(std::string_view name);  // single, shared, spread, private
+std::string_view probe_mode_name(ProbeMode mode);
+
+}  // namespace attnsim::traces

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# L2 capacity and replacement probe (validation/l2_probe.cu), in one call on the device machine:
+#   bash validation/run_l2_probe.sh        (from the repository root; $OUT comes back)
+# Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
+# row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/l2probe.XXXXXX)"
+exec > >(tee -a "$OUT/run.log") 2>&1
+export PATH="$PATH:/usr/local/cuda/bin"
+NCU="${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2> /dev/null | head -n1)}"
+GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)"
+case "$GPU" in *H100*) G=h100 ;; *H200*) G=h200 ;; *) G=gpu ;; esac
+{
+  echo "gpu: $GPU"
+  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
+  echo "cuda (nvcc): $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
+  echo "ncu: $("$NCU" --version | sed -n 's/^Version \([^ ]*\).*/\1/p')"
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+} > "$OUT/${G}_l2_probe_env.txt"
+cat "$OUT/${G}_l2_probe_env.txt"
+nvcc -O3 -arch=sm_90 -o "$WORK/l2_probe" validation/l2_probe.cu || { echo "BUILD FAILED"; exit 1; }
+METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
+CSV="$OUT/${G}_l2_probe.csv"
+echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
+MB=$((1 << 20))
+run() {  # mode bytes passes [blocks]
+  local log="$WORK/ncu.log"
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k l2_probe_kernel --csv \
+    --page raw --print-units base "$WORK/l2_probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
+  python3 - "$log" "$CSV" "$@" << 'EOF'
+import csv, io, sys
+log, out, mode, nbytes, passes = sys.argv[1:6]
+text = open(log).read()
+result = [l for l in text.splitlines() if l.startswith("RESULT")]
+rows = [l for l in text.splitlines() if l.startswith('"')]
+table = list(csv.DictReader(io.StringIO("\n".join(rows))))
+row = [r for r in table if r.get("Kernel Name", "").startswith("l2_probe_kernel")][0]
+fields = dict(kv.split("=") for kv in result[0].split()[1:])
+names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+         "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
+         "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
+         "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
+values = [str(int(float(row[n].replace(",", "")))) for n in names]
+line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
+open(out, "a").write(",".join(line) + "\n")
+print(" ".join(line))
+EOF
+}
+for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done
+for s in 8 16 24 32 40 48 64; do run private $((s * MB)) 3; done
+for s in 8 16 20 24 28 32 36 40 48 64; do run shared $((s * MB)) 3; done
+for s in 8 16 20 24 28 32 36 40 48 64; do run spread $((s * MB)) 3; done
+for s in 16 32 48; do run shared $((s * MB)) 3 396; done
+echo "done in $SECONDS s"

@@ -120,5 +120,43 @@ TEST(L2, PartitionsSplitTheAddressesAndFarOnesCostMore) {
   EXPECT_LT(far, 48);
 }
 
+// far_data: copy. A line homed in the other partition is fetched into both (home from DRAM, the copy across
+// the fabric); a core attached to the home partition then hits without DRAM, and a second read by the
+// first core hits its copy without crossing the fabric.
+TEST(L2, FarLinesAreCopiedIntoTheRequestersPartition) {
+  L2Cache::Params p = tiny(4, 16, 2);
+  p.far_data = L2Cache::FarData::Copy;
+  Rig rig(p);
+  uint64_t line = 0;
+  while (rig.l2.partition_of(line * kLine) != 1) ++line;  // homed in partition 1, far from core 0
+  MemAccess from_core0{0, line * kLine, 1, kLine, kLine, false, 0};
+  MemAccess from_core1 = from_core0;
+  from_core1.core = 1;  // attached to partition 1 (core % 2)
+  rig.l2.access(from_core0, 0);
+  EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine));
+  EXPECT_EQ(rig.l2.fabric_read_sectors, 4u);
+  rig.l2.access(from_core1, 0);  // the home partition has it
+  rig.l2.access(from_core0, 0);  // so has core 0's copy
+  EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine));
+  EXPECT_EQ(rig.l2.fabric_read_sectors, 4u);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0], 8u);
+}
+
+// A dirty copy, when evicted, goes to its home partition, not to DRAM; nothing written is lost.
+TEST(L2, AnEvictedDirtyCopyGoesHomeAndReachesDramOnlyFromThere) {
+  L2Cache::Params p = tiny(1, 1, 2);  // one line per partition
+  p.far_data = L2Cache::FarData::Copy;
+  Rig rig(p);
+  std::vector<uint64_t> far_lines;
+  for (uint64_t line = 0; far_lines.size() < 2; ++line)
+    if (rig.l2.partition_of(line * kLine) == 1) far_lines.push_back(line);
+  for (uint64_t line : far_lines) rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, true, 0}, 0);
+  // The first copy was evicted from partition 0 into partition 1 (fabric), nothing has reached DRAM.
+  EXPECT_EQ(rig.l2.fabric_write_sectors, 4u);
+  EXPECT_EQ(rig.dram.written, 0u);
+  const auto dirty = rig.l2.dirty_bytes_per_tensor();
+  EXPECT_EQ(dirty[0], 2u * kLine);
+}
+
 }  // namespace
 }  // namespace attnsim

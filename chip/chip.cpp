@@ -129,7 +129,9 @@ std::array<uint64_t, isa::kOpcodeCount> Chip::per_opcode() const {
   return out;
 }
 
-int64_t Chip::occupancy() const {
+int64_t Chip::occupancy(int kernel) const {
+  if (kernel >= 0 && static_cast<size_t>(kernel) < kernel_occupancy_.size() && kernel_occupancy_[kernel] > 0)
+    return kernel_occupancy_[kernel];
   if (params_.blocks_per_core > 0) return params_.blocks_per_core;
   int64_t by_sram =
       footprint_ ? static_cast<int64_t>(params_.core_sram_bytes / footprint_) : params_.max_blocks_per_core;
@@ -181,7 +183,7 @@ void Chip::start_kernel(uint64_t at) {
   kernel_ = lookahead_.kernel;
   kernel_start_ = at;
   const isa::KernelDecl& decl = source_->kernels()[static_cast<size_t>(kernel_)];
-  const int64_t per_core = occupancy();
+  const int64_t per_core = occupancy(kernel_);
   KernelReport report;
   report.name = decl.name;
   report.grid = decl.grid;
@@ -279,7 +281,7 @@ void Chip::conductor() {
         ++epoch;
         if (kernel_finished()) {
           end = std::max(end, kernel_reports_.back().end_cycle);
-          if (l2_) params_.flush_l2_between_kernels ? l2_->flush() : l2_->clean_far_copies();
+          if (l2_ && params_.flush_l2_between_kernels) l2_->flush();
           kernel_ = -1;
           start_kernel(end + static_cast<uint64_t>(params_.kernel_launch_cycles));
           if (kernel_ < 0) break;

@@ -86,6 +86,9 @@ class Chip : public Component {
 
   const ChipParams& params() const { return params_; }
   // For quantum studies in one process (SystemC elaborates once): takes effect at the next run().
+  // Blocks per core of each kernel, in launch order (a launch's measured occupancy); 0 or missing entries
+  // fall back to chip.blocks_per_core or the SRAM footprint. Kept until changed.
+  void set_kernel_occupancy(std::vector<int64_t> per_kernel) { kernel_occupancy_ = std::move(per_kernel); }
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
   std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
   const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
@@ -124,11 +127,12 @@ class Chip : public Component {
   bool step(int core, Slot& slot);
   void start_kernel(uint64_t at);
   bool kernel_finished() const;
-  int64_t occupancy() const;
+  int64_t occupancy(int kernel) const;
 
   ChipParams params_;
   Hbm& hbm_;
   L2Cache* l2_;
+  std::vector<int64_t> kernel_occupancy_;
   Noc* noc_;
   MemoryLevel* memory_ = nullptr;  // what the cores' DMA engines reach
   std::vector<std::unique_ptr<ChipCore>> cores_;

@@ -52,6 +52,43 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
+// The smallest of the occupancy limits per launch ("4/32/4": one value per launch, or one for all).
+std::vector<int64_t> occupancy_limits(const std::map<std::string, size_t>& column,
+                                      const std::vector<std::string>& cells, const std::string& path,
+                                      int line) {
+  std::vector<int64_t> out;
+  for (const char* name : {"occ_limit_smem", "occ_limit_registers", "occ_limit_warps", "occ_limit_blocks"}) {
+    auto it = column.find(name);
+    if (it == column.end()) continue;
+    std::vector<int64_t> values;
+    std::stringstream in(cells[it->second]);
+    std::string item;
+    while (std::getline(in, item, '/')) {
+      int64_t value = 0;
+      try {
+        size_t used = 0;
+        value = std::stoll(item, &used);
+        if (used != item.size()) throw std::invalid_argument("trailing text");
+      } catch (const std::exception&) {
+        value = 0;
+      }
+      if (value < 1 || value > 1024)
+        throw InputError(
+            path, {line, 1},
+            fmt::format("column {}: expected blocks per SM from 1 to 1024 per launch, found '{}'", name,
+                        cells[it->second]));
+      values.push_back(value);
+    }
+    if (out.empty()) out = values;
+    if (values.size() != out.size())
+      throw InputError(
+          path, {line, 1},
+          fmt::format("column {}: {} launches, the other limits have {}", name, values.size(), out.size()));
+    for (size_t k = 0; k < out.size(); ++k) out[k] = std::min(out[k], values[k]);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Measurement> read_measurements(const std::string& path) {
@@ -128,16 +165,34 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     m.dram_write_bytes = number("dram_write_bytes");
     m.max_rel_error = number("max_rel_error");
     m.line = line_no;
+    m.blocks_per_sm = occupancy_limits(column, cells, path, line_no);
     out.push_back(m);
   }
   return out;
 }
 
+namespace {
+
+// The measured occupancy for each of the program's kernels: one value for all, or one per kernel.
+std::vector<int64_t> kernel_occupancy(const Measurement& m, const isa::Program& program,
+                                      const std::string& data_path) {
+  const size_t kernels = program.kernels.size();
+  if (m.blocks_per_sm.size() <= 1)
+    return std::vector<int64_t>(kernels, m.blocks_per_sm.empty() ? 0 : m.blocks_per_sm[0]);
+  if (m.blocks_per_sm.size() != kernels)
+    throw InputError(data_path, {m.line, 1},
+                     fmt::format("the occupancy columns give {} launches, the simulated {} has {} kernels",
+                                 m.blocks_per_sm.size(), m.schedule, kernels));
+  return m.blocks_per_sm;
+}
+
+}  // namespace
+
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements) {
   Machine machine(load_config(config_path, {}));
   ValidationSummary summary;
-  std::vector<double> pr, mr, pw, mw, pd, md;
+  std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw;
   for (const auto& m : measurements) {
     auto schedule = traces::find_forward_schedule(m.schedule);
     if (!schedule) throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
@@ -158,6 +213,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       throw InputError(data_path, {m.line, 1}, e.what());
     }
     machine.load(program, false, true);
+    if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, data_path));
     machine.run();
     ValidationRow row;
     row.measured = m;
@@ -167,8 +223,11 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       row.predicted_write = static_cast<double>(total(c.sm_l2_written));
       row.predicted_cycles = c.cycles;
       row.predicted_dram_read = static_cast<double>(total(c.dram_read));
+      row.predicted_dram_written = static_cast<double>(total(c.dram_written));
       pd.push_back(row.predicted_dram_read);
       md.push_back(m.dram_read_bytes);
+      pdw.push_back(row.predicted_dram_written);
+      mdw.push_back(m.dram_write_bytes);
       summary.chip = true;
     } else {
       row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
@@ -188,30 +247,42 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   if (summary.chip) {
     summary.dram_read_nrmse = nrmse(pd, md);
     summary.dram_read_pearson = pearson(pd, md);
+    summary.dram_write_nrmse = nrmse(pdw, mdw);
+    summary.dram_write_pearson = pearson(pdw, mdw);
   }
   return summary;
 }
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
-  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>14} {:>14} {:>7} {:>14} {:>14} {:>10}\n",
-                     "schedule", "n", "d", "causal", "read pred", "read meas(L2)", "ratio", "write pred",
-                     "write meas", "ratio", "DRAM meas", "DRAM pred", "GPU us");
+  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>12} {:>12} {:>7}", "schedule", "n", "d",
+                     "causal", "SM<-L2 pred", "SM<-L2 meas", "ratio", "SM->L2 pred", "SM->L2 meas", "ratio");
+  if (s.chip)
+    out << fmt::format(" {:>13} {:>13} {:>6} {:>11} {:>11}", "DRAM rd pred", "DRAM rd meas", "ratio",
+                       "DRAM wr pred", "DRAM wr meas");
+  out << fmt::format(" {:>10}\n", "GPU us");
+  auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
-    out << fmt::format(
-        "{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} {:>14.0f} {:>7.3f} {:>14.0f} "
-        "{:>14} {:>10.1f}\n",
-        m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
-        m.l1_read_bytes ? r.predicted_read / m.l1_read_bytes : 0.0, r.predicted_write, m.l1_write_bytes,
-        m.l1_write_bytes ? r.predicted_write / m.l1_write_bytes : 0.0, m.dram_read_bytes,
-        r.predicted_dram_read < 0 ? std::string("-") : fmt::format("{:.0f}", r.predicted_dram_read),
-        m.time_ns / 1e3);
+    out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>12.0f} {:>12.0f} {:>7.3f}",
+                       m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
+                       ratio(r.predicted_read, m.l1_read_bytes), r.predicted_write, m.l1_write_bytes,
+                       ratio(r.predicted_write, m.l1_write_bytes));
+    if (s.chip)
+      out << fmt::format(" {:>13.0f} {:>13.0f} {:>6.3f} {:>11.0f} {:>11.0f}", r.predicted_dram_read,
+                         m.dram_read_bytes, ratio(r.predicted_dram_read, m.dram_read_bytes),
+                         r.predicted_dram_written, m.dram_write_bytes);
+    out << fmt::format(" {:>10.1f}\n", m.time_ns / 1e3);
   }
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
   out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
-  if (s.chip)
-    out << fmt::format("DRAM read bytes:     NRMSE {:.4f}, Pearson r {:.5f} (whole chip)\n",
-                       s.dram_read_nrmse, s.dram_read_pearson);
+  if (!s.chip) return;
+  out << fmt::format("DRAM read bytes:     NRMSE {:.4f}, Pearson r {:.5f} (whole chip)\n", s.dram_read_nrmse,
+                     s.dram_read_pearson);
+  out << fmt::format(
+      "DRAM write bytes:    NRMSE {:.4f}, Pearson r {:.5f} (whole chip; evictions while kernels ran, as "
+      "Nsight "
+      "Compute counts them)\n",
+      s.dram_write_nrmse, s.dram_write_pearson);
 }
 
 }  // namespace attnsim

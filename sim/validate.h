@@ -18,6 +18,9 @@ struct Measurement {
   double l1_read_bytes = 0, l1_write_bytes = 0;
   double dram_read_bytes = 0, dram_write_bytes = 0;
   double max_rel_error = 0;
+  // Resident blocks per SM of each launch (the smallest of Nsight Compute's occupancy limits: shared memory,
+  // registers, warps, blocks), when the CSV has them; one value applies to every launch.
+  std::vector<int64_t> blocks_per_sm;
   int line = 0;  // in the CSV, for errors
 };
 
@@ -28,7 +31,8 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
-  double predicted_dram_read = -1;  // whole-chip configs only: DRAM read bytes (sector-rounded)
+  double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
+  double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
 };
 
 struct ValidationSummary {
@@ -37,6 +41,7 @@ struct ValidationSummary {
   double read_pearson = 0, write_pearson = 0;
   bool chip = false;  // DRAM figures below are set for whole-chip configs
   double dram_read_nrmse = 0, dram_read_pearson = 0;
+  double dram_write_nrmse = 0, dram_write_pearson = 0;
 };
 
 // Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.

@@ -13,10 +13,12 @@
 namespace attnsim::traces {
 
 enum class ProbeMode {
-  Single,   // one block reads the whole tensor `passes` times
-  Shared,   // `blocks` blocks each read the whole tensor `passes` times from its start
-  Spread,   // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
-  Private,  // block b reads its own 1 / blocks of the tensor `passes` times
+  Single,        // one block reads the whole tensor `passes` times
+  Shared,        // `blocks` blocks each read the whole tensor `passes` times from its start
+  Spread,        // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
+  Private,       // block b reads its own 1 / blocks of the tensor `passes` times
+  WritePrivate,  // block b stores its own 1 / blocks of the tensor `passes` times
+  WriteSingle,   // one block stores the whole tensor `passes` times
 };
 
 struct ProbeShape {
@@ -27,10 +29,11 @@ struct ProbeShape {
 };
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
-// tensor X into one SRAM buffer, in the order of validation/l2_probe.cu.
+// tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
 isa::Program l2_probe(const ProbeShape& shape);
 
-std::optional<ProbeMode> find_probe_mode(std::string_view name);  // single, shared, spread, private
+std::optional<ProbeMode> find_probe_mode(
+    std::string_view name);  // single, shared, spread, private, wprivate, wsingle
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

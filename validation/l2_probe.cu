@@ -7,14 +7,20 @@
 //            reads, in step: FlashAttention's K and V)
 //   spread   as shared, block b starting at offset b * BYTES / BLOCKS and wrapping (readers out of step)
 //   private  block b reads its own BYTES / BLOCKS slice PASSES times
+//   wprivate block b writes its own BYTES / BLOCKS slice PASSES times (what stays dirty in L2)
+//   wsingle  one block writes the buffer PASSES times
+// With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
+// every pass are written there (how far co-resident blocks drift apart).
 // Each thread loads 16 bytes per step with ld.global.cg (L2 only), a block 16 KiB per step. Prints one
 // RESULT line; the run script profiles the launch named l2_probe_kernel.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #define CHECK(call)                                                                         \
   do {                                                                                      \
@@ -28,10 +34,33 @@
 constexpr int kThreads = 1024;
 constexpr size_t kChunk = kThreads * sizeof(int4);  // bytes a block reads per step
 
-__global__ void l2_probe_kernel(const int4* __restrict__ buffer, size_t chunks, int passes, int mode,
-                                unsigned* __restrict__ sink) {
+__device__ unsigned long long global_timer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ unsigned sm_id() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(id));
+  return id;
+}
+
+__global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
+                                unsigned* __restrict__ sink, unsigned long long* __restrict__ times) {
   const size_t blocks = gridDim.x;
   size_t begin = 0, count = chunks, start = 0;
+  unsigned long long* my_times = times ? times + blockIdx.x * (passes + 2) : nullptr;
+  if (my_times && threadIdx.x == 0) my_times[0] = sm_id(), my_times[1] = global_timer();
+  if (mode == 4 || mode == 5) {  // writers
+    if (mode == 4) count = chunks / blocks, begin = blockIdx.x * count;
+    for (int p = 0; p < passes; ++p) {
+      for (size_t i = 0; i < count; ++i)
+        __stcg(buffer + (begin + i) * kThreads + threadIdx.x, make_int4(p, static_cast<int>(i), 1, 2));
+      if (my_times && threadIdx.x == 0) my_times[2 + p] = global_timer();
+    }
+    return;
+  }
   if (mode == 3) {  // private slice
     count = chunks / blocks;
     begin = blockIdx.x * count;
@@ -39,29 +68,34 @@ __global__ void l2_probe_kernel(const int4* __restrict__ buffer, size_t chunks, 
     start = blockIdx.x * chunks / blocks;
   }
   unsigned acc = 0;
-  for (int p = 0; p < passes; ++p)
+  for (int p = 0; p < passes; ++p) {
     for (size_t i = 0; i < count; ++i) {
       const size_t chunk = begin + (start + i) % count;
       const int4 v = __ldcg(buffer + chunk * kThreads + threadIdx.x);
       acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
     }
+    if (my_times) {
+      __syncthreads();  // the pass ends when the block's last load has returned
+      if (threadIdx.x == 0) my_times[2 + p] = global_timer();
+    }
+  }
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: l2_probe single|shared|spread|private BYTES PASSES [BLOCKS]\n");
+    std::fprintf(stderr, "usage: l2_probe single|shared|spread|private|wprivate|wsingle BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
   const int mode = mode_name == "single" ? 0 : mode_name == "shared" ? 1 : mode_name == "spread" ? 2
-                 : mode_name == "private" ? 3 : -1;
+                 : mode_name == "private" ? 3 : mode_name == "wprivate" ? 4 : mode_name == "wsingle" ? 5 : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0) blocks = 1;
+  if (mode == 0 || mode == 5) blocks = 1;
   if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
@@ -69,6 +103,10 @@ int main(int argc, char** argv) {
   const size_t chunks = bytes / kChunk;
   int4* buffer = nullptr;
   unsigned* sink = nullptr;
+  unsigned long long* times = nullptr;
+  const char* times_path = std::getenv("TIMES");
+  const size_t time_words = static_cast<size_t>(blocks) * (passes + 2);
+  if (times_path) CHECK(cudaMalloc(&times, time_words * sizeof(unsigned long long)));
   CHECK(cudaMalloc(&buffer, chunks * kChunk));
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
   CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
@@ -77,7 +115,7 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventRecord(t0));
-  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink);
+  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(t1));
   CHECK(cudaDeviceSynchronize());
@@ -85,6 +123,25 @@ int main(int argc, char** argv) {
   CHECK(cudaEventElapsedTime(&ms, t0, t1));
   std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d\n", mode_name.c_str(),
               chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize);
+  if (times_path) {
+    std::vector<unsigned long long> host(time_words);
+    CHECK(cudaMemcpy(host.data(), times, time_words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    FILE* f = std::fopen(times_path, "w");
+    if (!f) return 1;
+    std::fprintf(f, "block,sm,start_ns");
+    for (int p = 0; p < passes; ++p) std::fprintf(f, ",pass%d_end_ns", p);
+    std::fprintf(f, "\n");
+    unsigned long long t0 = host[1];  // the earliest block start
+    for (int b = 0; b < blocks; ++b) t0 = std::min(t0, host[static_cast<size_t>(b) * (passes + 2) + 1]);
+    for (int b = 0; b < blocks; ++b) {
+      const unsigned long long* t = host.data() + static_cast<size_t>(b) * (passes + 2);
+      std::fprintf(f, "%d,%llu,%llu", b, t[0], t[1] - t0);
+      for (int p = 0; p < passes; ++p) std::fprintf(f, ",%llu", t[2 + p] - t0);
+      std::fprintf(f, "\n");
+    }
+    std::fclose(f);
+    CHECK(cudaFree(times));
+  }
   CHECK(cudaFree(buffer));
   CHECK(cudaFree(sink));
   return 0;

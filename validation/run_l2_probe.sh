@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # L2 capacity and replacement probe (validation/l2_probe.cu), in one call on the device machine:
-#   bash validation/run_l2_probe.sh        (from the repository root; $OUT comes back)
+#   bash validation/run_l2_probe.sh            (from the repository root; $OUT comes back)
+#   SET=extra bash validation/run_l2_probe.sh  (writers, two blocks per SM, and per-block pass timestamps)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
 # row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
 set -uo pipefail
@@ -23,7 +24,8 @@ case "$GPU" in *H100*) G=h100 ;; *H200*) G=h200 ;; *) G=gpu ;; esac
 cat "$OUT/${G}_l2_probe_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/l2_probe" validation/l2_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
-CSV="$OUT/${G}_l2_probe.csv"
+SET="${SET:-reads}"
+CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -49,9 +51,23 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
 }
-for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done
-for s in 8 16 24 32 40 48 64; do run private $((s * MB)) 3; done
-for s in 8 16 20 24 28 32 36 40 48 64; do run shared $((s * MB)) 3; done
-for s in 8 16 20 24 28 32 36 40 48 64; do run spread $((s * MB)) 3; done
-for s in 16 32 48; do run shared $((s * MB)) 3 396; done
+if [ "$SET" = reads ]; then
+  for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done
+  for s in 8 16 24 32 40 48 64; do run private $((s * MB)) 3; done
+  for s in 8 16 20 24 28 32 36 40 48 64; do run shared $((s * MB)) 3; done
+  for s in 8 16 20 24 28 32 36 40 48 64; do run spread $((s * MB)) 3; done
+  for s in 16 32 48; do run shared $((s * MB)) 3 396; done
+else
+  for s in 8 16 24 32 48 64 128; do run wsingle $((s * MB)) 1; done
+  for s in 8 16 24 32 40 48 64 128; do run wprivate $((s * MB)) 1; done
+  for s in 16 32 48; do run shared $((s * MB)) 3 264; done
+  # Timestamps, without ncu (caches not flushed; one warm-up launch of the same size first).
+  for args in "shared $((32 * MB)) 3 132" "shared $((32 * MB)) 3 264" "shared $((32 * MB)) 3 396" "shared $((48 * MB)) 3 264"; do
+    # shellcheck disable=SC2086
+    "$WORK/l2_probe" $args > /dev/null
+    name="$(echo "$args" | awk '{printf "%s_%dMiB_x%d_%db", $1, $2 / 1048576, $3, $4}')"
+    # shellcheck disable=SC2086
+    TIMES="$OUT/${G}_l2_probe_times_$name.csv" "$WORK/l2_probe" $args
+  done
+fi
 echo "done in $SECONDS s"

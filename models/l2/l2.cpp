@@ -55,7 +55,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
   stats_.add(&fabric_read_sectors, "fabric_read_sectors", "sectors",
              "sectors a partition fetched from the other (their home) to fill a copy (far_data: copy)");
   stats_.add(&fabric_write_sectors, "fabric_write_sectors", "sectors",
-             "dirty sectors of evicted copies written to their home partition (far_data: copy)");
+             "sectors cores wrote into the partition they are not attached to (far_data: copy)");
+  stats_.add(&eager_writebacks, "eager_writebacks", "lines",
+             "dirty lines written back early because their set had max_dirty_ways dirty lines");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -65,7 +67,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
-  evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = 0;
+  evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = eager_writebacks = 0;
   std::fill(lines_.begin(), lines_.end(), Line{});
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
@@ -112,27 +114,6 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
   }
 }
 
-void L2Cache::write_back(const Line& line, int partition) {
-  const uint64_t line_index = line.tag - 1;
-  if (home_of_line(line_index) == partition) return write_to_dram(line, line_index, now_);
-  // A copy goes home after the current access: allocating there now could reuse a slot still being filled.
-  evicted_copies_.push_back(line);
-}
-
-void L2Cache::send_copies_home() {
-  while (!evicted_copies_.empty()) {
-    const Line line = evicted_copies_.back();
-    evicted_copies_.pop_back();
-    const uint64_t line_index = line.tag - 1;
-    fabric_write_sectors += static_cast<uint64_t>(std::popcount(line.dirty));
-    bool present = false;
-    Line& h = find_or_allocate(home_of_line(line_index), line_index, line.tensor, present);
-    h.valid |= line.dirty;
-    h.dirty |= line.dirty;
-    h.tensor = line.tensor;
-  }
-}
-
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
   const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
   Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
@@ -149,7 +130,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   hit = false;
   if (victim->tag != 0) {
     ++evictions;
-    if (victim->dirty) write_back(*victim, partition);
+    if (victim->dirty) write_to_dram(*victim, victim->tag - 1, now_);
   }
   *victim = Line{line_index + 1, ++clock_, 0, 0, tensor};
   return *victim;
@@ -180,17 +161,44 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   return missing;
 }
 
+// Writes go to the line's home partition whatever the core (far_data: copy makes copies on reads only):
+// measured, one SM's stores and every SM's stores leave the same amount dirty, spread over both partitions.
 void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
+  const int home = home_of_line(line_index);
+  if (params_.far_data == FarData::Copy && home != near)
+    fabric_write_sectors += static_cast<uint64_t>(std::popcount(mask));
   bool present = false;
-  Line& l = find_or_allocate(serving_partition(near, line_index), line_index, tensor, present);
+  Line& l = find_or_allocate(home, line_index, tensor, present);
   const uint64_t hits = static_cast<uint64_t>(std::popcount(static_cast<uint8_t>(mask & l.valid)));
+  const bool was_dirty = l.dirty != 0;
   l.valid |= mask;
   l.dirty |= mask;
   l.tensor = tensor;
+  if (!was_dirty) limit_dirty_lines(home, line_index, l);
   if (tensor < 0) return;
   const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
   write_sectors[tensor] += count, write_hit_sectors[tensor] += hits,
       write_miss_sectors[tensor] += count - hits;
+}
+
+// At most max_dirty_ways dirty lines per set: one more writes back the least recently used other dirty line
+// of the set, which stays valid and clean (an eager write-back, counted as a DRAM write).
+void L2Cache::limit_dirty_lines(int partition, uint64_t line_index, const Line& written) {
+  if (params_.max_dirty_ways >= params_.ways) return;
+  const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
+  Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
+  int64_t dirty = 0;
+  Line* oldest = nullptr;
+  for (int64_t w = 0; w < params_.ways; ++w) {
+    Line& l = ways[w];
+    if (!l.tag || !l.dirty) continue;
+    ++dirty;
+    if (&l != &written && (!oldest || l.stamp < oldest->stamp)) oldest = &l;
+  }
+  if (dirty <= params_.max_dirty_ways || !oldest) return;
+  write_to_dram(*oldest, oldest->tag - 1, now_);
+  oldest->dirty = 0;
+  ++eager_writebacks;
 }
 
 uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
@@ -215,8 +223,8 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
       const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) / sector);
       const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) / sector);
       const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
-      partition_bytes_[static_cast<size_t>(serving_partition(near, li))] +=
-          static_cast<uint64_t>(std::popcount(mask)) * sector;
+      const int serving = a.is_write ? home_of_line(li) : serving_partition(near, li);
+      partition_bytes_[static_cast<size_t>(serving)] += static_cast<uint64_t>(std::popcount(mask)) * sector;
       if (a.is_write) {
         write_line(near, li, mask, a.tensor);
         continue;
@@ -231,7 +239,6 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     }
   }
   fetch_run();
-  send_copies_home();
   return std::max(partition_done(near, issue_cycle), dram_done);
 }
 
@@ -270,18 +277,6 @@ void L2Cache::flush() {
   std::fill(lines_.begin(), lines_.end(), Line{});
 }
 
-void L2Cache::clean_far_copies() {
-  const uint64_t per_partition = sets_per_partition_ * static_cast<uint64_t>(params_.ways);
-  for (size_t i = 0; i < lines_.size(); ++i) {
-    Line& l = lines_[i];
-    const int partition = static_cast<int>(i / per_partition);
-    if (!l.tag || !l.dirty || home_of_line(l.tag - 1) == partition) continue;
-    write_back(l, partition);
-    l.dirty = 0;
-  }
-  send_copies_home();
-}
-
 void register_l2_models() {
   Registry<L2Cache>::instance().add(
       "sectored", "shared L2: sectored lines, hashed sets, LRU/FIFO, write-back + write-allocate, partitions",
@@ -311,6 +306,12 @@ void register_l2_models() {
                      "copies of lines homed in the other (Ampere, Hopper)") == "copy"
                 ? L2Cache::FarData::Copy
                 : L2Cache::FarData::Home;
+        r.max_dirty_ways =
+            p.get<int64_t>("max_dirty_ways", -1, "ways",
+                           "dirty lines a set may hold before the oldest is written back early; "
+                           "-1: as many as it has ways",
+                           -1, 1024);
+        if (r.max_dirty_ways < 0 || r.max_dirty_ways > r.ways) r.max_dirty_ways = r.ways;
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the bandwidth calendars", 1, 1 << 20);
         try {

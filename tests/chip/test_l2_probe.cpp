@@ -20,35 +20,36 @@ const std::string kSource = std::string(ATTNSIM_SOURCE_DIR) + "/";
 
 struct ProbeRow {
   traces::ProbeShape shape;
-  double dram_read = 0;
+  double dram_read = 0, dram_written = 0;
 };
 
-std::vector<ProbeRow> measured_rows() {
-  std::ifstream in(kSource + "validation/data/h100_l2_probe.csv");
+std::vector<ProbeRow> measured_rows(const std::string& file) {
+  std::ifstream in(kSource + "validation/data/" + file);
   std::string line;
   std::getline(in, line);  // header: mode,bytes,passes,blocks,dram_read_bytes,...
   std::vector<ProbeRow> rows;
   while (std::getline(in, line)) {
     std::stringstream cells(line);
-    std::string mode, bytes, passes, blocks, dram;
+    std::string mode, bytes, passes, blocks, dram, dram_written;
     std::getline(cells, mode, ','), std::getline(cells, bytes, ','), std::getline(cells, passes, ',');
-    std::getline(cells, blocks, ','), std::getline(cells, dram, ',');
+    std::getline(cells, blocks, ','), std::getline(cells, dram, ','), std::getline(cells, dram_written, ',');
     ProbeRow r;
     r.shape.mode = *traces::find_probe_mode(mode);
     r.shape.bytes = std::stoull(bytes);
     r.shape.passes = std::stoll(passes);
     r.shape.blocks = std::stoll(blocks);
     r.dram_read = std::stod(dram);
+    r.dram_written = std::stod(dram_written);
     rows.push_back(r);
   }
   return rows;
 }
 
-double simulated_dram_read(Machine& machine, const traces::ProbeShape& shape) {
+ChipSummary simulate(Machine& machine, const traces::ProbeShape& shape) {
   const isa::Program p = traces::stream_program([&] { return traces::l2_probe(shape); });
   machine.load(p, false, true);
   machine.run();
-  return static_cast<double>(total(summarize_chip(*machine.chip(), p, machine.clock_ghz()).dram_read));
+  return summarize_chip(*machine.chip(), p, machine.clock_ghz());
 }
 
 // Single, private and in-step shared readers with one block per SM: within 10% of the measured DRAM reads,
@@ -57,20 +58,41 @@ double simulated_dram_read(Machine& machine, const traces::ProbeShape& shape) {
 // not asserted: the GPU's co-resident blocks drift apart, which the model does not yet do.
 TEST(L2Probe, MatchesTheH100Measurements) {
   Machine machine(load_config(kSource + "configs/h100.yaml", {}));
-  const auto rows = measured_rows();
+  const auto rows = measured_rows("h100_l2_probe.csv");
   ASSERT_GE(rows.size(), 30u);
   int compared = 0;
   for (const ProbeRow& r : rows) {
     const bool known_miss = r.shape.mode == traces::ProbeMode::Private &&
                             (r.shape.bytes == 32u << 20 || r.shape.bytes == 40u << 20);
     if (r.shape.mode == traces::ProbeMode::Spread || r.shape.blocks > 132 || known_miss) continue;
-    const double predicted = simulated_dram_read(machine, r.shape);
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
     EXPECT_NEAR(predicted / r.dram_read, 1.0, 0.10)
         << traces::probe_mode_name(r.shape.mode) << " " << (r.shape.bytes >> 20) << " MiB x" << r.shape.passes
         << ", " << r.shape.blocks << " blocks: simulated " << predicted << ", measured " << r.dram_read;
     ++compared;
   }
   EXPECT_EQ(compared, 25);
+}
+
+// Stores: one block or every block storing its own slice leaves the same ~22.6 MB dirty in L2, the rest
+// reaches DRAM while the kernel runs (l2.max_dirty_ways). Rows that write under 8 MB to DRAM are skipped
+// (nothing to compare). Also the shared probe at two blocks per SM (264 blocks, one wave).
+TEST(L2Probe, StoresAndTwoBlocksPerSmMatchTheH100Measurements) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_extra.csv")) {
+    const bool stores =
+        r.shape.mode == traces::ProbeMode::WritePrivate || r.shape.mode == traces::ProbeMode::WriteSingle;
+    if (stores && r.dram_written < 8e6) continue;
+    const ChipSummary s = simulate(machine, r.shape);
+    const double predicted = static_cast<double>(stores ? total(s.dram_written) : total(s.dram_read));
+    const double measured = stores ? r.dram_written : r.dram_read;
+    EXPECT_NEAR(predicted / measured, 1.0, 0.10)
+        << traces::probe_mode_name(r.shape.mode) << " " << (r.shape.bytes >> 20) << " MiB, " << r.shape.blocks
+        << " blocks: simulated " << predicted << ", measured " << measured;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 12);
 }
 
 }  // namespace

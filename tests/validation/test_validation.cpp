@@ -17,8 +17,8 @@ const std::string kRoot = ATTNSIM_SOURCE_DIR;
 TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
   auto measurements = read_measurements(kRoot + "/validation/data/h200_measurements.csv");
   ASSERT_GE(measurements.size(), 10u);
-  ValidationSummary s =
-      validate(kRoot + "/configs/h200-sm.yaml", kRoot + "/validation/data/h200_measurements.csv", measurements);
+  ValidationSummary s = validate(kRoot + "/configs/h200-sm.yaml",
+                                 kRoot + "/validation/data/h200_measurements.csv", measurements);
   // Accel-Sim's convention: NRMSE and Pearson r over all configurations.
   EXPECT_LT(s.read_nrmse, 0.01);
   EXPECT_LT(s.write_nrmse, 0.01);
@@ -30,6 +30,34 @@ TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
         << m.schedule << " n=" << m.n << " causal=" << m.causal;
     EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.01) << m.schedule << " n=" << m.n;
   }
+}
+
+// The whole H100 against validation/data/h100_dram_sweep.csv (28 configurations of the project's kernels,
+// Nsight Compute, caches flushed before each kernel, each launch's measured occupancy): the bounds.
+// The two rows at N = 131,072 are left out and named in docs/chip.md as known misses (497 MB measured,
+// 219 MB simulated; causal 84 MB and 174 MB): no model change so far explains them.
+TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
+  const std::string data = kRoot + "/validation/data/h100_dram_sweep.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.n < 131072) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 26u);
+  ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_TRUE(s.chip);
+  for (const auto& row : s.rows) {
+    const auto& m = row.measured;
+    const std::string what = m.schedule + " n=" + std::to_string(m.n) + " d=" + std::to_string(m.d) +
+                             " heads=" + std::to_string(m.heads) + (m.causal ? " causal" : "");
+    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
+    EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.005) << what;
+    if (m.schedule == "flash2" || m.schedule == "flash1") {
+      EXPECT_NEAR(row.predicted_dram_read / m.dram_read_bytes, 1.0, 0.10) << what;
+    }
+  }
+  EXPECT_LE(s.dram_read_nrmse, 0.10);
+  EXPECT_GE(s.dram_read_pearson, 0.98);
+  std::printf("DRAM read NRMSE %.4f, Pearson r %.5f; DRAM write NRMSE %.4f, Pearson r %.5f\n",
+              s.dram_read_nrmse, s.dram_read_pearson, s.dram_write_nrmse, s.dram_write_pearson);
 }
 
 // The GPU kernels were themselves checked against a float64 reference on the device.

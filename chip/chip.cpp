@@ -224,22 +224,60 @@ bool Chip::step(int core, Slot& slot) {
   return true;
 }
 
-// Runs core `core` until every resident block's next instruction would issue at or after `limit`. A free
-// slot takes the next block of the running kernel once it is free before the limit.
+// Whether the running kernel has blocks not yet handed out.
+bool Chip::blocks_left() {
+  if (!have_lookahead_ && !source_done_) {
+    if (source_->next(lookahead_))
+      have_lookahead_ = true;
+    else
+      source_done_ = true;
+  }
+  return have_lookahead_ && lookahead_.kernel == kernel_;
+}
+
+// Runs core `core` until every resident block's next instruction would issue at or after `limit`, or until
+// it reaches a free slot while blocks are left: then it stops and waits (`waiting`), and the conductor
+// hands out blocks to waiting slots in the order they became free across all cores (fill_waiting_slots).
+// Taking the next block as soon as a slot frees would give it to whichever core the conductor happens to
+// run first in the quantum.
 void Chip::run_quantum(int core, uint64_t limit) {
   auto& slots = state_[core].slots;
-  bool refill = true;
+  state_[core].waiting = nullptr;
   for (;;) {
-    if (refill)
-      for (Slot& s : slots)
-        if (!s.busy && std::max(s.free_at, kernel_start_) < limit)
-          assign_block(core, s, std::max(s.free_at, kernel_start_));
-    refill = false;
     Slot* next = nullptr;
-    for (Slot& s : slots)
+    Slot* free = nullptr;
+    for (Slot& s : slots) {
       if (s.busy && (!next || s.ctx.next_issue < next->ctx.next_issue)) next = &s;
+      if (!s.busy && std::max(s.free_at, kernel_start_) < limit && (!free || s.free_at < free->free_at))
+        free = &s;
+    }
+    if (free && (!next || std::max(free->free_at, kernel_start_) <= next->ctx.next_issue) && blocks_left()) {
+      state_[core].waiting = free;
+      return;
+    }
     if (!next || next->ctx.next_issue >= limit) return;
-    refill = step(core, *next);
+    step(core, *next);
+  }
+}
+
+void Chip::release(int core) {
+  state_[core].go.notify();
+  sc_core::wait(quantum_done_);
+}
+
+// Hands blocks to the waiting slots, earliest free first (ties: lower core), each core running on until
+// its next free slot or the quantum's end, until no core waits.
+void Chip::fill_waiting_slots() {
+  for (;;) {
+    int chosen = -1;
+    for (size_t c = 0; c < state_.size(); ++c) {
+      const Slot* w = state_[c].waiting;
+      if (w && (chosen < 0 || w->free_at < state_[chosen].waiting->free_at)) chosen = static_cast<int>(c);
+    }
+    if (chosen < 0 || error_) return;
+    Slot& slot = *state_[chosen].waiting;
+    if (blocks_left()) assign_block(chosen, slot, std::max(slot.free_at, kernel_start_));
+    release(chosen);
   }
 }
 
@@ -272,10 +310,9 @@ void Chip::conductor() {
         limit_ = (epoch + 1) * quantum;
         // The release order rotates every quantum: the core released first books shared bandwidth first,
         // and a fixed order would make core 0 the fastest every round until the cores drift apart.
-        for (size_t i = 0; i < state_.size() && !error_; ++i) {
-          state_[(i + epoch) % state_.size()].go.notify();
-          sc_core::wait(quantum_done_);
-        }
+        for (size_t i = 0; i < state_.size() && !error_; ++i)
+          release(static_cast<int>((i + epoch) % state_.size()));
+        fill_waiting_slots();
         ++quanta_;
         if (error_) break;
         ++epoch;

@@ -118,11 +118,15 @@ class Chip : public Component {
     std::unique_ptr<TileCore> tile;
     std::vector<Slot> slots;
     sc_core::sc_event go;
+    Slot* waiting = nullptr;  // a free slot the core stopped at, waiting for the conductor to fill it
   };
 
   void conductor();
   void core_thread(int core);
   void run_quantum(int core, uint64_t limit);
+  void release(int core);
+  void fill_waiting_slots();
+  bool blocks_left();
   bool assign_block(int core, Slot& slot, uint64_t at);
   bool step(int core, Slot& slot);
   void start_kernel(uint64_t at);

@@ -111,8 +111,12 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
       options.heads * options.batch > 65536)
     throw InputError("attnsim compare", {},
                      "--N is at most 2^24, --d 65536, and --heads x --batch at most 65536");
-  if (options.block < 0)
-    throw InputError("attnsim compare", {}, "--block must be positive (or 0 to plan it)");
+  if (options.block < 0 || options.block_q < 0 || options.block_k < 0)
+    throw InputError("attnsim compare", {},
+                     "--block, --block-q and --block-k must be positive (or 0 to plan)");
+  if ((options.block_q > 0) != (options.block_k > 0) && options.block == 0)
+    throw InputError("attnsim compare", {},
+                     "--block-q and --block-k go together (or with --block for the other)");
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
   if (!machine.has_tile_units())
@@ -147,9 +151,10 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
   for (const auto& schedule : schedules) {
     CompareRow row;
     row.schedule = schedule.name;
-    if (options.block > 0) {
-      row.block_q = row.block_k = options.block;
-      row.plan.push_back(fmt::format("B_r = B_c = {} (given)", options.block));
+    if (options.block > 0 || options.block_q > 0) {
+      row.block_q = options.block_q > 0 ? options.block_q : options.block;
+      row.block_k = options.block_k > 0 ? options.block_k : options.block;
+      row.plan.push_back(fmt::format("B_r = {}, B_c = {} (given)", row.block_q, row.block_k));
     } else {
       traces::BlockPlan plan = traces::plan_for_sram(
           sram.params().capacity_bytes, options.d, dtype_bytes(options.dtype), [&](int64_t bq, int64_t bk) {

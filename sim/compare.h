@@ -24,7 +24,8 @@ struct CompareOptions {
   int64_t batch = 1;
   bool causal = false;
   Dtype dtype = Dtype::F16;
-  int64_t block = 0;  // 0: plan from the SRAM size
+  int64_t block = 0;                 // 0: plan from the SRAM size
+  int64_t block_q = 0, block_k = 0;  // > 0: B_r, B_c given separately (both, or with --block for the other)
   enum class Values { Auto, On, Off } values = Values::Auto;
   bool double_buffer = true;
   std::vector<std::string> schedules;  // empty: all

@@ -9,7 +9,9 @@
 
 #include "isa/diagnostics.h"
 #include "sim/chip_report.h"
+#include "sim/csv_row.h"
 #include "sim/machine.h"
+#include "sim/sdpa_cases.h"
 #include "traces/attention_forward.h"
 #include "traces/stream.h"
 
@@ -55,9 +57,10 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
 // The smallest of the occupancy limits per launch ("4/32/4": one value per launch, or one for all).
 std::vector<int64_t> occupancy_limits(const std::map<std::string, size_t>& column,
                                       const std::vector<std::string>& cells, const std::string& path,
-                                      int line) {
+                                      int line, const std::string& prefix = "") {
   std::vector<int64_t> out;
-  for (const char* name : {"occ_limit_smem", "occ_limit_registers", "occ_limit_warps", "occ_limit_blocks"}) {
+  for (const char* limit : {"occ_limit_smem", "occ_limit_registers", "occ_limit_warps", "occ_limit_blocks"}) {
+    const std::string name = prefix + limit;
     auto it = column.find(name);
     if (it == column.end()) continue;
     std::vector<int64_t> values;
@@ -99,21 +102,24 @@ std::vector<Measurement> read_measurements(const std::string& path) {
   std::map<std::string, size_t> column;
   auto header = split_csv(line);
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
-  const std::vector<std::string> required = {"gpu",
-                                             "schedule",
-                                             "n",
-                                             "d",
-                                             "heads",
-                                             "block_q",
-                                             "block_k",
-                                             "causal",
-                                             "dtype",
-                                             "time_ns",
-                                             "l1_read_bytes",
-                                             "l1_write_bytes",
-                                             "dram_read_bytes",
-                                             "dram_write_bytes",
-                                             "max_rel_error"};
+  // PyTorch's SDPA backends (validation/sdpa_measure.py), one row per case and pass.
+  const bool sdpa = column.count("backend") != 0;
+  const std::vector<std::string> required = sdpa ? sdpa_columns()
+                                                 : std::vector<std::string>{"gpu",
+                                                                            "schedule",
+                                                                            "n",
+                                                                            "d",
+                                                                            "heads",
+                                                                            "block_q",
+                                                                            "block_k",
+                                                                            "causal",
+                                                                            "dtype",
+                                                                            "time_ns",
+                                                                            "l1_read_bytes",
+                                                                            "l1_write_bytes",
+                                                                            "dram_read_bytes",
+                                                                            "dram_write_bytes",
+                                                                            "max_rel_error"};
   for (const auto& name : required)
     if (!column.count(name)) throw InputError(path, {1, 1}, "missing column '" + name + "'");
   std::vector<Measurement> out;
@@ -125,29 +131,16 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     if (cells.size() < header.size())
       throw InputError(path, {line_no, 1},
                        fmt::format("{} cells, the header has {}", cells.size(), header.size()));
-    auto text = [&](const char* name) { return cells[column.at(name)]; };
-    auto number = [&](const char* name) {
-      double value = 0;
-      try {
-        size_t used = 0;
-        value = std::stod(text(name), &used);
-        if (used != text(name).size()) throw std::invalid_argument("trailing text");
-      } catch (const std::exception&) {
-        throw InputError(path, {line_no, 1}, fmt::format("column {}: not a number: '{}'", name, text(name)));
-      }
-      if (!std::isfinite(value) || value < 0)
-        throw InputError(path, {line_no, 1},
-                         fmt::format("column {}: must be finite and >= 0, found '{}'", name, text(name)));
-      return value;
-    };
-    auto size = [&](const char* name) {
-      const double value = number(name);
-      if (value < 1 || value > 1e9 || value != std::floor(value))
-        throw InputError(
-            path, {line_no, 1},
-            fmt::format("column {}: must be a whole number from 1 to 10^9, found '{}'", name, text(name)));
-      return static_cast<int64_t>(value);
-    };
+    const CsvRow row{column, cells, path, line_no};
+    if (sdpa) {
+      out.push_back(sdpa_measurement(row));
+      if (out.back().not_simulated.empty())
+        out.back().blocks_per_sm = occupancy_limits(column, cells, path, line_no, "main_");
+      continue;
+    }
+    auto text = [&](const char* name) { return row.text(name); };
+    auto number = [&](const char* name) { return row.number(name); };
+    auto size = [&](const char* name) { return row.size(name); };
     Measurement m;
     m.gpu = text("gpu");
     m.schedule = text("schedule");
@@ -194,6 +187,10 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw;
   for (const auto& m : measurements) {
+    if (!m.not_simulated.empty()) {
+      summary.not_simulated.push_back(m);
+      continue;
+    }
     auto schedule = traces::find_forward_schedule(m.schedule);
     if (!schedule) throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
     auto dtype = parse_dtype(m.dtype);
@@ -205,6 +202,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     shape.block_q = m.block_q;
     shape.block_k = m.block_k;
     shape.causal = m.causal;
+    shape.keys_descending = m.keys_descending;
     shape.dtype = *dtype;
     isa::Program program;
     try {
@@ -254,7 +252,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
 }
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
-  out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>12} {:>12} {:>7}", "schedule", "n", "d",
+  out << fmt::format("{:24} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>12} {:>12} {:>7}", "schedule", "n", "d",
                      "causal", "SM<-L2 pred", "SM<-L2 meas", "ratio", "SM->L2 pred", "SM->L2 meas", "ratio");
   if (s.chip)
     out << fmt::format(" {:>13} {:>13} {:>6} {:>11} {:>11}", "DRAM rd pred", "DRAM rd meas", "ratio",
@@ -263,16 +261,20 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
-    out << fmt::format("{:12} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>12.0f} {:>12.0f} {:>7.3f}",
-                       m.schedule, m.n, m.d, m.causal ? "yes" : "no", r.predicted_read, m.l1_read_bytes,
-                       ratio(r.predicted_read, m.l1_read_bytes), r.predicted_write, m.l1_write_bytes,
-                       ratio(r.predicted_write, m.l1_write_bytes));
+    out << fmt::format("{:24} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>12.0f} {:>12.0f} {:>7.3f}",
+                       m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? "yes" : "no",
+                       r.predicted_read, m.l1_read_bytes, ratio(r.predicted_read, m.l1_read_bytes),
+                       r.predicted_write, m.l1_write_bytes, ratio(r.predicted_write, m.l1_write_bytes));
     if (s.chip)
       out << fmt::format(" {:>13.0f} {:>13.0f} {:>6.3f} {:>11.0f} {:>11.0f}", r.predicted_dram_read,
                          m.dram_read_bytes, ratio(r.predicted_dram_read, m.dram_read_bytes),
                          r.predicted_dram_written, m.dram_write_bytes);
     out << fmt::format(" {:>10.1f}\n", m.time_ns / 1e3);
   }
+  for (const auto& m : s.not_simulated)
+    out << fmt::format("line {}: {} n={} d={}{}: not simulated: {}\n", m.line,
+                       m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",
+                       m.not_simulated);
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
   out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
   if (!s.chip) return;

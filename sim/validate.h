@@ -12,6 +12,8 @@ namespace attnsim {
 
 struct Measurement {
   std::string gpu, schedule, dtype;
+  std::string label;          // how the row is printed, when not by its schedule (e.g. a PyTorch backend)
+  std::string not_simulated;  // set: the row is listed with this reason and not simulated
   int64_t n = 0, d = 0, heads = 0, block_q = 0, block_k = 0;
   bool causal = false;
   double time_ns = 0;
@@ -21,7 +23,8 @@ struct Measurement {
   // Resident blocks per SM of each launch (the smallest of Nsight Compute's occupancy limits: shared memory,
   // registers, warps, blocks), when the CSV has them; one value applies to every launch.
   std::vector<int64_t> blocks_per_sm;
-  int line = 0;  // in the CSV, for errors
+  bool keys_descending = false;  // the kernel walks key blocks from the diagonal down (FlashAttention-2's)
+  int line = 0;                  // in the CSV, for errors
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
@@ -40,6 +43,7 @@ struct ValidationSummary {
   double read_nrmse = 0, write_nrmse = 0;  // RMSE / mean of the measured values
   double read_pearson = 0, write_pearson = 0;
   bool chip = false;  // DRAM figures below are set for whole-chip configs
+  std::vector<Measurement> not_simulated;
   double dram_read_nrmse = 0, dram_read_pearson = 0;
   double dram_write_nrmse = 0, dram_write_pearson = 0;
 };

@@ -564,7 +564,8 @@ void flash2(Gen& g) {
       const Block& qb = q_blocks[i];
       const int64_t rows = qb.size;
       g.b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
-      const auto keys = visible_keys(s, qb);
+      auto keys = visible_keys(s, qb);
+      if (s.keys_descending) std::reverse(keys.begin(), keys.end());
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
       stream(
           keys.size(), s.double_buffer,

@@ -36,6 +36,10 @@ struct ForwardShape : AttentionShape {
   // Q and K are uniform in [-qk_range, qk_range), V in [-1, 1). Larger ranges make larger scores: with
   // qk_range = 4 and d = 64 the scores reach ~100, so exp(S) overflows f16 (and f32) at any n.
   double qk_range = 1.0;
+  // flash2 only: walk a query block's key blocks from the last visible one down to the first, as
+  // FlashAttention-2's own kernels do (the diagonal block, the only masked one, first). Causal, this puts
+  // the query blocks that run together at different key blocks, which changes what L2 keeps.
+  bool keys_descending = false;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

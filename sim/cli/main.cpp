@@ -240,6 +240,9 @@ int cmd_compare(const std::vector<std::string>& args) {
       "causal mask (fully masked tiles skipped where the schedule can)")(
       "dtype", po::value(&dtype)->default_value("f16"), "storage dtype of Q, K, V, O: f16, bf16, f32")(
       "block", po::value(&options.block)->default_value(0), "B_r = B_c; 0 plans them from the SRAM size")(
+      "block-q", po::value(&options.block_q)->default_value(0),
+      "B_r, query rows per tile (overrides --block)")(
+      "block-k", po::value(&options.block_k)->default_value(0), "B_c, key rows per tile (overrides --block)")(
       "values", po::value(&values)->default_value("auto"),
       "compute values and check them: on, off (timing-only), auto (on for N <= 2048)")(
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(

@@ -116,19 +116,20 @@ TEST(Chip, TheSameRunTwiceGivesTheSameNumbersBitForBit) {
   EXPECT_EQ(chip_summary_json(a).dump(), chip_summary_json(b).dump());
 }
 
-// Measured (docs/chip.md): cycles move by under 5% between quanta of 25 and 20,000 cycles, not
-// monotonically (which core takes a freed block first depends on the quantum); bytes do not move here (the
-// data fits in L2; where it thrashes, bytes follow timing: tests/chip/test_l2_probe.cpp).
+// Measured (docs/chip.md): without a tail of long blocks, cycles stay within 1.5% from a 25-cycle to a
+// 20,000-cycle quantum, and bytes do not move (the data fits in L2; where it thrashes, bytes follow timing:
+// tests/chip/test_l2_probe.cpp). A causal grid, whose last blocks are the longest, moves by up to one such
+// block as the quantum reorders the tail: docs/chip.md shows both.
 TEST(Chip, QuantumMovesCyclesLittleAndBytesNotAtAll) {
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
-  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(2048, 40, 64, true));
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, shape(2048, 40, 64));
   machine.chip()->set_quantum(25);
   const ChipSummary finest = run_on(machine, p);
   for (int64_t quantum : {20000, 2000, 200}) {
     machine.chip()->set_quantum(quantum);
     const ChipSummary s = run_on(machine, p);
     const double error = std::abs(double(s.cycles) - double(finest.cycles)) / double(finest.cycles);
-    EXPECT_LT(error, 0.05) << "quantum " << quantum;
+    EXPECT_LT(error, 0.02) << "quantum " << quantum;
     EXPECT_EQ(s.sm_l2_read, finest.sm_l2_read);  // what the blocks load never depends on timing
     EXPECT_EQ(s.dram_read, finest.dram_read);
   }

@@ -60,6 +60,32 @@ TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
               s.dram_read_nrmse, s.dram_read_pearson, s.dram_write_nrmse, s.dram_write_pearson);
 }
 
+// PyTorch's FlashAttention-2 forward (validation/data/h100_sdpa_cases.csv) simulated as flash2 with the
+// kernel's tiles, key order and measured occupancy. SM<-L2 reads within 0.5% on every row (its SM->L2
+// writes include register spills to local memory, which the model does not have); DRAM reads within 10%
+// except the causal rows at d = 128 (0.82 to 0.87 of the measured: docs/chip.md). Rows above 5 GB of
+// SM<-L2 traffic (N = 32,768, and N = 16,384 without a mask) are left to `attnsim validate` to keep the
+// suite short.
+TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
+  const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.not_simulated.empty() && m.l1_read_bytes < 5e9) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 9u);
+  ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  for (const auto& row : s.rows) {
+    const auto& m = row.measured;
+    const std::string what =
+        m.label + " n=" + std::to_string(m.n) + " d=" + std::to_string(m.d) + (m.causal ? " causal" : "");
+    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
+    if (!(m.causal && m.d == 128)) {
+      EXPECT_NEAR(row.predicted_dram_read / m.dram_read_bytes, 1.0, 0.10) << what;
+    } else {
+      EXPECT_GT(row.predicted_dram_read / m.dram_read_bytes, 0.75) << what;
+    }
+  }
+}
+
 // The GPU kernels were themselves checked against a float64 reference on the device.
 TEST(Validation, KernelsWereCorrect) {
   for (const auto& m : read_measurements(kRoot + "/validation/data/h200_measurements.csv")) {

@@ -724,10 +724,11 @@ class Assembler {
         same_shape(0, 1);
         break;
       case Opcode::Store:
+      case Opcode::StoreAdd:
         want_buffer(0, false);
         want_kind(1, Operand::Kind::Tile, "a tensor slice");
-        if (tile(1).is_buffer) c.fail(at(1), "STORE writes a tensor slice in memory, not a buffer");
-        if (tile(1).transpose) c.fail(at(1), "STORE cannot transpose its destination");
+        if (tile(1).is_buffer) c.fail(at(1), op + " writes a tensor slice in memory, not a buffer");
+        if (tile(1).transpose) c.fail(at(1), op + " cannot transpose its destination");
         same_shape(0, 1);
         break;
       case Opcode::MacZ:

@@ -23,9 +23,10 @@ enum class Opcode : uint8_t {
   Mov,
   RowMax,
   RowSum,
-  Mask
+  Mask,
+  StoreAdd
 };
-inline constexpr int kOpcodeCount = 14;
+inline constexpr int kOpcodeCount = 15;
 
 // What each operand position must be in the scalar form (tile-only opcodes have no scalar form).
 enum class OperandRole : uint8_t { Reg, Mem, None };
@@ -97,6 +98,16 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
      "MASK S, q0, k0: S[i][j] = -inf where k0 + j > q0 + i (causal mask of a tile)",
      3,
      {OperandRole::None, OperandRole::None, OperandRole::None},
+     true},
+    // An atomic add into memory (CUDA's red.global.add): the whole tile is updated when the instruction
+    // executes, so thread blocks adding into one tensor at once lose no update. Moves the tile's bytes
+    // both ways, as LOAD + STORE would.
+    {Opcode::StoreAdd,
+     "STORE_ADD",
+     "STORE_ADD s, dst: dst = dst + s in memory, atomically (dst rounded to its dtype; reads and writes the "
+     "tile)",
+     2,
+     {OperandRole::None, OperandRole::None},
      true},
 }};
 

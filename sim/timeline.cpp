@@ -13,6 +13,7 @@ std::string unit_of(const isa::Program& program, const isa::Instruction& inst) {
   switch (inst.op) {
     case isa::Opcode::Load:
     case isa::Opcode::Store:
+    case isa::Opcode::StoreAdd:
       return tile ? "dma" : "dram";
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:

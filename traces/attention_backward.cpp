@@ -1,6 +1,7 @@
 #include "traces/attention_backward.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <stdexcept>
 
@@ -155,12 +156,18 @@ TileBuffers declare_tile_buffers(Builder& b, const BackwardShape& s) {
   return t;
 }
 
-// FlashAttention-2 backward (seed 000's Algorithm 4 with seed 002's D_i trick), per head:
-//   pass 1, per query block i: D_i = rowsum(dO_i * O_i), stored to D.
-//   pass 2, per K/V block j: load K_j, V_j; per visible query block i: load Q_i, dO_i, L_i, D_i, dQ_i;
-//     S = Q_i K_j^T (masked on the diagonal), P = exp(S - L_i), dV_j += P^T dO_i, dP = dO_i V_j^T,
-//     dS = P * (dP - D_i), dK_j += dS^T Q_i, dQ_i += dS K_j and store dQ_i;
-//   then store dK_j, dV_j.
+// FlashAttention-2 backward (seed 000's Algorithm 4 with seed 002's D_i trick), two kernels as
+// flash-attn launches them (its batch folded into the heads):
+//   flash2_bwd_dot_do_o, grid (query blocks, heads): block (i, h) computes D_i = rowsum(dO_i * O_i) and
+//     stores it to D (flash-attn's flash_bwd_dot_do_o_kernel);
+//   flash2_bwd_dkdv, grid (key blocks, heads): block (j, h) loads K_j, V_j; per visible query block i: loads
+//     Q_i, dO_i, L_i, D_i; S = Q_i K_j^T (masked on the diagonal), P = exp(S - L_i), dV_j += P^T dO_i,
+//     dP = dO_i V_j^T, dS = P * (dP - D_i), dK_j += dS^T Q_i, and adds dS K_j into dQ_i in HBM
+//     (STORE_ADD); then stores dK_j, dV_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel). dK_j and dV_j
+//     stay in the block; dQ is the one tensor several blocks of a head update: f32 in HBM, added into
+//     atomically, as flash-attn's atomicAdd (STORE_ADD reads and writes the tile, as a load and a store).
+// flash-attn's third kernel converts the f32 dQ accumulator to the storage dtype; dQ is checked as the f32
+// accumulator here, so there is no such step.
 isa::Program flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   const Common t = declare_common(g, s, kAcc, s.dtype);
@@ -169,20 +176,27 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
   const auto [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = declare_tile_buffers(b, s);
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
-  for (int64_t h = 0; h < s.heads; ++h) {
-    // Pass 1. O_i goes into Qi and the product into dQi: both are free before pass 2, so SRAM holds only
-    // pass 2's working set.
-    for (const Block& qb : qblocks) {
+  const int dot_do_o = b.kernel("flash2_bwd_dot_do_o", {static_cast<int64_t>(qblocks.size()), s.heads, 1});
+  const int dkdv = b.kernel("flash2_bwd_dkdv", {static_cast<int64_t>(kblocks.size()), s.heads, 1});
+  // D. O_i goes into Qi and the product into dQi, buffers the second kernel's blocks have anyway, so a
+  // block's SRAM is only the second kernel's working set.
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < qblocks.size(); ++i) {
+      const Block& qb = qblocks[i];
       const int64_t r = qb.rows;
+      b.begin_block(dot_do_o, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.rows(t.o, h, qb), b.buf(qi, r)});
       g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
       g.emit(Opcode::Mul, {b.buf(doi, r), b.buf(qi, r), b.buf(dqi, r)});
       g.emit(Opcode::RowSum, {b.buf(dqi, r), b.buf(di, r)});
       g.emit(Opcode::Store, {b.buf(di, r), g.rows(dtensor, h, qb)});
     }
-    // Pass 2.
-    for (const Block& kb : kblocks) {
+  // dK, dV, and dQ accumulated.
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t j = 0; j < kblocks.size(); ++j) {
+      const Block& kb = kblocks[j];
       const int64_t c = kb.rows;
+      b.begin_block(dkdv, {static_cast<int64_t>(j), h, 0});
       g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
       g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
       bool first = true;
@@ -193,7 +207,6 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
         g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
         g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
         g.emit(Opcode::Load, {g.rows(dtensor, h, qb), b.buf(di, r)});
-        g.emit(Opcode::Load, {g.rows(t.dq, h, qb), b.buf(dqi, r)});
         g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
         if (crosses_diagonal(s.causal, qb, kb))
           g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
@@ -210,27 +223,29 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
           g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
         else
           g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
-        g.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
-        g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+        g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
+        g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
         first = false;
       }
       g.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
       g.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
     }
-  }
   return b.take();
 }
 
-// Without the D_i trick (seed 002: "K is loaded twice"), per head and query block i:
+// Without the D_i trick (seed 002: "K is loaded twice"), one kernel flash2_bwd_no_d, grid (query blocks,
+// heads); block (i, h), for head h and query block i:
 //   load Q_i, dO_i, L_i;
 //   sweep 1, per visible K/V block j: load K_j, V_j; S = Q_i K_j^T (masked), P = exp(S - L_i),
 //     dP = dO_i V_j^T, D_i += rowsum(P * dP);
-//   sweep 2, per visible K/V block j: load K_j, V_j again, and the f32 accumulators dK_j, dV_j from HBM;
-//     recompute S, P, dP; dV_j += P^T dO_i, dS = P * (dP - D_i), dK_j += dS^T Q_i, dQ_i += dS K_j;
-//     store dK_j, dV_j;
+//   sweep 2, per visible K/V block j: load K_j, V_j again; recompute S, P, dP; add P^T dO_i into the f32
+//     accumulator dV_j in HBM (STORE_ADD), dS = P * (dP - D_i), add dS^T Q_i into dK_j in HBM (STORE_ADD),
+//     dQ_i += dS K_j;
 //   store dQ_i.
 // V is reloaded too: dS needs dP = dO_i V_j^T again, and keeping a whole row of dP on chip would be the
-// n-long strip the tiling exists to avoid. dK and dV are f32 in HBM because they are accumulated there.
+// n-long strip the tiling exists to avoid. dK and dV are f32 in HBM because they are accumulated there, by
+// every query block's thread block of the head, atomically (STORE_ADD, as dQ in flash2-bwd); D_i and dQ_i
+// belong to the block.
 isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   const Common t = declare_common(g, s, s.dtype, kAcc);
@@ -239,9 +254,12 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   const int part = b.buffer("Dpart", br, 1, kAcc);
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
+  const int kernel = b.kernel("flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1});
   for (int64_t h = 0; h < s.heads; ++h) {
-    for (const Block& qb : qblocks) {
+    for (size_t i = 0; i < qblocks.size(); ++i) {
+      const Block& qb = qblocks[i];
       const int64_t r = qb.rows;
+      b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
       g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
       g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
@@ -272,14 +290,12 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t c = kb.rows;
         recompute(kb);
-        g.emit(Opcode::Load, {g.rows(t.dv, h, kb), b.buf(dvj, c)});
-        g.emit(Opcode::Load, {g.rows(t.dk, h, kb), b.buf(dkj, c)});
-        g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
-        g.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+        g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
+        g.emit(Opcode::StoreAdd, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
         g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
         g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
-        g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
-        g.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
+        g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
+        g.emit(Opcode::StoreAdd, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
         if (first)
           g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
         else
@@ -293,14 +309,16 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
 }
 
 // Standard backward with the n x n intermediates in HBM (seed 000's "standard" algorithm, P recomputed
-// rather than kept from the forward), per head, in six phases:
-//   1. per query block i, per key block j: P_ij = exp(Q_i K_j^T - L_i) (masked), store to P;
-//   2. per i, per j: dP_ij = dO_i V_j^T, store to dP;
-//   3. per i: sweep j reading P_ij, dP_ij for D_i = rowsum(P * dP); sweep j again, store
-//      dS_ij = P_ij * (dP_ij - D_i) to dS;
-//   4. dQ = dS K: per i, per j: dQ_i += dS_ij K_j;
-//   5. dK = dS^T Q: per j, per i: dK_j += dS_ij^T Q_i;
-//   6. dV = P^T dO: per j, per i: dV_j += P_ij^T dO_i.
+// rather than kept from the forward) in six kernels, one per phase, each over all heads:
+//   1. naive_bwd_p, grid (query blocks, heads): per key block j: P_ij = exp(Q_i K_j^T - L_i) (masked),
+//      store to P;
+//   2. naive_bwd_dp, grid (query blocks, heads): per j: dP_ij = dO_i V_j^T, store to dP;
+//   3. naive_bwd_ds, grid (query blocks, heads): sweep j reading P_ij, dP_ij for D_i = rowsum(P * dP);
+//      sweep j again, store dS_ij = P_ij * (dP_ij - D_i) to dS;
+//   4. naive_bwd_dq, grid (query blocks, heads): dQ_i = sum_j dS_ij K_j;
+//   5. naive_bwd_dk, grid (key blocks, heads): dK_j = sum_i dS_ij^T Q_i;
+//   6. naive_bwd_dv, grid (key blocks, heads): dV_j = sum_i P_ij^T dO_i.
+// Every block writes its own rows (or tiles) only; a kernel reads what the earlier kernels wrote.
 // Causal masking zeroes P above the diagonal but no tile is skipped: every n x n matrix is written whole.
 isa::Program naive(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
@@ -323,91 +341,104 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
   const int accq = b.buffer("accQ", br, d, kAcc);
   const int acck = b.buffer("accK", bc, d, kAcc);
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
+  const std::array<int64_t, 3> by_rows{static_cast<int64_t>(qblocks.size()), s.heads, 1};
+  const std::array<int64_t, 3> by_columns{static_cast<int64_t>(kblocks.size()), s.heads, 1};
+  const int k_p = b.kernel("naive_bwd_p", by_rows);
+  const int k_dp = b.kernel("naive_bwd_dp", by_rows);
+  const int k_ds = b.kernel("naive_bwd_ds", by_rows);
+  const int k_dq = b.kernel("naive_bwd_dq", by_rows);
+  const int k_dk = b.kernel("naive_bwd_dk", by_columns);
+  const int k_dv = b.kernel("naive_bwd_dv", by_columns);
 
-  for (int64_t h = 0; h < s.heads; ++h) {
-    for (const Block& qb : qblocks) {  // 1. P
-      const int64_t r = qb.rows;
-      g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
-      g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-        g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
-        if (crosses_diagonal(s.causal, qb, kb))
-          g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
-        g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pt, r, c)});
-        g.emit(Opcode::Store, {b.buf(pt, r, c), g.tile(ptensor, h, qb, kb)});
+  // The blocks of a kernel in launch order: body(h, block) for each of `of`'s blocks, head by head.
+  auto grid = [&](int kernel, const std::vector<Block>& of, auto body) {
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (size_t i = 0; i < of.size(); ++i) {
+        b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
+        body(h, of[i]);
       }
+  };
+  grid(k_p, qblocks, [&](int64_t h, const Block& qb) {  // 1. P
+    const int64_t r = qb.rows;
+    g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
+    g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+      g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+      if (crosses_diagonal(s.causal, qb, kb))
+        g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+      g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+      g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pt, r, c)});
+      g.emit(Opcode::Store, {b.buf(pt, r, c), g.tile(ptensor, h, qb, kb)});
     }
-    for (const Block& qb : qblocks) {  // 2. dP
-      const int64_t r = qb.rows;
-      g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
-        g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(sc, r, c)});
-        g.emit(Opcode::Store, {b.buf(sc, r, c), g.tile(dptensor, h, qb, kb)});
-      }
+  });
+  grid(k_dp, qblocks, [&](int64_t h, const Block& qb) {  // 2. dP
+    const int64_t r = qb.rows;
+    g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+      g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(sc, r, c)});
+      g.emit(Opcode::Store, {b.buf(sc, r, c), g.tile(dptensor, h, qb, kb)});
     }
-    for (const Block& qb : qblocks) {  // 3. dS
-      const int64_t r = qb.rows;
+  });
+  grid(k_ds, qblocks, [&](int64_t h, const Block& qb) {  // 3. dS
+    const int64_t r = qb.rows;
+    bool first = true;
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+      g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+      g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(dpt, r, c), b.buf(sc, r, c)});
+      g.emit(Opcode::RowSum, {b.buf(sc, r, c), b.buf(first ? di : part, r)});
+      if (!first) g.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
+      first = false;
+    }
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
+      g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
+      g.emit(Opcode::Sub, {b.buf(dpt, r, c), b.buf(di, r), b.buf(sc, r, c)});
+      g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(sc, r, c), b.buf(dst, r, c)});
+      g.emit(Opcode::Store, {b.buf(dst, r, c), g.tile(dstensor, h, qb, kb)});
+    }
+  });
+  grid(k_dq, qblocks, [&](int64_t h, const Block& qb) {  // 4. dQ = dS K
+    const int64_t r = qb.rows;
+    bool first = true;
+    for (const Block& kb : kblocks) {
+      const int64_t c = kb.rows;
+      g.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
+      g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+      if (first)
+        g.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
+      else
+        g.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
+      first = false;
+    }
+    g.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
+  });
+  // 5. dK = dS^T Q and 6. dV = P^T dO: the same column-of-tiles GEMM on different operands.
+  auto column_gemm = [&](int left, int right, int right_buf, int out) {
+    return [&, left, right, right_buf, out](int64_t h, const Block& kb) {
+      const int64_t c = kb.rows;
       bool first = true;
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
-        g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
-        g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(dpt, r, c), b.buf(sc, r, c)});
-        g.emit(Opcode::RowSum, {b.buf(sc, r, c), b.buf(first ? di : part, r)});
-        if (!first) g.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
-        first = false;
-      }
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        g.emit(Opcode::Load, {g.tile(ptensor, h, qb, kb), b.buf(pt, r, c)});
-        g.emit(Opcode::Load, {g.tile(dptensor, h, qb, kb), b.buf(dpt, r, c)});
-        g.emit(Opcode::Sub, {b.buf(dpt, r, c), b.buf(di, r), b.buf(sc, r, c)});
-        g.emit(Opcode::Mul, {b.buf(pt, r, c), b.buf(sc, r, c), b.buf(dst, r, c)});
-        g.emit(Opcode::Store, {b.buf(dst, r, c), g.tile(dstensor, h, qb, kb)});
-      }
-    }
-    for (const Block& qb : qblocks) {  // 4. dQ = dS K
-      const int64_t r = qb.rows;
-      bool first = true;
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        g.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
-        g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
+      for (const Block& qb : qblocks) {
+        const int64_t r = qb.rows;
+        g.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
+        g.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
         if (first)
-          g.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
+          g.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
         else
-          g.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
+          g.emit(Opcode::Mac, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
         first = false;
       }
-      g.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
-    }
-    // 5. dK = dS^T Q and 6. dV = P^T dO: the same column-of-tiles GEMM on different operands.
-    auto column_gemm = [&](int left, int right, int right_buf, int out) {
-      for (const Block& kb : kblocks) {
-        const int64_t c = kb.rows;
-        bool first = true;
-        for (const Block& qb : qblocks) {
-          const int64_t r = qb.rows;
-          g.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
-          g.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
-          if (first)
-            g.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
-          else
-            g.emit(Opcode::Mac,
-                   {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
-          first = false;
-        }
-        g.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});
-      }
+      g.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});
     };
-    column_gemm(dstensor, t.q, qi, t.dk);
-    column_gemm(ptensor, t.dout, doi, t.dv);
-  }
+  };
+  grid(k_dk, kblocks, column_gemm(dstensor, t.q, qi, t.dk));
+  grid(k_dv, kblocks, column_gemm(ptensor, t.dout, doi, t.dv));
   return b.take();
 }
 

@@ -4,6 +4,9 @@
 // from those same inputs and embedded as initial values. Q is taken as already scaled (as in traces/tile.h),
 // so P = exp(Q K^T - L), dQ = dS K and dK = dS^T Q carry no softmax scale. Every program ends with three
 // checks: dQ, dK, dV against the float64 references attention[_causal]_grad_{q,k,v}(Q, K, V, dO).
+// Each program is a sequence of kernels, each a grid of thread blocks (x: the query or key block a block
+// owns, y: the head) emitted in launch order, so a whole-chip config spreads them over its cores; a single
+// core runs the blocks one after another.
 #pragma once
 
 #include <cstdint>
@@ -15,21 +18,24 @@
 namespace attnsim::traces {
 
 enum class BackwardSchedule {
-  // FlashAttention-2 backward: a first pass writes D_i = rowsum(dO_i * O_i); then the outer loop runs over
-  // K/V blocks (K_j, V_j read once, dK_j and dV_j accumulated on chip and written once), the inner loop over
-  // query blocks, with dQ an f32 accumulator read-modify-written in HBM once per (K/V block, query block).
+  // FlashAttention-2 backward: a first kernel (flash2_bwd_dot_do_o, grid query blocks x heads) writes
+  // D_i = rowsum(dO_i * O_i); then a block per K/V block (flash2_bwd_dkdv, grid key blocks x heads) reads
+  // K_j, V_j once, accumulates dK_j and dV_j on chip and writes them once, looping over query blocks, with dQ
+  // an f32 accumulator in HBM that STORE_ADD adds into (atomically) once per (K/V block, query block).
   Flash2,
   // Without the D_i trick: the outer loop runs over query blocks; D_i = rowsum(P_i * dP_i) needs the whole
   // row, so a first sweep over the K/V blocks computes it, and a second sweep reloads K_j and V_j to form
-  // dS and consume it. dQ_i stays on chip; dK and dV are f32 accumulators read-modify-written in HBM.
+  // dS and consume it. dQ_i stays on chip; dK and dV are f32 accumulators in HBM that STORE_ADD adds into.
+  // One kernel, flash2_bwd_no_d, a block per query block and head.
   Flash2NoD,
   // Standard backward with every n x n intermediate in HBM: P (recomputed from Q K^T and L), dP = dO V^T,
-  // dS = P * (dP - rowsum(P * dP)), then dQ = dS K, dK = dS^T Q, dV = P^T dO as tiled GEMMs.
+  // dS = P * (dP - rowsum(P * dP)), then dQ = dS K, dK = dS^T Q, dV = P^T dO as tiled GEMMs. One kernel
+  // per phase (naive_bwd_p, _dp, _ds, _dq over query blocks; naive_bwd_dk, _dv over key blocks; x heads).
   Naive,
 };
 
-// heads > 1 makes Q, K, V, dO, O, dQ, dK, dV [heads][n][d] (independent heads, one after another) and the
-// row statistics [heads][n].
+// heads > 1 makes Q, K, V, dO, O, dQ, dK, dV [heads][n][d] (independent heads: the y index of every grid)
+// and the row statistics [heads][n].
 struct BackwardShape : AttentionShape {
   int64_t heads = 1;
   // Leave O and L zero instead of computing them in float64 (O(heads n^2 d) on the host): for timing-only

@@ -40,6 +40,18 @@ void copy_tile(const TileView& from, const TileView& to, Dtype to_dtype) {
     for (int64_t c = 0; c < to.cols; ++c) to.at(r, c) = round_to(to_dtype, from.at(r, c));
 }
 
+// STORE_ADD's values: to += from, added in float64 and rounded once to `to`'s dtype (into an f32 tensor from
+// an f32 buffer: bit for bit what LOAD, ADD, STORE of the tile give).
+void add_tile(const TileView& from, const TileView& to, Dtype to_dtype) {
+  for (int64_t r = 0; r < to.rows; ++r)
+    for (int64_t c = 0; c < to.cols; ++c) to.at(r, c) = round_to(to_dtype, to.at(r, c) + from.at(r, c));
+}
+
+// The instructions the DMA engine carries out.
+bool is_memory_op(isa::Opcode op) {
+  return op == isa::Opcode::Load || op == isa::Opcode::Store || op == isa::Opcode::StoreAdd;
+}
+
 }  // namespace
 
 TileCore::TileCore(const TileUnits& units, std::vector<TensorState>& tensors, int core_id)
@@ -124,7 +136,7 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
                        "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
   if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
     require_unit(program, units_.mxu, "mxu");
-  else if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store)
+  else if (!is_memory_op(inst.op))
     require_unit(program, units_.vpu, "vpu");
   d.op = inst.op;
   d.count = inst.operand_count;
@@ -138,10 +150,11 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
     }
     const isa::TileRef& ref = tiles[operand.tensor];
     // The DMA engine moves data between memory and SRAM; register-file buffers are filled with MOV.
-    if ((inst.op == isa::Opcode::Load || inst.op == isa::Opcode::Store) && ref.is_buffer &&
+    if (is_memory_op(inst.op) && ref.is_buffer &&
         program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
       throw InputError(program.file, operand.loc,
-                       "LOAD/STORE move tiles between HBM and SRAM; '" + program.buffers[ref.index].name +
+                       std::string(isa::mnemonic(inst.op)) + " moves tiles between HBM and SRAM; '" +
+                           program.buffers[ref.index].name +
                            "' is in the register file, so MOV it from or to an SRAM buffer");
     TileOperand& o = d.ops[i];
     o.storage = ref.index;
@@ -190,6 +203,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
   switch (d.op) {
     case isa::Opcode::Load:
     case isa::Opcode::Store:
+    case isa::Opcode::StoreAdd:
       step = memory_op(d, ctx, ready, values);
       break;
     case isa::Opcode::MacZ:
@@ -219,8 +233,14 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
   return step;
 }
 
+// LOAD, STORE and STORE_ADD. Like a STORE, a STORE_ADD waits for its source buffer, not for earlier writes
+// to its tensor (a GPU's red.global.add does not either; values are computed here in program order whatever
+// the timing), and later LOADs of the tensor wait for it. Its values are computed whole, here: on a chip,
+// where each core computes values as it executes its instructions, no other core's update can fall between
+// its read and its write.
 TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
-  const bool is_store = d.op == isa::Opcode::Store;
+  const bool is_store = d.op == isa::Opcode::Store || d.op == isa::Opcode::StoreAdd;
+  const bool accumulate = d.op == isa::Opcode::StoreAdd;
   const TileOperand& mem = d.ops[is_store ? 1 : 0];
   const TensorState& tensor = tensors_[mem.storage];
   const uint64_t elem = static_cast<uint64_t>(dtype_bytes(tensor.dtype));
@@ -232,11 +252,16 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   transfer.stride_bytes = static_cast<uint64_t>(mem.row_stride) * elem;
   transfer.is_write = is_store;
   transfer.core = id_;
-  DmaEngine::Timing t = units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
+  DmaEngine::Timing t = accumulate
+                            ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, *units_.sram)
+                            : units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
   if (is_store) ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
   if (values) {
     const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
-    copy_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
+    if (accumulate)
+      add_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
+    else
+      copy_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
   }
   return {t.start, t.done};
 }

@@ -1,7 +1,7 @@
-// One tile core: issue, scoreboard and dispatch of tile instructions (LOAD/STORE through the DMA engine to
-// the memory level behind it, MAC on the MXU, element-wise ops and reductions on the VPU). A single-core
-// machine has one (the sequencer's tile path); a chip has one per core. Times are computed, not ticked:
-// each instruction's start and completion come from the unit models.
+// One tile core: issue, scoreboard and dispatch of tile instructions (LOAD, STORE and STORE_ADD through the
+// DMA engine to the memory level behind it, MAC on the MXU, element-wise ops and reductions on the VPU). A
+// single-core machine has one (the sequencer's tile path); a chip has one per core. Times are computed, not
+// ticked: each instruction's start and completion come from the unit models.
 #pragma once
 
 #include <array>
@@ -24,7 +24,7 @@ struct TileUnits {
   MxuUnit* mxu = nullptr;
   VpuUnit* vpu = nullptr;
   TileRegisterFile* tile_regs = nullptr;
-  MemoryLevel* memory = nullptr;  // what LOAD and STORE reach: HBM, or the chip's L2
+  MemoryLevel* memory = nullptr;  // what LOAD, STORE and STORE_ADD reach: HBM, or the chip's L2
 };
 
 // A tensor in the backing store shared by all cores: its layout in memory and (unless timing-only) values.
@@ -60,8 +60,10 @@ struct TileDecoded {
   uint8_t count = 0;
   std::array<TileOperand, 4> ops;
   std::array<int64_t, 2> imm{};
+  // The operand written: the memory slice of STORE and STORE_ADD, MASK's tile, else the last operand.
   size_t destination() const {
-    return op == isa::Opcode::Store ? 1 : op == isa::Opcode::Mask ? 0 : static_cast<size_t>(count - 1);
+    if (op == isa::Opcode::Store || op == isa::Opcode::StoreAdd) return 1;
+    return op == isa::Opcode::Mask ? 0 : static_cast<size_t>(count - 1);
   }
 };
 

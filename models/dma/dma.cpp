@@ -18,11 +18,14 @@ DmaEngine::DmaEngine(sc_core::sc_module_name instance, const Params& params)
     throw std::invalid_argument(
         fmt::format("{}: setup_cycles must be >= 0, found {}", name(), params_.setup_cycles));
 
-  stats_.add(&transfers, "transfers", "transfers", "DMA transfers submitted (LOAD and STORE)");
-  stats_.add(&bytes_loaded, "bytes_loaded", "bytes",
-             "bytes moved HBM -> SRAM, as requested (before sector rounding)");
+  stats_.add(&transfers, "transfers", "transfers", "DMA transfers submitted (LOAD, STORE and STORE_ADD)");
+  stats_.add(
+      &bytes_loaded, "bytes_loaded", "bytes",
+      "bytes read from memory (HBM -> SRAM, and STORE_ADD's read of the old tile), as requested (before "
+      "sector rounding)");
   stats_.add(&bytes_stored, "bytes_stored", "bytes",
-             "bytes moved SRAM -> HBM, as requested (before sector rounding)");
+             "bytes written to memory (SRAM -> HBM, STORE and STORE_ADD), as requested (before sector "
+             "rounding)");
   stats_.add(
       &queue_full_stall_cycles, "queue_full_stall_cycles", "cycles",
       "cycles transfers waited for a free queue slot after their operands were ready, summed over transfers");
@@ -50,6 +53,16 @@ void DmaEngine::reset() {
 
 DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory,
                                     Sram& sram) {
+  return submit_kind(ready_cycle, transfer, transfer.is_write ? Kind::Store : Kind::Load, memory, sram);
+}
+
+DmaEngine::Timing DmaEngine::submit_accumulate(uint64_t ready_cycle, const Transfer& transfer,
+                                               MemoryLevel& memory, Sram& sram) {
+  return submit_kind(ready_cycle, transfer, Kind::Accumulate, memory, sram);
+}
+
+DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind,
+                                         MemoryLevel& memory, Sram& sram) {
   // Slots whose transfer has finished by ready_cycle are free again.
   std::erase_if(in_flight_, [ready_cycle](uint64_t done) { return done <= ready_cycle; });
   uint64_t start = ready_cycle;
@@ -63,16 +76,40 @@ DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transf
 
   const uint64_t bytes = transfer.rows * transfer.row_bytes;
   const uint64_t issue = start + static_cast<uint64_t>(params_.setup_cycles);
-  const uint64_t hbm_done = memory.access(transfer, issue);
+  uint64_t hbm_done = 0;
+  if (kind == Kind::Accumulate) {
+    // Read the old tile, then write the sum: two accesses, both issued now and in that order, so the
+    // memory level books the read's bytes first and the write's after them (the single core's HBM
+    // channels serve one after the other; a chip's L2 fetches a missing line for the read, before the
+    // write reaches it). The write is not held until the read completes: the add happens beside the memory,
+    // as a GPU's L2 executes red.global.add, and a write issued at the read's completion would come from the
+    // future to the single core's HBM channel model, which takes requests in time order, and hold up the
+    // transfers issued after it.
+    MemAccess part = transfer;
+    part.is_write = false;
+    const uint64_t read_done = memory.access(part, issue);
+    part.is_write = true;
+    hbm_done = std::max(read_done, memory.access(part, issue));
+  } else {
+    hbm_done = memory.access(transfer, issue);
+  }
   // The SRAM side streams alongside the HBM side through one port; whichever is slower decides.
   const uint64_t done = std::max(hbm_done, issue + sram.access_cycles(bytes));
 
-  if (transfer.is_write) {
-    sram.record_read(bytes);
-    bytes_stored += bytes;
-  } else {
-    sram.record_write(bytes);
-    bytes_loaded += bytes;
+  switch (kind) {
+    case Kind::Load:
+      sram.record_write(bytes);
+      bytes_loaded += bytes;
+      break;
+    case Kind::Store:
+      sram.record_read(bytes);
+      bytes_stored += bytes;
+      break;
+    case Kind::Accumulate:  // the addend leaves SRAM; the old tile never enters it
+      sram.record_read(bytes);
+      bytes_loaded += bytes;
+      bytes_stored += bytes;
+      break;
   }
   transfers += 1;
   // Starts never decrease, so the part of [start, done) not yet counted is [max(start, busy_until), done).

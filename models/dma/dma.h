@@ -33,17 +33,27 @@ class DmaEngine : public Component {
   // level behind the DMA (HBM, or L2 on a chip) keeps its own ledger; this updates the SRAM byte counters
   // and the DMA stats.
   Timing submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  // An accumulating store (STORE_ADD: memory tile += SRAM tile): one queue slot, the SRAM tile read once,
+  // and two accesses of the memory tile, a read and then a write, both issued when the transfer starts
+  // (the add is done beside the memory, as a GPU's L2 executes red.global.add, so the write does not wait
+  // for the old values to come back to the core). `transfer.is_write` is ignored. Counted in both
+  // bytes_loaded and bytes_stored.
+  Timing submit_accumulate(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
   void reset();
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 
   uint64_t transfers = 0;
-  uint64_t bytes_loaded = 0;
-  uint64_t bytes_stored = 0;
+  uint64_t bytes_loaded = 0;             // read from memory: LOAD, and STORE_ADD's read of the old tile
+  uint64_t bytes_stored = 0;             // written to memory: STORE and STORE_ADD
   uint64_t queue_full_stall_cycles = 0;  // waiting for a free slot
   uint64_t busy_cycles = 0;              // cycles with at least one transfer in flight
   uint64_t elapsed_cycles = 0;
 
  private:
+  enum class Kind : uint8_t { Load, Store, Accumulate };
+  Timing submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind, MemoryLevel& memory,
+                     Sram& sram);
+
   Params params_;
   std::deque<uint64_t>
       in_flight_;            // completion cycles of transfers still in the queue, ascending order not assumed

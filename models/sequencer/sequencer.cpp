@@ -282,6 +282,7 @@ void Sequencer::execute_numeric() {
       case isa::Opcode::RowMax:
       case isa::Opcode::RowSum:
       case isa::Opcode::Mask:
+      case isa::Opcode::StoreAdd:
         throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
     }
     regs[d.dst] = round_to<D>(result);
@@ -374,6 +375,7 @@ void Sequencer::execute_symbolic() {
       case isa::Opcode::RowMax:
       case isa::Opcode::RowSum:
       case isa::Opcode::Mask:
+      case isa::Opcode::StoreAdd:
         throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
     }
     if (d.dst >= 0) {

@@ -3,9 +3,11 @@
 // against closed forms derived here from the schedule's description (not from its generator loops).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <ostream>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -519,6 +521,165 @@ TEST_P(BackwardRoundTrip, DisassemblesAndReassembles) {
 
 INSTANTIATE_TEST_SUITE_P(Schedules, BackwardRoundTrip, kSchedules,
                          [](const auto& info) { return std::string(name_of(info.param)); });
+
+// ---- Grids: the kernels flash-attn (and a standard backward) launch, blocks in launch order ----
+
+struct KernelGrid {
+  std::string name;
+  std::array<int64_t, 3> grid;
+};
+
+// FlashAttention-2's preprocessing kernel (query blocks, heads) and its main kernel (key blocks, heads); the
+// no-D schedule's one kernel over query blocks; the naive schedule's six phases.
+std::vector<KernelGrid> expected_kernels(BackwardSchedule schedule, const BackwardShape& s) {
+  const int64_t tr = ceil_div(s.n, s.block_q), tc = ceil_div(s.n, s.block_k), h = s.heads;
+  switch (schedule) {
+    case BackwardSchedule::Flash2:
+      return {{"flash2_bwd_dot_do_o", {tr, h, 1}}, {"flash2_bwd_dkdv", {tc, h, 1}}};
+    case BackwardSchedule::Flash2NoD:
+      return {{"flash2_bwd_no_d", {tr, h, 1}}};
+    case BackwardSchedule::Naive:
+      return {{"naive_bwd_p", {tr, h, 1}},  {"naive_bwd_dp", {tr, h, 1}}, {"naive_bwd_ds", {tr, h, 1}},
+              {"naive_bwd_dq", {tr, h, 1}}, {"naive_bwd_dk", {tc, h, 1}}, {"naive_bwd_dv", {tc, h, 1}}};
+  }
+  return {};
+}
+
+// The gradients several blocks of one kernel accumulate into (atomically, with STORE_ADD, where flash-attn
+// uses atomicAdd); every other tensor a block stores, it stores alone.
+std::set<std::string> accumulated(BackwardSchedule schedule) {
+  switch (schedule) {
+    case BackwardSchedule::Flash2:
+      return {"dQ"};
+    case BackwardSchedule::Flash2NoD:
+      return {"dK", "dV"};
+    case BackwardSchedule::Naive:
+      return {};
+  }
+  return {};
+}
+
+class BackwardGrid : public ::testing::TestWithParam<std::tuple<BackwardSchedule, bool>> {};
+
+// The kernels and grids above; block count = the grids' product; blocks in CUDA launch order (kernel after
+// kernel, x fastest, then y, then z), each non-empty, the first at instruction 0; streamed in small chunks,
+// the same blocks at the same instructions.
+TEST_P(BackwardGrid, KernelsGridsAndLaunchOrder) {
+  const auto& [schedule, causal] = GetParam();
+  const BackwardShape s = shape(100, 16, 32, 48, causal, Dtype::F16, 3);  // Tr = 4, Tc = 3 (ragged)
+  const isa::Program p = traces::backward_program(schedule, s);
+  const auto want = expected_kernels(schedule, s);
+  ASSERT_EQ(p.kernels.size(), want.size());
+  size_t total_blocks = 0;
+  for (size_t k = 0; k < want.size(); ++k) {
+    EXPECT_EQ(p.kernels[k].name, want[k].name);
+    EXPECT_EQ(p.kernels[k].grid, want[k].grid) << want[k].name;
+    total_blocks += static_cast<size_t>(p.kernels[k].blocks());
+  }
+  ASSERT_EQ(p.blocks.size(), total_blocks);
+  size_t b = 0;
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    const auto& g = p.kernels[k].grid;
+    for (int64_t z = 0; z < g[2]; ++z)
+      for (int64_t y = 0; y < g[1]; ++y)
+        for (int64_t x = 0; x < g[0]; ++x, ++b) {
+          EXPECT_EQ(p.blocks[b].kernel, static_cast<int32_t>(k)) << "block " << b;
+          EXPECT_EQ(p.blocks[b].index, (std::array<int64_t, 3>{x, y, z})) << "block " << b;
+        }
+  }
+  EXPECT_EQ(p.blocks.front().instruction, 0u);
+  for (size_t i = 1; i < p.blocks.size(); ++i)
+    EXPECT_LT(p.blocks[i - 1].instruction, p.blocks[i].instruction) << "block " << i - 1 << " is empty";
+  EXPECT_LT(p.blocks.back().instruction, p.instructions.size());
+
+  isa::Program streamed = traces::stream_program([&] { return traces::backward_program(schedule, s); }, 7);
+  EXPECT_EQ(streamed.kernels.size(), p.kernels.size());
+  isa::Chunk chunk;
+  size_t base = 0, seen = 0;
+  while (streamed.stream->next(chunk)) {
+    for (const auto& start : chunk.blocks) {
+      ASSERT_LT(seen, p.blocks.size());
+      EXPECT_EQ(base + start.instruction, p.blocks[seen].instruction) << "block " << seen;
+      EXPECT_EQ(start.kernel, p.blocks[seen].kernel);
+      EXPECT_EQ(start.index, p.blocks[seen].index);
+      ++seen;
+    }
+    base += chunk.instructions.size();
+  }
+  EXPECT_EQ(seen, p.blocks.size());
+  EXPECT_EQ(base, p.instructions.size());
+}
+
+// Blocks of one kernel may run at once on different cores: each block touches its own head only, and no
+// element one block stores is stored or loaded by another block of the same kernel, except the documented
+// accumulators (which are indeed shared: dQ in flash2-bwd, dK and dV without D), and those only through
+// STORE_ADD, which no concurrent block can interrupt.
+TEST_P(BackwardGrid, BlocksOfAKernelShareOnlyTheAccumulators) {
+  const auto& [schedule, causal] = GetParam();
+  const BackwardShape s = shape(100, 16, 32, 48, causal, Dtype::F16, 3);
+  const isa::Program p = traces::backward_program(schedule, s);
+  ASSERT_FALSE(p.blocks.empty());
+  std::set<std::string> shared;
+  for (size_t k = 0; k < p.kernels.size(); ++k) {
+    // Per tensor element: the block that stored it (-1 none, -2 several), and the blocks that loaded it.
+    std::map<int, std::vector<int64_t>> writer;
+    std::map<int, std::vector<std::set<size_t>>> readers;
+    std::set<int> plain;  // tensors this kernel LOADs or STOREs (rather than STORE_ADDs into)
+    for (size_t b = 0; b < p.blocks.size(); ++b) {
+      if (p.blocks[b].kernel != static_cast<int32_t>(k)) continue;
+      const size_t end = b + 1 < p.blocks.size() ? p.blocks[b + 1].instruction : p.instructions.size();
+      for (size_t i = p.blocks[b].instruction; i < end; ++i) {
+        const isa::Instruction& inst = p.instructions[i];
+        if (inst.op != isa::Opcode::Load && inst.op != isa::Opcode::Store && inst.op != isa::Opcode::StoreAdd)
+          continue;
+        const bool store = inst.op != isa::Opcode::Load;
+        const isa::TileRef& t = p.tiles[inst.operand(store ? 1 : 0).tensor];
+        if (inst.op != isa::Opcode::StoreAdd) plain.insert(t.index);
+        ASSERT_FALSE(t.is_buffer);
+        const auto& shape3 = p.tensors[t.index].shape;
+        ASSERT_EQ(shape3.size(), 3u) << p.tensors[t.index].name;
+        const int64_t per_head = shape3[1] * shape3[2];
+        EXPECT_EQ(t.offset / per_head, p.blocks[b].index[1])
+            << p.kernels[k].name << ": block reaches into another head's " << p.tensors[t.index].name;
+        auto& w = writer[t.index];
+        auto& r = readers[t.index];
+        if (w.empty()) {
+          w.assign(static_cast<size_t>(s.heads * per_head), -1);
+          r.assign(static_cast<size_t>(s.heads * per_head), {});
+        }
+        for (int64_t row = 0; row < t.rows; ++row)
+          for (int64_t col = 0; col < t.cols; ++col) {
+            const auto e = static_cast<size_t>(t.offset + (t.row0 + row) * t.row_stride + t.col0 + col);
+            if (!store)
+              r[e].insert(b);
+            else if (w[e] == -1)
+              w[e] = static_cast<int64_t>(b);
+            else if (w[e] != static_cast<int64_t>(b))
+              w[e] = -2;
+          }
+      }
+    }
+    for (const auto& [tensor, w] : writer) {
+      const std::string& name = p.tensors[tensor].name;
+      bool several = false;
+      for (size_t e = 0; e < w.size(); ++e) {
+        several = several || w[e] == -2;
+        for (size_t reader : readers[tensor][e]) several = several || (w[e] != -1 && w[e] != int64_t(reader));
+      }
+      if (!several) continue;
+      shared.insert(name);
+      EXPECT_FALSE(plain.contains(tensor))
+          << p.kernels[k].name << ": blocks share " << name << " through LOAD or STORE, not STORE_ADD alone";
+    }
+  }
+  EXPECT_EQ(shared, accumulated(schedule));
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, BackwardGrid, ::testing::Combine(kSchedules, ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(name_of(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "Causal" : "Full");
+                         });
 
 }  // namespace
 }  // namespace attnsim

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "isa/assembler.h"
+#include "isa/disassembler.h"
 #include "isa/program.h"
 
 namespace attnsim::isa {
@@ -356,6 +357,54 @@ TEST(OperandErrors, Locations) {
   expect_error(decl + "MOV a, R0\n", 2, 5, {"'a' needs indices"});
   expect_error(decl + "MOV Rx, R0\n", 2, 5, {"'Rx' is not a register"});
   expect_error(decl + "LOAD a[0][0] R0\n", 2, 14, {"expected ','"});
+}
+
+// ---- STORE_ADD: a buffer added into a tensor slice (tile form only) ----
+
+TEST(StoreAdd, IsABufferThenATensorSlice) {
+  Program p = asm_text(".tensor x[2][4][8] f32\n.buffer t[2][8] f32\nstore_add t, x[1, 2:4, 0:8]\n");
+  ASSERT_EQ(p.instructions.size(), 1u);
+  const Instruction& i = p.instructions[0];
+  EXPECT_EQ(i.op, Opcode::StoreAdd);
+  EXPECT_EQ(mnemonic(i.op), "STORE_ADD");
+  EXPECT_TRUE(info(i.op).tile_only);
+  ASSERT_EQ(i.operand_count, 2);
+  ASSERT_EQ(i.operand(0).kind, Kind::Tile);
+  ASSERT_EQ(i.operand(1).kind, Kind::Tile);
+  const TileRef& from = p.tiles[i.operand(0).tensor];
+  EXPECT_TRUE(from.is_buffer);
+  EXPECT_EQ(from.rows, 2);
+  EXPECT_EQ(from.cols, 8);
+  const TileRef& to = p.tiles[i.operand(1).tensor];
+  EXPECT_FALSE(to.is_buffer);
+  EXPECT_EQ(to.index, 0);
+  EXPECT_EQ(to.offset, 32);  // head 1 of [4][8] planes
+  EXPECT_EQ(to.row0, 2);
+  EXPECT_EQ(to.rows, 2);
+  EXPECT_EQ(to.cols, 8);
+  EXPECT_EQ(to.row_stride, 8);
+  // Disassembled in canonical form, and that text assembles back to the same program.
+  EXPECT_EQ(format_instruction(p, i), "STORE_ADD t, x[1, 2:4, 0:8]");
+  const std::string text = disassemble(p);
+  const Program back = asm_text(text);
+  EXPECT_EQ(disassemble(back), text);
+  ASSERT_EQ(back.instructions.size(), 1u);
+  EXPECT_EQ(back.instructions[0].op, Opcode::StoreAdd);
+  EXPECT_EQ(back.tiles[back.instructions[0].operand(1).tensor], to);
+}
+
+// The operand rules of the tile STORE: an untransposed SRAM buffer, then an untransposed tensor slice of the
+// same shape; no scalar form.
+TEST(StoreAdd, OperandErrors) {
+  const std::string decl = ".tensor x[8][8] f32\n.tensor a[4]\n.buffer t[2][8]\n.buffer u[2][8]\n";
+  expect_error(decl + "STORE_ADD R0, a[0]\n", 5, 1, {"STORE_ADD works on tiles"});
+  expect_error(decl + "STORE_ADD t\n", 5, 1, {"STORE_ADD takes 2 operands, 1 given"});
+  expect_error(decl + "STORE_ADD t, x[0:2, 0:8], x[2:4, 0:8]\n", 5, 1, {"takes 2 operands, 3 given"});
+  expect_error(decl + "STORE_ADD x[0:2, 0:8], x[2:4, 0:8]\n", 5, 11, {"operand 1", "on-chip buffer"});
+  expect_error(decl + "STORE_ADD t^T, x[0:8, 0:2]\n", 5, 11, {"STORE_ADD cannot transpose this operand"});
+  expect_error(decl + "STORE_ADD t, u\n", 5, 14, {"STORE_ADD writes a tensor slice in memory, not a buffer"});
+  expect_error(decl + "STORE_ADD t, x[0:8, 0:2]^T\n", 5, 14, {"STORE_ADD cannot transpose its destination"});
+  expect_error(decl + "STORE_ADD t, x[0:1, 0:8]\n", 5, 14, {"STORE_ADD: shapes differ (2x8 and 1x8)"});
 }
 
 }  // namespace

@@ -104,6 +104,27 @@ TEST(Dma, SlowSramSideDecidesCompletion) {
   EXPECT_EQ(hbm.bytes_written_per_tensor[0], kTile);
 }
 
+// STORE_ADD's transfer: the tile read and then written back, both issued at the start, in one queue slot.
+// On every channel the write's data follows the read's and the two latencies overlap, so it takes one
+// tile's data time more than a store. The SRAM tile is read once and never written.
+TEST(Dma, AccumulateReadsThenWritesTheTileInOneSlot) {
+  Rig rig(1);
+  constexpr uint64_t kReady = 40;
+  const auto t = rig.dma.submit_accumulate(kReady, load(0, kTile), rig.hbm, rig.sram);
+  EXPECT_EQ(t.start, kReady);
+  EXPECT_EQ(t.done, kReady + kSetup + 2 * kTileDataCycles + kLatencyCycles);
+  EXPECT_EQ(rig.dma.transfers, 1u);
+  EXPECT_EQ(rig.dma.bytes_loaded, kTile);
+  EXPECT_EQ(rig.dma.bytes_stored, kTile);
+  EXPECT_EQ(rig.sram.bytes_read, kTile);
+  EXPECT_EQ(rig.sram.bytes_written, 0u);
+  EXPECT_EQ(rig.hbm.bytes_read_per_tensor[0], kTile);
+  EXPECT_EQ(rig.hbm.bytes_written_per_tensor[0], kTile);
+  // One slot: a load behind it in the depth-1 queue starts when it is done.
+  const auto next = rig.dma.submit(kReady, load(kTile, kTile), rig.hbm, rig.sram);
+  EXPECT_EQ(next.start, t.done);
+}
+
 TEST(Dma, QueueDepthOneSerialisesTwoLoads) {
   Rig rig(1);
   const auto a = rig.dma.submit(0, load(0, kTile), rig.hbm, rig.sram);

@@ -248,5 +248,121 @@ TEST(SramCapacity, OverCapacityNamesEveryBuffer) {
   }
 }
 
+// ---- STORE_ADD: memory tile += buffer, atomically ----
+
+// One program on an already built single-core machine (a process elaborates SystemC once, so tests that
+// compare programs run them on one machine): cycles, instructions, HBM bytes and final values by tensor.
+struct Ran {
+  uint64_t cycles = 0, instructions = 0;
+  std::map<std::string, uint64_t> read, written;
+  std::map<std::string, std::vector<double>> values;
+};
+
+Ran run_on(Machine& machine, const std::string& text) {
+  const isa::Program p = isa::assemble(text, "store_add");
+  machine.load(p, false, false);
+  machine.run();
+  Ran r;
+  r.cycles = machine.sequencer().cycles();
+  r.instructions = machine.sequencer().instructions();
+  for (size_t t = 0; t < p.tensors.size(); ++t) {
+    const std::string& name = p.tensors[t].name;
+    r.read[name] = machine.hbm()->bytes_read_per_tensor[t];
+    r.written[name] = machine.hbm()->bytes_written_per_tensor[t];
+    r.values[name] = machine.sequencer().tensor_values(static_cast<int>(t));
+  }
+  return r;
+}
+
+// On the toy tile machine (f32, HBM 16 B/cycle + 10 cycles, one DMA transfer at a time, blocking issue):
+// the slice is added into twice, the rest of the tensor untouched; each STORE_ADD reads and writes the
+// 32-byte tile (the HBM ledger counts both) and takes a STORE's time plus the read's data time, 32 B at
+// 16 B/cycle: its write follows the read on the one channel, their latencies overlap.
+TEST(StoreAdd, AddsTheBufferIntoTheSliceAndMovesItBothWays) {
+  Machine machine(load_config(kConfigs + "toy-tile.yaml", {}));
+  const std::string head = R"(
+.tensor x[2][4] f32 = {1, 2, 3, 4, 5, 6, 7, 8}
+.tensor y[3][4] f32 = {10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120}
+.buffer a[2][4] f32
+LOAD x[0:2, 0:4], a
+)";
+  auto twice = [&](const std::string& op) {
+    return head + op + " a, y[1:3, 0:4]\n" + op + " a, y[1:3, 0:4]\n";
+  };
+  const Ran r = run_on(machine, twice("STORE_ADD"));
+  EXPECT_EQ(r.values.at("y"), (std::vector<double>{10, 20, 30, 40, 52, 64, 76, 88, 100, 112, 124, 136}));
+  EXPECT_EQ(machine.sequencer().per_opcode()[static_cast<size_t>(isa::Opcode::StoreAdd)], 2u);
+  constexpr uint64_t kTile = 2 * 4 * 4;
+  EXPECT_EQ(r.read.at("y"), 2 * kTile);
+  EXPECT_EQ(r.written.at("y"), 2 * kTile);
+  EXPECT_EQ(r.read.at("x"), kTile);
+  const Ran stores = run_on(machine, twice("STORE"));
+  EXPECT_EQ(stores.read.at("y"), 0u);
+  constexpr uint64_t kDataCycles = kTile / 16;
+  EXPECT_EQ(stores.cycles, 3 * (kDataCycles + 10));
+  EXPECT_EQ(r.cycles, stores.cycles + 2 * kDataCycles);
+}
+
+// The add is done in float64 and rounded once to the tensor's dtype, whatever the buffer's.
+TEST(StoreAdd, RoundsTheSumToTheTensorsDtype) {
+  const char* text = R"(
+.tensor e[1][4] f32 = {0.0001, 0.5, -1, 0.0009}
+.tensor h[1][4] f16 = {1, 1, 1, 1}
+.tensor y[1][4] f32 = {1, 1, 1, 1}
+.buffer s[1][4] f32
+LOAD e[0:1, 0:4], s
+STORE_ADD s, h[0:1, 0:4]
+STORE_ADD s, y[0:1, 0:4]
+)";
+  RunResult r = run_program(isa::assemble(text, "round"), on("toy-tile"));
+  // f16 has 10 fraction bits: 1 + 1e-4 rounds back to 1, 1 + 9e-4 up to 1 + 2^-10.
+  EXPECT_EQ(r.final_values.at("h"), (std::vector<double>{1, 1.5, 0, 1 + 0x1p-10}));
+  auto f32 = [](double v) { return static_cast<double>(static_cast<float>(v)); };
+  EXPECT_EQ(r.final_values.at("y"),
+            (std::vector<double>{f32(1 + f32(0.0001)), 1.5, 0, f32(1 + f32(0.0009))}));
+}
+
+// STORE_ADD is the LOAD, ADD, STORE of the tile done at once: the same HBM bytes per tensor and, into an f32
+// tensor from an f32 buffer, the same values bit for bit, in half the instructions.
+TEST(StoreAdd, MovesAndComputesWhatLoadAddStoreDoes) {
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
+  const std::string head = R"(
+.tensor x[4][64] f32 random(seed=1)
+.tensor y[8][64] f32 random(seed=2)
+.buffer a[4][64] f32
+.buffer b[4][64] f32
+)";
+  std::string atomic = head, spelled = head;
+  for (int row : {0, 4, 2, 0}) {
+    const std::string slice = "y[" + std::to_string(row) + ":" + std::to_string(row + 4) + ", 0:64]";
+    atomic += "LOAD x[0:4, 0:64], a\nSTORE_ADD a, " + slice + "\n";
+    spelled += "LOAD x[0:4, 0:64], a\nLOAD " + slice + ", b\nADD a, b, b\nSTORE b, " + slice + "\n";
+  }
+  const Ran r = run_on(machine, atomic);
+  const Ran s = run_on(machine, spelled);
+  EXPECT_EQ(r.values.at("y"), s.values.at("y"));
+  EXPECT_NE(r.values.at("y"), run_on(machine, head + "LOAD x[0:4, 0:64], a\n").values.at("y"));
+  EXPECT_EQ(r.read, s.read);
+  EXPECT_EQ(r.written, s.written);
+  EXPECT_EQ(r.instructions, 8u);
+  EXPECT_EQ(s.instructions, 16u);
+}
+
+// Like LOAD and STORE, it moves tiles between memory and SRAM, not the tile register file.
+TEST(StoreAdd, RejectsARegisterFileBuffer) {
+  const char* text = R"(
+.tensor y[4][64] f32
+.buffer acc[4][64] f32 regs
+STORE_ADD acc, y[0:4, 0:64]
+)";
+  try {
+    run_program(isa::assemble(text, "regs"), on("h100-sm"));
+    FAIL() << "a regs buffer is not DMA-able";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("STORE_ADD moves tiles between HBM and SRAM"), std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace attnsim

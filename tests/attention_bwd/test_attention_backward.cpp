@@ -17,6 +17,7 @@
 #include "sim/machine.h"
 #include "sim/reference.h"
 #include "sim/run.h"
+#include "tests/common/backward_accumulators.h"
 #include "traces/attention_backward.h"
 #include "traces/stream.h"
 
@@ -545,20 +546,6 @@ std::vector<KernelGrid> expected_kernels(BackwardSchedule schedule, const Backwa
   return {};
 }
 
-// The gradients several blocks of one kernel accumulate into (atomically, with STORE_ADD, where flash-attn
-// uses atomicAdd); every other tensor a block stores, it stores alone.
-std::set<std::string> accumulated(BackwardSchedule schedule) {
-  switch (schedule) {
-    case BackwardSchedule::Flash2:
-      return {"dQ"};
-    case BackwardSchedule::Flash2NoD:
-      return {"dK", "dV"};
-    case BackwardSchedule::Naive:
-      return {};
-  }
-  return {};
-}
-
 class BackwardGrid : public ::testing::TestWithParam<std::tuple<BackwardSchedule, bool>> {};
 
 // The kernels and grids above; block count = the grids' product; blocks in CUDA launch order (kernel after
@@ -672,7 +659,7 @@ TEST_P(BackwardGrid, BlocksOfAKernelShareOnlyTheAccumulators) {
           << p.kernels[k].name << ": blocks share " << name << " through LOAD or STORE, not STORE_ADD alone";
     }
   }
-  EXPECT_EQ(shared, accumulated(schedule));
+  EXPECT_EQ(shared, accumulated_gradients(schedule));
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, BackwardGrid, ::testing::Combine(kSchedules, ::testing::Bool()),

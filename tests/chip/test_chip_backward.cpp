@@ -22,6 +22,7 @@
 #include "sim/config.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "tests/common/backward_accumulators.h"
 #include "traces/attention_backward.h"
 
 namespace attnsim {
@@ -94,19 +95,6 @@ void expect_checks_pass(const isa::Program& p, const Outcome& o, const std::stri
   }
 }
 
-// The gradients several blocks of a kernel add into (see the top); the others each block writes alone.
-std::vector<std::string> accumulated(BackwardSchedule schedule) {
-  switch (schedule) {
-    case BackwardSchedule::Flash2:
-      return {"dQ"};
-    case BackwardSchedule::Flash2NoD:
-      return {"dK", "dV"};
-    case BackwardSchedule::Naive:
-      return {};
-  }
-  return {};
-}
-
 struct Case {
   BackwardSchedule schedule;
   bool causal;
@@ -164,7 +152,7 @@ Both run_both(const Case& c, std::vector<std::string> overrides) {
   expect_checks_pass(p, out.single, "one core");
   // A gradient each block writes alone is the single core's, bit for bit; an accumulated one is the same
   // sum in another order: equal to f32 rounding (a lost tile update would be off by the whole update).
-  const auto shared = accumulated(c.schedule);
+  const auto shared = accumulated_gradients(c.schedule);
   for (const char* name : {"dQ", "dK", "dV"}) {
     const size_t t = static_cast<size_t>(p.find_tensor(name));
     const auto& got = out.chip.final[t];

@@ -9,6 +9,7 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/program.h"
+#include "tests/isa/expect_error.h"
 #include "traces/attention_forward.h"
 
 namespace attnsim::isa {
@@ -17,26 +18,6 @@ namespace {
 using ::testing::AssertionFailure;
 using ::testing::AssertionResult;
 using ::testing::AssertionSuccess;
-
-Program asm_text(const std::string& text) {
-  return assemble(text, "t.trace");
-}
-
-// Asserts that assembling `text` fails at line:col with a message containing every piece of `pieces`.
-void expect_error(const std::string& text, int line, int col, const std::vector<std::string>& pieces) {
-  SCOPED_TRACE(text);
-  try {
-    asm_text(text);
-    ADD_FAILURE() << "assembled without error";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.file(), "t.trace");
-    EXPECT_EQ(e.loc().line, line) << e.what();
-    EXPECT_EQ(e.loc().col, col) << e.what();
-    for (const auto& piece : pieces) EXPECT_NE(e.message().find(piece), std::string::npos) << e.what();
-    std::string prefix = "t.trace:" + std::to_string(line) + ":" + std::to_string(col) + ": error: ";
-    EXPECT_EQ(std::string(e.what()).rfind(prefix, 0), 0u) << e.what();
-  }
-}
 
 using Index = std::array<int64_t, 3>;
 

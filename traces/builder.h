@@ -2,6 +2,7 @@
 // buffer views and tensor row slices (each distinct view shared), emit instructions.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -141,10 +142,13 @@ class Builder {
     if (!flushed_) sink_->header(p);
     flushed_ = true;
     previous_tiles_ = p.tiles;  // kept for operands made in this chunk and used in the next
+    const size_t filled = p.instructions.size();
     sink_->chunk({std::move(p.instructions), std::move(p.tiles), std::move(p.blocks)});
     p.instructions = {};
     p.blocks = {};
-    p.instructions.reserve(sink_->chunk_instructions());  // no regrowth copies while the next chunk fills
+    // No regrowth copies while the next chunk fills, and no fresh pages beyond what a chunk has needed (a
+    // chunk per thread block is often far below the limit).
+    p.instructions.reserve(std::min(sink_->chunk_instructions(), std::max<size_t>(filled, 64)));
     p.tiles = {};
     views_.clear();
     slices_.clear();

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <bit>
 #include <stdexcept>
 
@@ -11,6 +12,20 @@ namespace {
 
 bool power_of_two(int64_t x) {
   return x > 0 && (x & (x - 1)) == 0;
+}
+
+// Set bits of a sector mask. A table: without -mpopcnt, std::popcount is a library call, and the L2 counts
+// sectors several times per line.
+constexpr std::array<uint8_t, 256> kSectorCount = [] {
+  std::array<uint8_t, 256> t{};
+  for (unsigned i = 0; i < 256; ++i)
+    t[i] = static_cast<uint8_t>((i & 1) + (i >> 1 & 1) + (i >> 2 & 1) + (i >> 3 & 1) + (i >> 4 & 1) +
+                                (i >> 5 & 1) + (i >> 6 & 1) + (i >> 7 & 1));
+  return t;
+}();
+
+uint64_t sectors(uint8_t mask) {
+  return kSectorCount[mask];
 }
 
 }  // namespace
@@ -117,17 +132,17 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
   const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
   Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
-  Line* victim = ways;
-  for (int64_t w = 0; w < params_.ways; ++w) {
-    Line& l = ways[w];
-    if (l.tag == line_index + 1) {
-      if (params_.replacement == Replacement::Lru) l.stamp = ++clock_;
+  const uint64_t tag = line_index + 1;
+  for (int64_t w = 0; w < params_.ways; ++w)  // hits are most accesses: look for the tag alone first
+    if (ways[w].tag == tag) {
+      if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
       hit = true;
-      return l;
+      return ways[w];
     }
-    if (victim->tag != 0 && (l.tag == 0 || l.stamp < victim->stamp)) victim = &l;
-  }
   hit = false;
+  Line* victim = ways;  // the first invalid way, else the oldest
+  for (int64_t w = 0; w < params_.ways && victim->tag != 0; ++w)
+    if (ways[w].tag == 0 || ways[w].stamp < victim->stamp) victim = &ways[w];
   if (victim->tag != 0) {
     ++evictions;
     if (victim->dirty) write_to_dram(*victim, victim->tag - 1, now_);
@@ -144,17 +159,17 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   l.valid |= mask;
   const int home = home_of_line(line_index);
   if (missing && serving != home) {  // a copy's missing sectors come across the fabric from home
-    fabric_read_sectors += static_cast<uint64_t>(std::popcount(missing));
+    fabric_read_sectors += sectors(missing);
     partition_bytes_[static_cast<size_t>(home)] +=
-        static_cast<uint64_t>(std::popcount(missing)) * static_cast<uint64_t>(params_.sector_bytes);
+        sectors(missing) * static_cast<uint64_t>(params_.sector_bytes);
     Line& h = find_or_allocate(home, line_index, tensor, present);
     const uint8_t from_dram = static_cast<uint8_t>(missing & ~h.valid);
     h.valid |= missing;
     missing = from_dram;
   }
   if (tensor >= 0) {
-    const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
-    const uint64_t misses = static_cast<uint64_t>(std::popcount(missing));
+    const uint64_t count = sectors(mask);
+    const uint64_t misses = sectors(missing);
     read_sectors[tensor] += count, read_hit_sectors[tensor] += count - misses,
         read_miss_sectors[tensor] += misses;
   }
@@ -165,18 +180,17 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
 // measured, one SM's stores and every SM's stores leave the same amount dirty, spread over both partitions.
 void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
   const int home = home_of_line(line_index);
-  if (params_.far_data == FarData::Copy && home != near)
-    fabric_write_sectors += static_cast<uint64_t>(std::popcount(mask));
+  if (params_.far_data == FarData::Copy && home != near) fabric_write_sectors += sectors(mask);
   bool present = false;
   Line& l = find_or_allocate(home, line_index, tensor, present);
-  const uint64_t hits = static_cast<uint64_t>(std::popcount(static_cast<uint8_t>(mask & l.valid)));
+  const uint64_t hits = sectors(static_cast<uint8_t>(mask & l.valid));
   const bool was_dirty = l.dirty != 0;
   l.valid |= mask;
   l.dirty |= mask;
   l.tensor = tensor;
   if (!was_dirty) limit_dirty_lines(home, line_index, l);
   if (tensor < 0) return;
-  const uint64_t count = static_cast<uint64_t>(std::popcount(mask));
+  const uint64_t count = sectors(mask);
   write_sectors[tensor] += count, write_hit_sectors[tensor] += hits,
       write_miss_sectors[tensor] += count - hits;
 }
@@ -224,7 +238,7 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
       const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) / sector);
       const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
       const int serving = a.is_write ? home_of_line(li) : serving_partition(near, li);
-      partition_bytes_[static_cast<size_t>(serving)] += static_cast<uint64_t>(std::popcount(mask)) * sector;
+      partition_bytes_[static_cast<size_t>(serving)] += sectors(mask) * sector;
       if (a.is_write) {
         write_line(near, li, mask, a.tensor);
         continue;
@@ -266,8 +280,7 @@ std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
   std::vector<uint64_t> out(tensor_names.size(), 0);
   for (const Line& l : lines_)
     if (l.tag && l.dirty && l.tensor >= 0)
-      out[l.tensor] +=
-          static_cast<uint64_t>(std::popcount(l.dirty)) * static_cast<uint64_t>(params_.sector_bytes);
+      out[l.tensor] += sectors(l.dirty) * static_cast<uint64_t>(params_.sector_bytes);
   return out;
 }
 

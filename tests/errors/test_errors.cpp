@@ -219,6 +219,18 @@ TEST_F(Cli, KernelMissingBlocks) {
                      {"kernel 'k' is missing 1 of its 2 blocks", "k(0, 0, 0)"});
 }
 
+TEST_F(Cli, ProbeNeedsAWholeChipConfig) {
+  expect_input_error(run({"probe", "-c", kToy3, "--mode", "single", "--mib", "1"}),
+                     kToy3 + ": error: ", {"probe needs a whole-chip config"});
+}
+
+TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  expect_input_error(run({"probe", "-c", h100, "--mode", "sharde"}), "attnsim probe: error: ",
+                     {"--mode must be single, shared, spread, private, wprivate or wsingle"});
+  expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
+}
+
 TEST_F(Cli, DisasmReportsTheSameLocation) {
   std::string trace = write("op.trace", ".tensor a[2]\n\nLOAD a[0], R0, R1\n");
   expect_input_error(run({"disasm", trace}), at(trace, 3, 1), {"LOAD", "takes 2 operands", "3 given"});

@@ -139,14 +139,7 @@ int64_t Chip::occupancy(int kernel) const {
 }
 
 bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
-  if (!have_lookahead_) {
-    if (source_done_ || !source_->next(lookahead_)) {
-      source_done_ = true;
-      return false;
-    }
-    have_lookahead_ = true;
-  }
-  if (lookahead_.kernel != kernel_) return false;
+  if (!blocks_left()) return false;
   const size_t index = static_cast<size_t>(&slot - state_[core].slots.data());
   slot.work = std::move(lookahead_);
   have_lookahead_ = false;
@@ -173,13 +166,7 @@ bool Chip::kernel_finished() const {
 }
 
 void Chip::start_kernel(uint64_t at) {
-  if (!have_lookahead_) {
-    if (source_done_ || !source_->next(lookahead_)) {
-      source_done_ = true;
-      return;
-    }
-    have_lookahead_ = true;
-  }
+  if (!fetch_lookahead()) return;
   kernel_ = lookahead_.kernel;
   kernel_start_ = at;
   const isa::KernelDecl& decl = source_->kernels()[static_cast<size_t>(kernel_)];
@@ -203,16 +190,16 @@ void Chip::start_kernel(uint64_t at) {
       if (!assign_block(static_cast<int>(c), state_[c].slots[slot], at)) return;
 }
 
-bool Chip::step(int core, Slot& slot) {
+void Chip::step(int core, Slot& slot) {
   const BlockSegment& seg = slot.work.segments[slot.segment];
   TileCore& tile = *state_[core].tile;
   tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, scratch_);
   tile.execute(scratch_, slot.ctx, params_.blocking_issue, values_);
   ++instructions_;
-  if (++slot.position < seg.end) return false;
+  if (++slot.position < seg.end) return;
   if (++slot.segment < slot.work.segments.size()) {
     slot.position = slot.work.segments[slot.segment].begin;
-    return false;
+    return;
   }
   slot.busy = false;
   slot.free_at = slot.ctx.end;
@@ -221,18 +208,22 @@ bool Chip::step(int core, Slot& slot) {
   ChipCore& c = *cores_[core];
   c.busy_until = std::max(c.busy_until, slot.ctx.end);
   kernel_reports_.back().end_cycle = std::max(kernel_reports_.back().end_cycle, slot.ctx.end);
-  return true;
 }
 
 // Whether the running kernel has blocks not yet handed out.
 bool Chip::blocks_left() {
+  return fetch_lookahead() && lookahead_.kernel == kernel_;
+}
+
+// The next block in launch order, into `lookahead_`; false when the program has no more.
+bool Chip::fetch_lookahead() {
   if (!have_lookahead_ && !source_done_) {
     if (source_->next(lookahead_))
       have_lookahead_ = true;
     else
       source_done_ = true;
   }
-  return have_lookahead_ && lookahead_.kernel == kernel_;
+  return have_lookahead_;
 }
 
 // Runs core `core` until every resident block's next instruction would issue at or after `limit`, or until
@@ -276,7 +267,7 @@ void Chip::fill_waiting_slots() {
     }
     if (chosen < 0 || error_) return;
     Slot& slot = *state_[chosen].waiting;
-    if (blocks_left()) assign_block(chosen, slot, std::max(slot.free_at, kernel_start_));
+    assign_block(chosen, slot, std::max(slot.free_at, kernel_start_));  // none left: the core just goes on
     release(chosen);
   }
 }

@@ -127,8 +127,9 @@ class Chip : public Component {
   void release(int core);
   void fill_waiting_slots();
   bool blocks_left();
+  bool fetch_lookahead();
   bool assign_block(int core, Slot& slot, uint64_t at);
-  bool step(int core, Slot& slot);
+  void step(int core, Slot& slot);
   void start_kernel(uint64_t at);
   bool kernel_finished() const;
   int64_t occupancy(int kernel) const;

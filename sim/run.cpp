@@ -116,13 +116,30 @@ nlohmann::json checks_json(const std::vector<CheckResult>& results) {
   return checks;
 }
 
+// The tensors' final values into the result, and the program's checks on them (timing-only runs keep no
+// values to check).
+template <class ValuesOf>
+void record_values_and_checks(const isa::Program& program, const RunOptions& options, const Machine& machine,
+                              const std::vector<std::vector<double>>& initial, ValuesOf values_of,
+                              RunResult& result) {
+  std::vector<std::vector<double>> final;
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    final.push_back(values_of(static_cast<int>(t)));
+    result.final_values[program.tensors[t].name] = final.back();
+  }
+  if (options.timing_only) return;
+  for (const auto& check : program.checks)
+    result.checks.push_back(
+        evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype())));
+}
+
 // A tile program on a whole chip: its blocks spread over the cores; counts per level.
 RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
   if (options.table || !options.timeline.empty())
     throw InputError(program.file, {},
                      "--table and --timeline are for single-core machines, not a whole chip");
   Chip& chip = *machine.chip();
-  std::vector<std::vector<double>> initial, final;
+  std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
   machine.run();
   RunResult result;
@@ -135,14 +152,8 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
   const auto per_opcode = chip.per_opcode();
   for (int op = 0; op < isa::kOpcodeCount; ++op)
     if (per_opcode[op]) result.per_opcode[std::string(isa::kOpcodes[op].mnemonic)] = per_opcode[op];
-  for (size_t t = 0; t < program.tensors.size(); ++t) {
-    final.push_back(chip.tensor_values(int(t)));
-    result.final_values[program.tensors[t].name] = final.back();
-  }
-  if (!options.timing_only)
-    for (const auto& check : program.checks)
-      result.checks.push_back(
-          evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype())));
+  record_values_and_checks(
+      program, options, machine, initial, [&](int t) { return chip.tensor_values(t); }, result);
   result.stats = {{"machine", machine.name()},
                   {"trace", program.file},
                   {"config", machine.effective_config()},
@@ -213,16 +224,9 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   if (recorder)
     result.table = recorder->render(seq.aliases(), machine.regfile().params().allow_uninitialized_read);
 
-  std::vector<std::vector<double>> final;
-  for (size_t t = 0; t < program.tensors.size(); ++t) {
-    final.push_back(machine.sequencer().tensor_values(int(t)));
-    result.final_values[program.tensors[t].name] = final.back();
-  }
-  // Timing-only runs keep no values to check.
-  if (!options.timing_only)
-    for (const auto& check : program.checks)
-      result.checks.push_back(
-          evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype())));
+  record_values_and_checks(
+      program, options, machine, initial, [&](int t) { return machine.sequencer().tensor_values(t); },
+      result);
 
   result.stats = {{"machine", machine.name()},
                   {"trace", program.file},

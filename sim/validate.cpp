@@ -271,6 +271,13 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
                          r.predicted_dram_written, m.dram_write_bytes);
     out << fmt::format(" {:>10.1f}\n", m.time_ns / 1e3);
   }
+  out << (s.chip
+              ? "bytes are whole-chip totals: SM<-L2 / SM->L2 what the thread blocks loaded and stored "
+                "(measured: "
+                "L1 <-> L2), DRAM rd / wr what reached DRAM (wr: evictions while kernels ran); GPU us: the "
+                "measured kernel time\n"
+              : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
+                "traffic; GPU us: the measured kernel time\n");
   for (const auto& m : s.not_simulated)
     out << fmt::format("line {}: {} n={} d={}{}: not simulated: {}\n", m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",

@@ -18,8 +18,9 @@ import csv
 import glob
 import os
 import re
-import shlex
 import sys
+
+from summarize_ncu import parse_result  # the harness's RESULT line as a dict
 
 # column -> ncu metric. Counters (summed over a configuration's launches).
 COUNTERS = [
@@ -80,18 +81,6 @@ UNIT_SCALE = {"byte": 1, "ns": 1, "nsecond": 1, "usecond": 1e3, "us": 1e3, "msec
 def clean(text):
     """A cell attnsim's comma-splitting reader keeps intact."""
     return re.sub(r"\s+", " ", re.sub(r"[,\"\n\r]", ";", str(text))).strip()
-
-
-def parse_result(text):
-    """The harness's RESULT line as a dict (values may be double-quoted)."""
-    for line in text.splitlines():
-        if line.startswith("RESULT "):
-            out = {}
-            for token in shlex.split(line[len("RESULT "):]):
-                key, _, value = token.partition("=")
-                out[key] = value
-            return out
-    raise ValueError("no RESULT line")
 
 
 def number(cell):

@@ -33,6 +33,7 @@ class BandwidthCalendar {
     double remaining = static_cast<double>(bytes);
     double start_in_window = static_cast<double>(at);
     bool first_window = true;
+    if (w < full_until_) w = full_until_, first_window = false;  // a saturated backlog: skip it at once
     for (;; ++w, first_window = false) {
       double& used = slot(w);
       const double window_start = static_cast<double>(w * window_);
@@ -46,6 +47,9 @@ class BandwidthCalendar {
       used += take;
       remaining -= take;
       total_bytes_ += take;
+      if (w == full_until_)
+        while (full_until_ - first_ < used_.size() && capacity_ - used_[full_until_ - first_] <= 0)
+          ++full_until_;
       if (remaining <= 0) {
         const double begin = first_window ? start_in_window : window_start;
         const double done = std::max(window_start + used / bytes_per_cycle_, begin + take / bytes_per_cycle_);
@@ -59,6 +63,7 @@ class BandwidthCalendar {
     const uint64_t w = cycle / window_;
     while (first_ < w && !used_.empty()) used_.pop_front(), ++first_;
     if (used_.empty()) first_ = std::max(first_, w);
+    full_until_ = std::max(full_until_, first_);
   }
 
   double bytes_per_cycle() const { return bytes_per_cycle_; }
@@ -72,8 +77,9 @@ class BandwidthCalendar {
 
   double bytes_per_cycle_;
   uint64_t window_;
-  double capacity_;     // bytes per window
-  uint64_t first_ = 0;  // window index of used_.front()
+  double capacity_;          // bytes per window
+  uint64_t first_ = 0;       // window index of used_.front()
+  uint64_t full_until_ = 0;  // every window in [first_, full_until_) is full
   std::deque<double> used_;
   double total_bytes_ = 0;
 };

@@ -12,6 +12,7 @@
 #include "isa/program.h"
 #include "sim/chip_report.h"
 #include "sim/reference.h"
+#include "sim/table.h"
 
 namespace attnsim {
 
@@ -40,7 +41,7 @@ struct RunResult {
   uint64_t register_reads = 0;
   uint64_t register_writes = 0;
   std::vector<CheckResult> checks;
-  std::vector<std::vector<std::string>> table;  // header row, then one row per step
+  std::vector<std::vector<std::string>> table;  // header row, then Step, Instruction, Issue, Done, R0...
   std::map<std::string, std::vector<double>> final_values;
   nlohmann::json stats;
   std::optional<ChipSummary> chip;  // set when the machine is a whole chip
@@ -60,7 +61,6 @@ RunResult run_program(const isa::Program& program, const RunOptions& options);
 RunResult run_trace_file(const std::string& trace_path, const RunOptions& options);
 
 void print_summary(std::ostream& out, const isa::Program& program, const RunResult& result);
-void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& table);
 
 // Writes to a temporary file beside `path` and renames it, so readers never see half a file.
 void write_file_atomically(const std::string& path, const std::string& contents);

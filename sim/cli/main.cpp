@@ -2,6 +2,9 @@
 // errors print `file:line:col: error: ...` and exit with status 2; a failed value check exits with 1.
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +14,7 @@
 #include "isa/disassembler.h"
 #include "models/common/registry.h"
 #include "sim/chip_report.h"
+#include "sim/cli/gen_kinds.h"
 #include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
@@ -70,13 +74,27 @@ Parsed parse(const std::string& command, po::options_description& options,
   return parsed;
 }
 
+// The terminal's width when stdout is one, so --table fits without a --width; 160 when piped (stable output).
+size_t terminal_width() {
+  winsize size{};
+  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col >= 40)
+    return size.ws_col;
+  return 160;
+}
+
 int cmd_run(const std::vector<std::string>& args) {
   RunOptions options;
+  TableLayout layout;
+  layout.width = terminal_width();
   std::string trace;
   po::options_description desc("run options");
   desc.add_options()("config,c", po::value(&options.config_path)->required(),
                      "machine YAML (configs/*.yaml)")("trace", po::value(&trace)->required(), "trace file")(
-      "table", po::bool_switch(&options.table), "print the register table after every step")(
+      "table", po::bool_switch(&options.table),
+      "print the registers after every step, with each instruction's issue and done cycle")(
+      "width", po::value(&layout.width),
+      "--table: fit the table to this many columns (default: the terminal's, else 160)")(
+      "wrap", po::bool_switch(&layout.wrap), "--table: wrap long cells instead of eliding their middle")(
       "symbolic", po::bool_switch(&options.symbolic),
       "registers carry expressions (a00·b00) instead of numbers")(
       "stats-json", po::value(&options.stats_json), "write all stats and the effective config as JSON")(
@@ -93,130 +111,111 @@ int cmd_run(const std::vector<std::string>& args) {
   isa::Program program = isa::assemble_file(trace);
   RunResult result = run_program(program, options);
   if (options.table) {
-    print_table(std::cout, result.table);
+    print_table(std::cout, result.table, layout);
     std::cout << "\n";
   }
   print_summary(std::cout, program, result);
   return result.checks_passed() ? 0 : kExitCheckFailed;
 }
 
-int cmd_gen(const std::vector<std::string>& args) {
-  std::string kind, output;
-  traces::ScalarInputs in;
-  std::string x_values, v_values;
-  traces::AttentionShape shape;
-  int64_t block = 0;
-  int64_t heads = 1;
-  traces::BreakIt breaks;
-  double qk_range = 1.0;
-  std::string dtype = "f16";
-  po::options_description desc("gen options");
-  desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
-      "n", po::value(&in.n)->default_value(8),
-      "number of elements (scalar kinds) or sequence length (tile kinds)")(
-      "d", po::value(&shape.d)->default_value(64), "tile kinds: head dimension")(
-      "block", po::value(&block)->default_value(64), "tile kinds: B_r = B_c")(
-      "block-q", po::value(&shape.block_q), "tile kinds: B_r, query rows per tile (overrides --block)")(
-      "block-k", po::value(&shape.block_k), "tile kinds: B_c, key rows per tile (overrides --block)")(
-      "causal", po::bool_switch(&shape.causal), "tile kinds: causal mask")(
-      "double-buffer", po::bool_switch(&shape.double_buffer), "tile kinds: prefetch the next K/V block")(
-      "dtype", po::value(&dtype)->default_value("f16"), "tile kinds: storage dtype of Q, K, V, O")(
-      "heads", po::value(&heads)->default_value(1), "attention kinds: batch x heads, independent")(
-      "break-no-max", po::bool_switch(&breaks.no_max_subtraction),
-      "forward kinds: BREAK IT, never subtract the max")("break-no-rescale",
-                                                         po::bool_switch(&breaks.no_rescaling),
-                                                         "forward kinds: BREAK IT, drop the rescaling")(
-      "qk-range", po::value(&qk_range)->default_value(1.0), "forward kinds: Q, K uniform in [-r, r)")(
-      "seed", po::value(&in.seed)->default_value(1), "seed of the random inputs")(
-      "lo", po::value(&in.lo)->default_value(-4.0), "random inputs: lower bound")(
-      "hi", po::value(&in.hi)->default_value(4.0), "random inputs: upper bound")(
-      "x", po::value(&x_values), "explicit x values, comma-separated (sets n)")(
-      "v", po::value(&v_values), "explicit v values, comma-separated")(
-      "output,o", po::value(&output), "write the trace here instead of stdout");
-  po::positional_options_description pos;
-  pos.add("kind", 1);
-  std::string synopsis = "KIND [--n N] [--seed S] [--x 1,2,3] [--v ...] [-o FILE]\n\nkinds:\n";
-  for (const auto& g : traces::scalar_generators())
-    synopsis += fmt::format("  {:18} {} ({} registers)\n", g.name, g.description, g.registers);
-  synopsis += fmt::format("  {:18} {}\n", "flash2-forward",
-                          "tiled attention, FlashAttention-2 loop order (tile machines)");
-  for (auto f : traces::all_forward_schedules())
-    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(f),
-                            "forward attention schedule (docs/schedules.md)");
-  for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
-                 traces::BackwardSchedule::Naive})
-    synopsis += fmt::format("  {:18} {}\n", traces::schedule_name(b),
-                            "backward attention schedule (docs/schedules.md)");
-  synopsis += fmt::format("  {:18} {}\n", "standard-attention",
-                          "attention with all of S on chip (seed 003's standard)");
-  auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
-  if (parsed.help) return 0;
-  auto split = [](const std::string& text) {
-    std::vector<double> values;
-    size_t start = 0;
-    while (start <= text.size()) {
-      size_t comma = text.find(',', start);
-      std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      try {
-        values.push_back(std::stod(item));
-      } catch (const std::exception&) {
-        throw InputError("attnsim gen", {}, "not a number: '" + item + "'");
-      }
-      if (comma == std::string::npos) break;
-      start = comma + 1;
+// Comma-separated numbers for --x and --v.
+std::vector<double> split_numbers(const std::string& text) {
+  std::vector<double> values;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    try {
+      values.push_back(std::stod(item));
+    } catch (const std::exception&) {
+      throw InputError("attnsim gen", {}, "not a number: '" + item + "'");
     }
-    return values;
-  };
-  if (!x_values.empty()) {
-    in.x = split(x_values);
-    in.n = static_cast<int64_t>(in.x->size());
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
-  if (!v_values.empty()) in.v = split(v_values);
-  isa::Program program;
-  try {
-    shape.n = in.n;
-    shape.seed = in.seed;
-    if (!parsed.vars.count("block-q")) shape.block_q = block;
-    if (!parsed.vars.count("block-k")) shape.block_k = block;
-    auto parsed_dtype = parse_dtype(dtype);
-    if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
-    shape.dtype = *parsed_dtype;
-    std::optional<traces::BackwardSchedule> backward;
-    for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
-                   traces::BackwardSchedule::Naive})
-      if (traces::schedule_name(b) == kind) backward = b;
-    if (kind == "standard-attention") {
-      if (heads != 1)
-        throw std::invalid_argument("standard-attention has one head; --heads is for the schedules");
-      program = traces::standard_attention_on_chip(shape);
-    } else if (auto forward = traces::find_forward_schedule(kind == "flash2-forward" ? "flash2" : kind)) {
-      traces::ForwardShape f;
-      static_cast<traces::AttentionShape&>(f) = shape;
-      f.heads = heads;
-      f.breaks = breaks;
-      f.qk_range = qk_range;
-      program = traces::forward_program(*forward, f);
-    } else if (backward) {
-      traces::BackwardShape b;
-      static_cast<traces::AttentionShape&>(b) = shape;
-      b.heads = heads;
-      program = traces::backward_program(*backward, b);
-    } else {
-      program = traces::generate_scalar(kind, in);
-    }
-  } catch (const std::invalid_argument& e) {
-    throw InputError("attnsim gen", {}, e.what());
-  }
+  return values;
+}
+
+// The command that made a trace, for its first line (the output path says nothing about the trace).
+std::string generated_by(const std::vector<std::string>& args) {
   std::string command_line = "attnsim gen";
   for (size_t i = 0; i < args.size(); ++i) {
     if ((args[i] == "-o" || args[i] == "--output") && i + 1 < args.size()) {
-      ++i;  // the output path says nothing about the trace
+      ++i;
       continue;
     }
     if (args[i].rfind("--output=", 0) == 0) continue;
     command_line += " " + args[i];
   }
-  std::string text = "# generated by: " + command_line + "\n" + isa::disassemble(program);
+  return "# generated by: " + command_line + "\n";
+}
+
+std::string gen_synopsis() {
+  std::string synopsis = "KIND [--n N] [--seed S] [--x 1,2,3] [--v ...] [-o FILE]\n\nkinds:\n";
+  for (const auto& kind : cli::gen_kinds())
+    synopsis += fmt::format("  {:18} {}\n", kind.name, kind.description);
+  return synopsis;
+}
+
+int cmd_gen(const std::vector<std::string>& args) {
+  std::string kind, output, x_values, v_values;
+  cli::GenInputs in;
+  int64_t block = 0;
+  std::string dtype = "f16";
+  po::options_description desc("gen options");
+  desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
+      "n", po::value(&in.scalar.n)->default_value(8),
+      "number of elements (scalar kinds) or sequence length (tile kinds) or rows (lab 7 kinds)")(
+      "d", po::value(&in.shape.d)->default_value(64),
+      "tile kinds: head dimension (lab 7 kinds: 4 unless given)")(
+      "block", po::value(&block)->default_value(64), "tile kinds: B_r = B_c")(
+      "block-q", po::value(&in.shape.block_q), "tile kinds: B_r, query rows per tile (overrides --block)")(
+      "block-k", po::value(&in.shape.block_k), "tile kinds: B_c, key rows per tile (overrides --block)")(
+      "causal", po::bool_switch(&in.shape.causal), "tile kinds: causal mask")(
+      "double-buffer", po::bool_switch(&in.shape.double_buffer), "tile kinds: prefetch the next K/V block")(
+      "dtype", po::value(&dtype)->default_value("f16"),
+      "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
+      "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(
+      "slots", po::value(&in.slots)->default_value(0),
+      "outer-product: output rows (with their m, l) kept in SRAM across all key rows, 0..n")(
+      "break-no-max", po::bool_switch(&in.breaks.no_max_subtraction),
+      "forward kinds: BREAK IT, never subtract the max")("break-no-rescale",
+                                                         po::bool_switch(&in.breaks.no_rescaling),
+                                                         "forward kinds: BREAK IT, drop the rescaling")(
+      "qk-range", po::value(&in.qk_range)->default_value(1.0), "forward kinds: Q, K uniform in [-r, r)")(
+      "seed", po::value(&in.scalar.seed)->default_value(1), "seed of the random inputs")(
+      "lo", po::value(&in.scalar.lo)->default_value(-4.0), "random inputs: lower bound")(
+      "hi", po::value(&in.scalar.hi)->default_value(4.0), "random inputs: upper bound")(
+      "x", po::value(&x_values), "explicit x values, comma-separated (sets n)")(
+      "v", po::value(&v_values), "explicit v values, comma-separated")(
+      "output,o", po::value(&output), "write the trace here instead of stdout");
+  po::positional_options_description pos;
+  pos.add("kind", 1);
+  const std::string synopsis = gen_synopsis();
+  auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
+  if (parsed.help) return 0;
+  if (!x_values.empty()) {
+    in.scalar.x = split_numbers(x_values);
+    in.scalar.n = static_cast<int64_t>(in.scalar.x->size());
+  }
+  if (!v_values.empty()) in.scalar.v = split_numbers(v_values);
+  in.d_given = !parsed.vars["d"].defaulted();
+  in.dtype_given = !parsed.vars["dtype"].defaulted();
+  isa::Program program;
+  try {
+    const cli::GenKind& generator = cli::find_gen_kind(kind);
+    in.shape.n = in.scalar.n;
+    in.shape.seed = in.scalar.seed;
+    if (!parsed.vars.count("block-q")) in.shape.block_q = block;
+    if (!parsed.vars.count("block-k")) in.shape.block_k = block;
+    auto parsed_dtype = parse_dtype(dtype);
+    if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
+    in.shape.dtype = *parsed_dtype;
+    program = generator.make(in);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim gen", {}, e.what());
+  }
+  std::string text = generated_by(args) + isa::disassemble(program);
   if (output.empty())
     std::cout << text;
   else

@@ -409,4 +409,27 @@ TEST_F(Cli, CompareRejectsNegativeBlockAndOversizedShapes) {
                      "attnsim compare: error: ", {"--heads"});
 }
 
+// ---- gen: one list of kinds for --help and for the unknown-kind error ----
+
+TEST_F(Cli, UnknownGenKindListsEveryKindThatHelpShows) {
+  Outcome help = run({"gen", "--help"});
+  ASSERT_EQ(help.status, 0);
+  std::istringstream lines(help.out.substr(help.out.find("kinds:\n") + 7));
+  std::vector<std::string> kinds;
+  for (std::string line; std::getline(lines, line) && line.rfind("  ", 0) == 0;)
+    kinds.push_back(line.substr(2, line.find(' ', 2) - 2));
+  for (const char* lab7 : {"inner-product", "outer-product", "softmax-safe", "flash2-bwd"})
+    EXPECT_NE(std::find(kinds.begin(), kinds.end(), lab7), kinds.end()) << lab7 << " not in --help";
+  std::vector<std::string> pieces = {"unknown kind 'inner-produt'", "did you mean 'inner-product'?"};
+  for (const auto& kind : kinds) pieces.push_back(" " + kind + (kind == kinds.back() ? ")" : ","));
+  expect_input_error(run({"gen", "inner-produt"}), "attnsim gen: error: ", pieces);
+}
+
+TEST_F(Cli, GenSlotsAreForTheOuterProductOnly) {
+  expect_input_error(run({"gen", "inner-product", "--slots", "2"}),
+                     "attnsim gen: error: ", {"--slots is for outer-product"});
+  expect_input_error(run({"gen", "outer-product", "--n", "4", "--slots", "5"}),
+                     "attnsim gen: error: ", {"--slots must be from 0 to --n (4)"});
+}
+
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 
@@ -262,6 +263,38 @@ TEST(Lab7Files, KeepTwoTraceOnToyTile) {
   const Rows rows{r};
   EXPECT_EQ(rows.written("O"), 64u - 2u * 7u);
   EXPECT_EQ(rows.read("O"), 64u - 2u * 7u);
+  expect_check_passed(r);
+}
+
+// `attnsim gen inner-product / outer-product` (lab 7 from the command line): the generated trace, run on the
+// toy tile machine, has the seed's row counts; outer with --slots r saves r(n - 1) O loads and stores.
+RunResult run_generated(const std::string& arguments) {
+  const std::string path =
+      ::testing::TempDir() + "lab7_gen_" + std::to_string(std::hash<std::string>{}(arguments)) + ".trace";
+  const std::string command = std::string(ATTNSIM_CLI) + " gen " + arguments + " -o " + path;
+  EXPECT_EQ(std::system(command.c_str()), 0) << command;
+  return run_trace_file(path, toy_tile({"sram.capacity_bytes=1024"}));
+}
+
+TEST(Lab7Gen, InnerProductFromTheCommandLine) {
+  const uint64_t n = 16;
+  RunResult r = run_generated("inner-product --n 16");
+  const Rows rows{r};
+  EXPECT_EQ(rows.read("Q"), n);
+  EXPECT_EQ(rows.read("K"), n * n);
+  EXPECT_EQ(rows.read("O"), n);
+  EXPECT_EQ(rows.written("O"), n);
+  expect_check_passed(r);
+}
+
+TEST(Lab7Gen, OuterProductWithSlotsFromTheCommandLine) {
+  const uint64_t n = 6, slots = 2;
+  RunResult r = run_generated("outer-product --n 6 --slots 2");
+  const Rows rows{r};
+  EXPECT_EQ(rows.read("Q"), n * n);
+  EXPECT_EQ(rows.read("K"), n);
+  EXPECT_EQ(rows.read("O"), n * n - slots * (n - 1));
+  EXPECT_EQ(rows.written("O"), n * n - slots * (n - 1));
   expect_check_passed(r);
 }
 

@@ -1,10 +1,13 @@
 // The seed 002 labs end to end: every number here is the seed's (or seed 001's), not the simulator's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "isa/assembler.h"
+#include "models/common/symbolic.h"
 #include "sim/run.h"
 #include "traces/scalar.h"
 
@@ -34,9 +37,11 @@ uint64_t macs(const RunResult& r) {
 void expect_register_row(const RunResult& r, size_t step, const std::vector<std::string>& registers) {
   ASSERT_LT(step, r.table.size()) << "table has no step " << step;
   const auto& row = r.table[step];
-  ASSERT_EQ(row.size(), registers.size() + 2);
+  const auto& header = r.table[0];
+  const auto r0 = std::find(header.begin(), header.end(), "R0") - header.begin();
+  ASSERT_EQ(row.size(), registers.size() + r0);
   for (size_t i = 0; i < registers.size(); ++i)
-    EXPECT_EQ(row[i + 2], registers[i]) << "step " << step << " R" << i << " (" << row[1] << ")";
+    EXPECT_EQ(row[i + r0], registers[i]) << "step " << step << " R" << i << " (" << row[1] << ")";
 }
 
 // Seed 002, "Full trace for c00": 4 LOADs + 2 MACs + 1 STORE = 7 cycles, and its register table.
@@ -197,6 +202,73 @@ TEST(Lab6OnlineAttention, OnePassForRandomInputs) {
   EXPECT_EQ(r.dram_reads.at("v"), static_cast<uint64_t>(in.n));
   ASSERT_EQ(r.checks.size(), 1u);
   EXPECT_TRUE(r.checks[0].passed) << r.checks[0].max_rel_error;
+}
+
+// --table's Issue and Done columns (cycles from 1; Done is the last cycle an instruction occupies). Lab 3
+// starts LOAD a00, LOAD b00, MAC_Z; with dram.load_latency=4 a LOAD occupies 4 cycles.
+std::vector<std::string> cycles_of(const RunResult& r, size_t step) {
+  return {r.table[step][2], r.table[step][3]};
+}
+
+TEST(TableCycles, BlockingIssueWaitsForEachLoad) {
+  RunOptions o = on("toy-6reg", true);
+  o.overrides = {"dram.load_latency=4"};
+  RunResult r = run_trace_file(kRoot + "/labs/03-matmul-outer/matmul_outer.trace", o);
+  EXPECT_EQ(r.table[0][2], "Issue");
+  EXPECT_EQ(r.table[0][3], "Done");
+  EXPECT_EQ(cycles_of(r, 1), (std::vector<std::string>{"1", "4"}));
+  EXPECT_EQ(cycles_of(r, 2), (std::vector<std::string>{"5", "8"}));
+  EXPECT_EQ(cycles_of(r, 3), (std::vector<std::string>{"9", "9"}));
+  EXPECT_EQ(r.table.back()[3], "52");  // lab 3's handout: 52 cycles
+}
+
+TEST(TableCycles, PipelinedIssueOverlapsTheLoads) {
+  RunOptions o = on("toy-6reg", true);
+  o.overrides = {"dram.load_latency=4", "sequencer.issue=pipelined"};
+  RunResult r = run_trace_file(kRoot + "/labs/03-matmul-outer/matmul_outer.trace", o);
+  EXPECT_EQ(cycles_of(r, 1), (std::vector<std::string>{"1", "4"}));
+  EXPECT_EQ(cycles_of(r, 2), (std::vector<std::string>{"2", "5"}));  // issued the cycle after the first
+  EXPECT_EQ(cycles_of(r, 3), (std::vector<std::string>{"6", "6"}));  // MAC_Z waits for b00 (done in 5)
+  uint64_t last_done = 0;
+  for (size_t s = 1; s < r.table.size(); ++s)
+    last_done = std::max<uint64_t>(last_done, std::stoull(r.table[s][3]));
+  EXPECT_EQ(last_done, 46u);  // lab 3's handout: 46 cycles
+}
+
+TEST(TableLayout, ElidesTheMiddleAndKeepsBothEnds) {
+  EXPECT_EQ(elide_middle("abcdefghij", 10), "abcdefghij");
+  EXPECT_EQ(elide_middle("abcdefghijkl", 7), "abc…jkl");
+  EXPECT_EQ(elide_middle("a·b·c·d·e", 5), "a·…·e");        // widths count code points, not bytes
+  EXPECT_EQ(elide_middle("e^(x0 − m) + …", 6), "e^(x0…");  // already cut at the end: keep the start
+}
+
+TEST(TableLayout, WrapsAtSpaces) {
+  EXPECT_EQ(wrap_text("e^(x0) + e^(x1) + e^(x2)", 10),
+            (std::vector<std::string>{"e^(x0) +", "e^(x1) +", "e^(x2)"}));
+  EXPECT_EQ(wrap_text("abcdefghij", 4), (std::vector<std::string>{"abcd", "efgh", "ij"}));
+}
+
+TEST(TableLayout, NarrowColumnsKeepTheirWidthWideOnesShareTheRest) {
+  // Fixed: 4 + 20; separators: 4 x 3 = 12; left for R0..R2: 60 - 36 = 24. R0 keeps 3, R1 and R2 share 21.
+  EXPECT_EQ(fit_widths({4, 20, 3, 50, 80}, 2, 60), (std::vector<size_t>{4, 20, 3, 10, 10}));
+  EXPECT_EQ(fit_widths({4, 20, 3, 5, 8}, 2, 160), (std::vector<size_t>{4, 20, 3, 5, 8}));
+}
+
+// Lab 6's symbolic table (6 registers of long expressions) fits a 160-column terminal, wrapped or not.
+TEST(TableLayout, LabSixFitsOneHundredSixtyColumns) {
+  traces::ScalarInputs in;
+  in.n = 3;
+  in.x = in.v = std::vector<double>{1, 2, 3};
+  RunResult r = run_program(traces::online_attention(in), on("toy-6reg", true, true));
+  for (bool wrap : {false, true}) {
+    std::ostringstream out;
+    print_table(out, r.table, {.width = 160, .wrap = wrap});
+    std::istringstream lines(out.str());
+    size_t count = 0;
+    for (std::string line; std::getline(lines, line); ++count)
+      EXPECT_LE(symbolic::display_width(line), 160u) << line;
+    EXPECT_GT(count, r.table.size());  // header rule, and more lines when wrapped
+  }
 }
 
 }  // namespace

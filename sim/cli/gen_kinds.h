@@ -1,0 +1,38 @@
+// The kinds `attnsim gen` knows, in one list: `gen --help` prints it and an unknown kind's error names every
+// entry of it, so the two cannot disagree.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+#include "traces/attention_forward.h"
+#include "traces/scalar.h"
+#include "traces/tile.h"
+
+namespace attnsim::cli {
+
+// Everything gen's options can set; each kind reads what it needs.
+struct GenInputs {
+  traces::ScalarInputs scalar;
+  traces::AttentionShape shape;  // n and seed copied from `scalar`
+  int64_t heads = 1;
+  traces::BreakIt breaks;
+  double qk_range = 1.0;
+  int64_t slots = 0;     // outer-product: output rows kept on chip
+  bool d_given = false;  // lab 7 kinds default to d = 4 and f32, not the tile kinds' 64 and f16
+  bool dtype_given = false;
+};
+
+struct GenKind {
+  std::string name;
+  std::string description;
+  std::function<isa::Program(const GenInputs&)> make;  // throws std::invalid_argument for bad inputs
+};
+
+const std::vector<GenKind>& gen_kinds();
+// Throws std::invalid_argument naming every kind when `name` is not one.
+const GenKind& find_gen_kind(const std::string& name);
+
+}  // namespace attnsim::cli

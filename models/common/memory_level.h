@@ -15,6 +15,9 @@ struct MemAccess {
   uint64_t stride_bytes = 0;
   bool is_write = false;
   int core = 0;  // the requesting core, for per-core counts and network ports
+  // The read half of an atomic add (STORE_ADD): a level that adds in place (a GPU's L2 executing
+  // red.global.add) serves it without the bytes crossing the network to the core.
+  bool atomic_read = false;
   uint64_t bytes() const { return rows * row_bytes; }
 };
 

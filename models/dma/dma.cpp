@@ -87,8 +87,10 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
     // transfers issued after it.
     MemAccess part = transfer;
     part.is_write = false;
+    part.atomic_read = true;
     const uint64_t read_done = memory.access(part, issue);
     part.is_write = true;
+    part.atomic_read = false;
     hbm_done = std::max(read_done, memory.access(part, issue));
   } else {
     hbm_done = memory.access(transfer, issue);

@@ -31,12 +31,13 @@ void Noc::reset(const std::vector<std::string>& names, int cores) {
 }
 
 uint64_t Noc::access(const MemAccess& a, uint64_t issue_cycle) {
+  const uint64_t latency = static_cast<uint64_t>(params_.latency_cycles);
+  if (a.atomic_read && params_.atomics_in_l2) return next_->access(a, issue_cycle + latency) + latency;
   const uint64_t bytes = a.bytes();
   const size_t core = static_cast<size_t>(a.core);
   (a.is_write ? bytes_written : bytes_read) += bytes;
   (a.is_write ? bytes_written_per_core : bytes_read_per_core)[core] += bytes;
   if (a.tensor >= 0) (a.is_write ? bytes_written_per_tensor : bytes_read_per_tensor)[a.tensor] += bytes;
-  const uint64_t latency = static_cast<uint64_t>(params_.latency_cycles);
   const uint64_t port_done = ports_[core].serve(issue_cycle, bytes);
   const uint64_t level_done = next_->access(a, issue_cycle + latency) + latency;
   return std::max(port_done + 2 * latency, level_done);
@@ -57,6 +58,10 @@ void register_noc_models() {
                                           "one-way crossing time of a request", 0, 1 << 20);
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the port bandwidth calendars", 1, 1 << 20);
+        r.atomics_in_l2 =
+            p.choice("atomics", "core", {"core", "l2"},
+                     "where STORE_ADD reads the old tile: at the core (the read crosses the "
+                     "network) or in the L2 (only the addend crosses, as red.global.add)") == "l2";
         return std::make_unique<Noc>(instance, r);
       });
 }

@@ -19,6 +19,10 @@ class Noc : public Component, public MemoryLevel {
     double core_bytes_per_cycle = 64;
     int64_t latency_cycles = 0;
     int64_t window_cycles = 64;
+    // Where STORE_ADD's read of the old tile happens: at the core (its bytes cross the network, as a LOAD's
+    // would) or in the L2, as a GPU's L2 executes red.global.add (only the addend crosses; Nsight Compute
+    // counts atomics in l1tex__m_l1tex2xbar_write_bytes and nothing in the read direction).
+    bool atomics_in_l2 = false;
   };
   Noc(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }

@@ -1,11 +1,14 @@
 #include "isa/assembler.h"
 
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
+
+#include "isa/suggest.h"
 
 namespace attnsim::isa {
 
@@ -535,8 +538,13 @@ class Assembler {
       if (f.name == check.function) fn = &f;
     if (!fn) {
       std::string known;
-      for (const auto& f : check_functions()) known += (known.empty() ? "" : ", ") + std::string(f.name);
-      c.fail(fn_loc, "unknown check function '" + check.function + "' (known: " + known + ")");
+      std::vector<std::string> names;
+      for (const auto& f : check_functions()) {
+        known += (known.empty() ? "" : ", ") + std::string(f.name);
+        names.emplace_back(f.name);
+      }
+      c.fail(fn_loc, "unknown check function '" + check.function + "'" + did_you_mean(check.function, names) +
+                         " (known: " + known + ")");
     }
     c.expect('(', "after the function name");
     while (!c.accept(')')) {
@@ -555,8 +563,28 @@ class Assembler {
     std::string name = c.identifier();
     if (name.empty()) c.fail(where, "expected a tensor name as " + std::string(what) + c.found());
     int index = program_.find_tensor(name);
-    if (index < 0) c.fail(where, "undeclared tensor '" + name + "'");
+    if (index < 0) c.fail(where, "undeclared tensor '" + name + "'" + did_you_mean(name, tensor_names()));
     return index;
+  }
+
+  // Candidates for "did you mean": what the name could have been meant as at that position.
+  static std::vector<std::string> opcode_names() {
+    std::vector<std::string> names;
+    for (const auto& spec : kOpcodes) names.emplace_back(spec.mnemonic);
+    return names;
+  }
+  std::vector<std::string> tensor_names() const {
+    std::vector<std::string> names;
+    for (const auto& t : program_.tensors) names.push_back(t.name);
+    return names;
+  }
+  // Registers up to R31 (a typo such as RO or R1O), then the tensors and buffers.
+  std::vector<std::string> operand_names() const {
+    std::vector<std::string> names;
+    for (int r = 0; r < 32; ++r) names.push_back("R" + std::to_string(r));
+    for (const auto& t : program_.tensors) names.push_back(t.name);
+    for (const auto& b : program_.buffers) names.push_back(b.name);
+    return names;
   }
 
   void parse_instruction(LineCursor& c) {
@@ -565,7 +593,7 @@ class Assembler {
     std::string name = c.identifier();
     if (name.empty()) c.fail(inst.loc, "expected an instruction" + c.found());
     auto op = find_opcode(name);
-    if (!op) c.fail(inst.loc, "unknown opcode '" + name + "'");
+    if (!op) c.fail(inst.loc, "unknown opcode '" + name + "'" + did_you_mean(name, opcode_names()));
     inst.op = *op;
     const OpcodeInfo& spec = info(inst.op);
     size_t given = 0;
@@ -634,7 +662,8 @@ class Assembler {
         if (program_.find_tensor(name) >= 0)
           c.fail(operand.loc,
                  "tensor '" + name + "' needs indices, e.g. " + name + "[0] or " + name + "[0:8, :]");
-        c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor");
+        c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor" +
+                                did_you_mean(name, operand_names()));
       }
       operand.kind = Operand::Kind::Register;
       operand.reg = *reg;
@@ -642,8 +671,8 @@ class Assembler {
     }
     operand.tensor = program_.find_tensor(name);
     if (operand.tensor < 0)
-      c.fail(operand.loc,
-             "undeclared tensor '" + name + "' (declare it with .tensor, or .buffer for on-chip)");
+      c.fail(operand.loc, "undeclared tensor '" + name + "'" + did_you_mean(name, tensor_names()) +
+                              " (declare it with .tensor, or .buffer for on-chip)");
     const TensorDecl& decl = program_.tensors[operand.tensor];
     auto dims = parse_dims(c, name, decl.shape);
     bool transpose = accept_transpose(c);
@@ -790,13 +819,11 @@ Program assemble(std::string_view text, const std::string& file_name) {
 }
 
 Program assemble_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw InputError(path, {},
-                     std::filesystem::exists(path, ec) ? "not a regular file" : "cannot open trace file");
-  }
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, {}, "cannot open trace file");
+  if (!in) throw InputError(path, {}, "cannot open trace file: " + system_reason(errno));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(path, {}, "not a regular file");
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path, {}, "read error");

@@ -2,6 +2,7 @@
 // carries a location so the message reads `file:line:col: error: ...` (or names the YAML key path).
 #pragma once
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -33,5 +34,10 @@ class InputError : public std::runtime_error {
   SourceLoc loc_;
   std::string message_;
 };
+
+// The system's reason for a failed open or write (errno), for "cannot open ...: No such file or directory".
+inline std::string system_reason(int error) {
+  return error ? std::strerror(error) : "unknown reason";
+}
 
 }  // namespace attnsim

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,15 +29,28 @@ inline size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+// Separators are the commonest slip (MACZ for MAC_Z, loadlatency for load_latency): compare without them
+// first, and count them only to break ties.
+inline std::string without_separators(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    if (c != '_' && c != '-') out += c;
+  return out;
+}
+
 // The closest candidate within 1 edit for short words and 2 for longer ones, or "" when none is that close
 // (ties go to the first candidate).
 inline std::string closest_name(std::string_view word, const std::vector<std::string>& candidates) {
   const size_t limit = word.size() <= 3 ? 1 : 2;
+  const std::string bare = without_separators(word);
   std::string best;
-  size_t best_distance = limit + 1;
+  size_t best_score = SIZE_MAX;
   for (const auto& candidate : candidates) {
-    const size_t d = edit_distance(word, candidate);
-    if (d < best_distance && candidate != word) best = candidate, best_distance = d;
+    const size_t d = edit_distance(bare, without_separators(candidate));
+    const size_t raw = edit_distance(word, candidate);
+    if (std::min(d, raw) > limit || candidate == word) continue;
+    const size_t score = d * 64 + std::min<size_t>(raw, 63);
+    if (score < best_score) best = candidate, best_score = score;
   }
   return best;
 }

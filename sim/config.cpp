@@ -1,5 +1,6 @@
 #include "sim/config.h"
 
+#include <cerrno>
 #include <fstream>
 
 namespace attnsim {
@@ -53,8 +54,9 @@ MachineConfig load_config(const std::string& path, const std::vector<std::string
   MachineConfig config;
   config.source = std::make_shared<ConfigSource>();
   config.source->file = path;
+  errno = 0;
   std::ifstream probe(path);
-  if (!probe) throw InputError(path, {}, "cannot open config file");
+  if (!probe) throw InputError(path, {}, "cannot open config file: " + system_reason(errno));
   try {
     config.root = YAML::LoadFile(path);
   } catch (const YAML::ParserException& e) {

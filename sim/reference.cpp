@@ -101,6 +101,36 @@ void attention_grad_head(const AttentionGrad& g, const double* q, const double* 
 
 }  // namespace
 
+namespace {
+
+// The first element whose own relative error (on the check's scale) fails the tolerance; the largest error
+// when none does alone (cannot happen with one scale, kept as a fallback).
+CheckResult::Element first_wrong_element(const isa::TensorDecl& target, const std::vector<double>& reference,
+                                         const std::vector<double>& got, double scale, double tolerance) {
+  size_t index = 0;
+  double worst = -1;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    double err = std::abs(got[i] - reference[i]);
+    if (std::isnan(err)) err = INFINITY;
+    if ((scale > 0 ? err / scale : err) > tolerance) {
+      index = i;
+      break;
+    }
+    if (err > worst) worst = err, index = i;
+  }
+  std::string name = target.name;
+  std::vector<int64_t> indices(target.shape.size());
+  size_t rest = index;
+  for (size_t d = target.shape.size(); d-- > 0;) {
+    indices[d] = static_cast<int64_t>(rest % static_cast<size_t>(target.shape[d]));
+    rest /= static_cast<size_t>(target.shape[d]);
+  }
+  for (int64_t k : indices) name += "[" + std::to_string(k) + "]";
+  return {name, reference[index], got[index]};
+}
+
+}  // namespace
+
 CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
                            const std::vector<std::vector<double>>& initial,
                            const std::vector<std::vector<double>>& final, Dtype compute_dtype) {
@@ -205,6 +235,8 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
   Dtype storage = target.dtype.value_or(compute_dtype);
   result.tolerance = std::max(tolerance_for(compute_dtype), tolerance_for(storage));
   result.passed = result.max_rel_error <= result.tolerance;
+  if (!result.passed)
+    result.first_wrong = first_wrong_element(target, reference, got, scale, result.tolerance);
   return result;
 }
 

@@ -2,6 +2,7 @@
 // the simulated machine left in memory.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,13 @@ struct CheckResult {
   double max_rel_error = 0;  // max |y - ref| / max |ref|
   double tolerance = 0;      // on max_rel_error, from the machine dtype
   bool passed = false;
+  // A failed check's first element (row-major) whose error alone exceeds the tolerance, so a student sees
+  // which output is wrong: "c[0][1]", its expected and its final value.
+  struct Element {
+    std::string name;
+    double expected = 0, got = 0;
+  };
+  std::optional<Element> first_wrong;
 };
 
 // initial[i] / final[i]: contents of tensor i before and after the run.

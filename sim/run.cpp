@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -121,6 +122,10 @@ nlohmann::json checks_json(const std::vector<CheckResult>& results) {
                       {"max_rel_error", c.max_rel_error},
                       {"tolerance", c.tolerance},
                       {"passed", c.passed}});
+  for (size_t i = 0; i < results.size(); ++i)
+    if (const auto& wrong = results[i].first_wrong)
+      checks[i]["first_wrong"] = {
+          {"element", wrong->name}, {"expected", wrong->expected}, {"got", wrong->got}};
   return checks;
 }
 
@@ -251,6 +256,22 @@ RunResult run_trace_file(const std::string& trace_path, const RunOptions& option
   return run_program(program, options);
 }
 
+namespace {
+
+// One line per check; a failed one names its first wrong element, so the student knows where to look.
+void print_checks(std::ostream& out, const std::vector<CheckResult>& checks) {
+  for (const auto& c : checks) {
+    std::string verdict = c.passed ? "OK" : "FAIL";
+    if (c.first_wrong)
+      verdict += fmt::format(": first wrong element {} = {:.6g}, expected {:.6g}", c.first_wrong->name,
+                             c.first_wrong->got, c.first_wrong->expected);
+    out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
+                       c.description, c.max_abs_error, c.max_rel_error, c.tolerance, verdict);
+  }
+}
+
+}  // namespace
+
 void print_summary(std::ostream& out, const isa::Program& program, const RunResult& r) {
   auto per = [](const std::map<std::string, uint64_t>& counts) {
     std::string text;
@@ -264,10 +285,7 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
   out << fmt::format("instructions      {}   by opcode:{}\n", r.instructions, per(r.per_opcode));
   if (r.chip) {
     print_chip_summary(out, *r.chip);
-    for (const auto& c : r.checks)
-      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
-                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
-                         c.passed ? "OK" : "FAIL");
+    print_checks(out, r.checks);
     return;
   }
   if (r.tile_machine) {
@@ -294,10 +312,7 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
       out << fmt::format("sram peak         {} bytes\n", peak.get<uint64_t>());
     if (auto flops = stat("mxu", "flops"); flops.is_number())
       out << fmt::format("mxu flops         {}\n", flops.get<uint64_t>());
-    for (const auto& c : r.checks)
-      out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
-                         c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
-                         c.passed ? "OK" : "FAIL");
+    print_checks(out, r.checks);
     return;
   }
   out << fmt::format("dram reads        {}   by tensor:{}\n", r.total_dram_reads(), per(r.dram_reads));
@@ -312,10 +327,7 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
     for (size_t i = 0; i < values.size(); ++i) text += fmt::format("{}{:.6g}", i ? ", " : "", values[i]);
     out << fmt::format("result {:11} [{}]\n", name, text);
   }
-  for (const auto& c : r.checks)
-    out << fmt::format("check {}: max abs err {:.3g}, max rel err {:.3g} (tolerance {:.0e})  {}\n",
-                       c.description, c.max_abs_error, c.max_rel_error, c.tolerance,
-                       c.passed ? "OK" : "FAIL");
+  print_checks(out, r.checks);
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {
@@ -324,8 +336,9 @@ void write_file_atomically(const std::string& path, const std::string& contents)
   fs::path temp = target;
   temp += fmt::format(".tmp{}", ::getpid());
   {
+    errno = 0;
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, {}, "cannot write output file");
+    if (!out) throw InputError(path, {}, "cannot write output file: " + system_reason(errno));
     out << contents;
     out.flush();
     if (!out) {

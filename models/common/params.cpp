@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "isa/suggest.h"
+
 namespace attnsim {
 
 ParamReader::ParamReader(YAML::Node node, std::string key_path, std::shared_ptr<const ConfigSource> source)
@@ -153,7 +155,9 @@ void ParamReader::finish() const {
     if (declared_->count(key)) continue;
     std::string known;
     for (const auto& k : *declared_) known += (known.empty() ? "" : ", ") + k;
-    fail_node(entry.first, path_of(key), "unknown key (known here: " + known + ")");
+    const std::vector<std::string> names(declared_->begin(), declared_->end());
+    fail_node(entry.first, path_of(key),
+              "unknown key" + did_you_mean(key, names) + " (known here: " + known + ")");
   }
 }
 

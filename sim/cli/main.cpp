@@ -12,6 +12,7 @@
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
+#include "isa/suggest.h"
 #include "models/common/registry.h"
 #include "sim/chip_report.h"
 #include "sim/cli/gen_kinds.h"
@@ -36,6 +37,7 @@ constexpr int kExitInputError = 2;
 constexpr int kExitInternalError = 3;
 
 const char* kUsage = R"(usage: attnsim <command> [options]
+       attnsim --version
 
 commands:
   run      run a trace on a machine config and print cycles, counts and checks
@@ -389,6 +391,10 @@ int sc_main(int argc, char** argv) {
     return argc < 2 ? kExitInputError : 0;
   }
   std::string command = argv[1];
+  if (command == "--version" || command == "version") {
+    std::cout << "attnsim " << ATTNSIM_VERSION << " (SystemC " << sc_core::sc_release() << ")\n";
+    return 0;
+  }
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (command == "run") return cmd_run(args);
@@ -398,7 +404,10 @@ int sc_main(int argc, char** argv) {
     if (command == "probe") return cmd_probe(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
-    std::cerr << "attnsim: error: unknown command '" << command << "'\n" << kUsage;
+    std::cerr << "attnsim: error: unknown command '" << command << "'"
+              << did_you_mean(command, {"run", "compare", "gen", "disasm", "config", "validate", "probe"})
+              << "\n"
+              << kUsage;
     return kExitInputError;
   } catch (const InputError& e) {
     std::cerr << e.what() << "\n";

@@ -432,4 +432,49 @@ TEST_F(Cli, GenSlotsAreForTheOuterProductOnly) {
                      "attnsim gen: error: ", {"--slots must be from 0 to --n (4)"});
 }
 
+// ---- errors that teach: did you mean, the system's reason, the first wrong element, --version ----
+
+TEST_F(Cli, TypoInAnOpcodeSuggestsTheOpcode) {
+  std::string trace = write("typo.trace", ".tensor a[2]\nLOAD a[0], R0\nMACZ R0, R0, R1\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 3, 1),
+                     {"unknown opcode 'MACZ'; did you mean 'MAC_Z'?"});
+}
+
+TEST_F(Cli, TypoInAConfigKeySuggestsTheKey) {
+  std::string config = write("bad.yaml", "name: t\ndram:\n  load_latncy: 4\n");
+  std::string trace = write("ok.trace", kGoodTrace);
+  expect_input_error(run_trace(config, trace), at(config, 3, 3),
+                     {"dram.load_latncy", "did you mean 'load_latency'?"});
+  expect_input_error(run_trace(kToy3, trace, {"-p", "regfile.cont=4"}),
+                     "-p regfile.cont=4: error: ", {"did you mean 'count'?"});
+}
+
+TEST_F(Cli, MissingFilesSayWhy) {
+  std::string trace = (work() / "no-such.trace").string();
+  expect_input_error(run_trace(kToy3, trace),
+                     trace + ": error: ", {"cannot open trace file: No such file or directory"});
+  std::string good = write("ok.trace", kGoodTrace);
+  const std::string stats = (work() / "no-such-dir" / "stats.json").string();
+  Outcome o = run({"run", "-c", kToy3, good, "--stats-json", stats});
+  EXPECT_EQ(o.status, 2);
+  EXPECT_EQ(o.err, stats + ": error: cannot write output file: No such file or directory\n");
+}
+
+TEST_F(Cli, FailedCheckNamesTheFirstWrongElement) {
+  // c00 = a00*b00 + a01*b10 = 1*5 + 2*7 = 19, but the trace stores a00*b00 = 5 and leaves c01.. at 0.
+  std::string trace =
+      write("first.trace", std::string(kMatmulHeader) +
+                               "LOAD a[0][0], R0\nLOAD b[0][0], R1\nMAC_Z R0, R1, R2\nSTORE R2, c[0][0]\n");
+  Outcome o = run_trace(kToy3, trace);
+  EXPECT_EQ(o.status, 1) << o.err;
+  EXPECT_NE(o.out.find("FAIL: first wrong element c[0][0] = 5, expected 19"), std::string::npos) << o.out;
+}
+
+TEST_F(Cli, VersionPrintsTheVersion) {
+  Outcome o = run({"--version"});
+  EXPECT_EQ(o.status, 0);
+  EXPECT_EQ(o.out.rfind("attnsim 0.", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("SystemC"), std::string::npos) << o.out;
+}
+
 }  // namespace

@@ -11,6 +11,7 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/program.h"
+#include "isa/suggest.h"
 #include "tests/isa/expect_error.h"
 
 namespace attnsim::isa {
@@ -388,4 +389,28 @@ TEST(StoreAdd, OperandErrors) {
 }
 
 }  // namespace
+// "Did you mean": the closest name by edit distance, separators and case forgiven, nothing for a far word.
+TEST(DidYouMean, OpcodesRegistersTensorsAndChecks) {
+  expect_error(".tensor a[2]\nLOAD a[0], R0\nMACZ R0, R0, R1\n", 3, 1,
+               {"unknown opcode 'MACZ'; did you mean 'MAC_Z'?"});
+  expect_error(".tensor a[2]\nlaod a[0], R0\n", 2, 1, {"did you mean 'LOAD'?"});
+  expect_error(".tensor a[2]\nLOAD a[0], RO\n", 2, 12, {"'RO' is not a register", "did you mean 'R0'?"});
+  expect_error(".tensor score[2]\nLOAD scroe[0], R0\n", 2, 6,
+               {"undeclared tensor 'scroe'; did you mean 'score'?"});
+  expect_error(".tensor a[2]\n.tensor c[1]\n.check c = atend(a, a)\n", 3, 12, {"did you mean 'attend'?"});
+}
+
+TEST(DidYouMean, NoSuggestionForAFarWord) {
+  try {
+    asm_text(".tensor a[2]\nFROBNICATE a[0], R0\n");
+    ADD_FAILURE() << "assembled";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.message(), "unknown opcode 'FROBNICATE'");
+  }
+  EXPECT_EQ(closest_name("x", {"y", "xy"}), "y");  // one edit allowed for short words; ties: first
+  EXPECT_EQ(closest_name("count", {"cout"}), "cout");
+  EXPECT_EQ(closest_name("latency", {"store"}), "");
+  EXPECT_EQ(edit_distance("MACZ", "mac_z"), 1u);
+}
+
 }  // namespace attnsim::isa

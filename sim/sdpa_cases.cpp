@@ -19,6 +19,50 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
   return std::nullopt;
 }
 
+// cuDNN's forward (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{d}): a
+// persistent kernel, one block per SM looping over work tiles. Its template gives no tiles; 128 query rows
+// per work tile match its SM<-L2 reads (64 would read K and V twice as often). Key blocks of 128 rows at
+// d = 64 and 64 at d = 128, where the model's SRAM must also hold S and the O accumulator (the kernel keeps
+// them in registers): the key tile changes no SM<->L2 byte without a mask and, causal, only where the
+// diagonal falls (within 0.01% here).
+bool is_cudnn_forward(const std::string& kernel) {
+  return kernel.rfind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 0) == 0;
+}
+
+// flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel: Flash_bwd_kernel_traits<head dim;kBlockM;kBlockN;...>.
+std::optional<Tiles> backward_tiles(const std::string& kernel, const std::string& kernel_template) {
+  std::smatch m;
+  static const std::regex flash(R"(Flash_bwd_kernel_traits<(\d+);(\d+);(\d+);)");
+  if (kernel == "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" &&
+      std::regex_search(kernel_template, m, flash))
+    return Tiles{std::stoll(m[2]), std::stoll(m[3])};
+  return std::nullopt;
+}
+
+// Bytes each block of flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel stores beyond dK_j, dV_j and its dQaccum
+// atomics. The source stores nothing else; the kernel runs at 255 registers per thread, so these are most
+// likely register spills to local memory, a property of the compiled kernel that the source does not give.
+// Taken from one measured row per kernel variant (h100_sdpa.csv, 1x16x4096x64 and 8x32x2048x128:
+// (l1_write_bytes - |dK| - |dV| - atomics) / grid); the other rows of each variant (4x16x4096x64,
+// 1x16x16384x64; 1x16x8192x128, 1x8x32768x128) show the same bytes per block, to the byte.
+struct Spill {
+  const char* traits;
+  bool causal;
+  int64_t bytes_per_block;
+};
+constexpr Spill kBackwardSpills[] = {
+    {"Flash_bwd_kernel_traits<64;128;128;8;4;4;4;0;0;", false, 19456},
+    {"Flash_bwd_kernel_traits<64;128;128;8;4;4;4;0;0;", true, 12288},
+    {"Flash_bwd_kernel_traits<128;64;128;8;2;4;2;0;0;", false, 2048},
+    {"Flash_bwd_kernel_traits<128;64;128;8;2;4;2;0;0;", true, 3072},
+};
+
+int64_t backward_spill_bytes(const std::string& kernel_template, bool causal) {
+  for (const Spill& s : kBackwardSpills)
+    if (s.causal == causal && kernel_template.find(s.traits) != std::string::npos) return s.bytes_per_block;
+  return 0;
+}
+
 // Why a forward kernel has no schedule yet.
 std::string unmapped_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassF", 0) == 0)
@@ -27,6 +71,32 @@ std::string unmapped_reason(const std::string& kernel) {
            "structure is not modelled)";
   if (kernel.rfind("cudnn", 0) == 0) return "cuDNN's persistent kernel (grid = SM count) is not modelled";
   return "kernel " + kernel + " has no schedule";
+}
+
+// Why a backward kernel has no schedule yet.
+std::string unmapped_backward_reason(const std::string& kernel) {
+  if (kernel.rfind("fmha_cutlassB", 0) == 0)
+    return "the memory-efficient backward kernel's loop structure is not modelled";
+  if (kernel.rfind("cudnn", 0) == 0) return "cuDNN's persistent backward kernel is not modelled";
+  return "kernel " + kernel + " has no schedule";
+}
+
+// A backward row: FlashAttention-2's three kernels (dot(dO, O) with dQaccum zeroed, dK/dV with dQaccum
+// atomics, dQ conversion) as flash2-bwd with flash-attn's tiles and launches; the rest with the reason.
+Measurement backward_measurement(const CsvRow& row, Measurement m) {
+  const std::string kernel = row.text("main_kernel");
+  const std::string kernel_template = row.text("main_kernel_template");
+  auto tiles = backward_tiles(kernel, kernel_template);
+  if (!tiles) {
+    m.not_simulated = unmapped_backward_reason(kernel);
+    return m;
+  }
+  m.schedule = "flash2-bwd";
+  m.block_q = tiles->block_q;
+  m.block_k = tiles->block_k;
+  m.as_flash_attn = true;
+  m.spill_bytes_per_block = backward_spill_bytes(kernel_template, m.causal);
+  return m;
 }
 
 }  // namespace
@@ -44,6 +114,7 @@ std::vector<std::string> sdpa_columns() {
           "pass",
           "main_kernel",
           "main_kernel_template",
+          "main_grid_size",
           "attn_time_ns",
           "attn_l1_read_bytes",
           "attn_l1_write_bytes",
@@ -73,8 +144,14 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.dram_read_bytes = row.number("attn_dram_read_bytes");
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   m.max_rel_error = row.number("err_o_maxrel");
-  if (row.text("pass") != "fwd") {
-    m.not_simulated = "backward kernels are not mapped to a schedule yet";
+  if (row.text("pass") != "fwd") return backward_measurement(row, m);
+  if (is_cudnn_forward(row.text("main_kernel"))) {
+    // Work tiles handed out round robin (ForwardShape::persistent_blocks), key blocks ascending: cuDNN's real
+    // order is not documented; SM<->L2 bytes do not depend on it, DRAM bytes may.
+    m.block_q = 128;
+    m.block_k = m.d > 64 ? 64 : 128;
+    m.persistent_blocks = row.size("main_grid_size");
+    m.store_row_statistic = true;  // the log-sum-exp the backward needs, f32 per row, with O
     return m;
   }
   auto tiles = forward_tiles(row.text("main_kernel"), row.text("main_kernel_template"));

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "isa/diagnostics.h"
@@ -12,6 +13,7 @@
 #include "sim/csv_row.h"
 #include "sim/machine.h"
 #include "sim/sdpa_cases.h"
+#include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
 #include "traces/stream.h"
 
@@ -179,11 +181,62 @@ std::vector<int64_t> kernel_occupancy(const Measurement& m, const isa::Program& 
   return m.blocks_per_sm;
 }
 
+std::optional<traces::BackwardSchedule> find_backward_schedule(const std::string& name) {
+  for (auto schedule : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
+                        traces::BackwardSchedule::Naive})
+    if (traces::schedule_name(schedule) == name) return schedule;
+  return std::nullopt;
+}
+
+// The measured row's program: a forward schedule, or a backward one (flash2-bwd for PyTorch's FlashAttention
+// backward), streamed block by block: the generator runs while the machine does, so it owns its shape.
+isa::Program measured_program(const Measurement& m, const std::string& data_path) {
+  auto dtype = parse_dtype(m.dtype);
+  if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");
+  auto forward = traces::find_forward_schedule(m.schedule);
+  auto backward = find_backward_schedule(m.schedule);
+  if (!forward && !backward)
+    throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
+  try {
+    if (forward) {
+      traces::ForwardShape shape;
+      shape.n = m.n, shape.d = m.d, shape.heads = m.heads, shape.block_q = m.block_q,
+      shape.block_k = m.block_k;
+      shape.causal = m.causal;
+      shape.keys_descending = m.keys_descending;
+      shape.persistent_blocks = m.persistent_blocks;
+      shape.store_row_statistic = m.store_row_statistic;
+      shape.dtype = *dtype;
+      return traces::stream_program(
+          [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
+    }
+    traces::BackwardShape shape;
+    shape.n = m.n, shape.d = m.d, shape.heads = m.heads, shape.block_q = m.block_q, shape.block_k = m.block_k;
+    shape.causal = m.causal;
+    shape.dtype = *dtype;
+    shape.skip_forward_values = true;  // validation runs are timing-only
+    shape.as_flash_attn = m.as_flash_attn;
+    shape.spill_bytes_per_block = m.spill_bytes_per_block;
+    return traces::stream_program(
+        [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
+  } catch (const std::invalid_argument& e) {
+    throw InputError(data_path, {m.line, 1}, e.what());
+  }
+}
+
+// The config as the GPU behaves: on a chip, STORE_ADD's read stays in the L2 (red.global.add), so only the
+// addend crosses to L2, which is what Nsight Compute's xbar bytes count.
+MachineConfig gpu_config(const std::string& config_path) {
+  MachineConfig config = load_config(config_path, {});
+  if (!config.root["noc"].IsDefined()) return config;
+  return load_config(config_path, {"noc.atomics=l2"});
+}
+
 }  // namespace
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements) {
-  Machine machine(load_config(config_path, {}));
+  Machine machine(gpu_config(config_path));
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw;
   for (const auto& m : measurements) {
@@ -191,25 +244,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       summary.not_simulated.push_back(m);
       continue;
     }
-    auto schedule = traces::find_forward_schedule(m.schedule);
-    if (!schedule) throw InputError(data_path, {m.line, 1}, "unknown schedule '" + m.schedule + "'");
-    auto dtype = parse_dtype(m.dtype);
-    if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");
-    traces::ForwardShape shape;
-    shape.n = m.n;
-    shape.d = m.d;
-    shape.heads = m.heads;
-    shape.block_q = m.block_q;
-    shape.block_k = m.block_k;
-    shape.causal = m.causal;
-    shape.keys_descending = m.keys_descending;
-    shape.dtype = *dtype;
-    isa::Program program;
-    try {
-      program = traces::stream_program([&] { return traces::forward_program(*schedule, shape); });
-    } catch (const std::invalid_argument& e) {
-      throw InputError(data_path, {m.line, 1}, e.what());
-    }
+    const isa::Program program = measured_program(m, data_path);
     machine.load(program, false, true);
     if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, data_path));
     machine.run();

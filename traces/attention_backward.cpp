@@ -166,71 +166,157 @@ TileBuffers declare_tile_buffers(Builder& b, const BackwardShape& s) {
 //     (STORE_ADD); then stores dK_j, dV_j (flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel). dK_j and dV_j
 //     stay in the block; dQ is the one tensor several blocks of a head update: f32 in HBM, added into
 //     atomically, as flash-attn's atomicAdd (STORE_ADD reads and writes the tile, as a load and a store).
-// flash-attn's third kernel converts the f32 dQ accumulator to the storage dtype; dQ is checked as the f32
-// accumulator here, so there is no such step.
-isa::Program flash2(const BackwardShape& s, Gen& g) {
-  Builder& b = g.b;
-  const Common t = declare_common(g, s, kAcc, s.dtype);
-  const int dtensor = g.matrix("D", s.n, 1, kAcc);
-  const int64_t br = s.block_q, bc = s.block_k;
-  const auto [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = declare_tile_buffers(b, s);
-  const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
+// flash-attn's third kernel converts the f32 dQ accumulator to the storage dtype; by default dQ is checked
+// as the f32 accumulator here, so there is no such step; as_flash_attn adds it (BackwardShape).
+struct Flash2Plan {
+  Common t;
+  int d = -1;       // D_i = rowsum(dO_i * O_i), f32
+  int dq_acc = -1;  // what STORE_ADD adds into: t.dq, or dQaccum with as_flash_attn
+  int local = -1;   // the dK/dV blocks' spill stores (as_flash_attn with spill bytes)
+  TileBuffers buf;
+  int spill = -1;  // buffer of one block's spill stores
+  std::vector<Block> qblocks, kblocks;
+  int dot_do_o = -1, dkdv = -1, convert_dq = -1;  // the kernels (all declared before any instruction)
+};
 
-  const int dot_do_o = b.kernel("flash2_bwd_dot_do_o", {static_cast<int64_t>(qblocks.size()), s.heads, 1});
-  const int dkdv = b.kernel("flash2_bwd_dkdv", {static_cast<int64_t>(kblocks.size()), s.heads, 1});
-  // D. O_i goes into Qi and the product into dQi, buffers the second kernel's blocks have anyway, so a
-  // block's SRAM is only the second kernel's working set.
+// The f32 tiles flash-attn's kernel keeps in registers.
+void in_registers(Builder& b, std::initializer_list<int> buffers) {
+  for (int buffer : buffers) b.p.buffers[static_cast<size_t>(buffer)].space = isa::BufferDecl::Space::Regs;
+}
+
+Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
+  Builder& b = g.b;
+  Flash2Plan p;
+  p.t = declare_common(g, s, s.as_flash_attn ? s.dtype : kAcc, s.dtype);
+  p.d = g.matrix("D", s.n, 1, kAcc);
+  p.dq_acc = s.as_flash_attn ? g.matrix("dQaccum", s.n, s.d, kAcc) : p.t.dq;
+  p.buf = declare_tile_buffers(b, s);
+  p.qblocks = blocks_of(s.n, s.block_q);
+  p.kblocks = blocks_of(s.n, s.block_k);
+  const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
+  p.dot_do_o = b.kernel("flash2_bwd_dot_do_o", {tr, s.heads, 1});
+  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1});
+  if (!s.as_flash_attn) return p;
+  p.convert_dq = b.kernel("flash2_bwd_convert_dq", {tr, s.heads, 1});
+  in_registers(b, {p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});
+  if (s.spill_bytes_per_block > 0) {
+    const int64_t words = s.spill_bytes_per_block / 4;
+    const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
+    p.local = b.tensor("local", blocks, words, kAcc, false, 0);
+    p.spill = b.buffer("spill", 1, words, kAcc);
+  }
+  return p;
+}
+
+// D_i; with as_flash_attn also dQaccum_i = 0. O_i goes into Qi and the product into dQi, buffers the
+// second kernel's blocks have anyway, so a block's SRAM is only the second kernel's working set.
+void emit_dot_do_o(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
+  Builder& b = g.b;
+  const auto& [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = p.buf;
+  const int kernel = p.dot_do_o;
   for (int64_t h = 0; h < s.heads; ++h)
-    for (size_t i = 0; i < qblocks.size(); ++i) {
-      const Block& qb = qblocks[i];
+    for (size_t i = 0; i < p.qblocks.size(); ++i) {
+      const Block& qb = p.qblocks[i];
       const int64_t r = qb.rows;
-      b.begin_block(dot_do_o, {static_cast<int64_t>(i), h, 0});
-      g.emit(Opcode::Load, {g.rows(t.o, h, qb), b.buf(qi, r)});
-      g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
+      b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
+      g.emit(Opcode::Load, {g.rows(p.t.o, h, qb), b.buf(qi, r)});
+      g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(doi, r)});
       g.emit(Opcode::Mul, {b.buf(doi, r), b.buf(qi, r), b.buf(dqi, r)});
       g.emit(Opcode::RowSum, {b.buf(dqi, r), b.buf(di, r)});
-      g.emit(Opcode::Store, {b.buf(di, r), g.rows(dtensor, h, qb)});
+      g.emit(Opcode::Store, {b.buf(di, r), g.rows(p.d, h, qb)});
+      if (!s.as_flash_attn) continue;
+      g.emit(Opcode::Sub, {b.buf(dqi, r), b.buf(dqi, r), b.buf(dqi, r)});  // x - x: zeros (x is finite)
+      g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(p.dq_acc, h, qb)});
     }
-  // dK, dV, and dQ accumulated.
+}
+
+// One visible (query block, key block) tile of a dK/dV block: dV_j, dK_j accumulate on chip, dS K_j is added
+// into dQ_i's accumulator in HBM.
+void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t h, const Block& qb,
+                    const Block& kb, bool first) {
+  Builder& b = g.b;
+  const auto& [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = p.buf;
+  const int64_t r = qb.rows, c = kb.rows;
+  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(qi, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(doi, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.lse, h, qb), b.buf(li, r)});
+  g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(di, r)});
+  g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
+  if (crosses_diagonal(s.causal, qb, kb))
+    g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+  g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
+  g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
+  if (first)
+    g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
+  else
+    g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+  g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
+  g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
+  g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+  if (first)
+    g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
+  else
+    g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+  g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
+  g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(p.dq_acc, h, qb)});
+}
+
+// dK, dV, and dQ accumulated.
+void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
+  Builder& b = g.b;
+  const auto& buf = p.buf;
+  const int kernel = p.dkdv;
+  std::vector<Block> order = p.qblocks;
+  if (s.as_flash_attn) std::reverse(order.begin(), order.end());
   for (int64_t h = 0; h < s.heads; ++h)
-    for (size_t j = 0; j < kblocks.size(); ++j) {
-      const Block& kb = kblocks[j];
+    for (size_t j = 0; j < p.kblocks.size(); ++j) {
+      const Block& kb = p.kblocks[j];
       const int64_t c = kb.rows;
-      b.begin_block(dkdv, {static_cast<int64_t>(j), h, 0});
-      g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-      g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
+      b.begin_block(kernel, {static_cast<int64_t>(j), h, 0});
+      g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(buf.kj, c)});
+      g.emit(Opcode::Load, {g.rows(p.t.v, h, kb), b.buf(buf.vj, c)});
       bool first = true;
-      for (const Block& qb : qblocks) {
+      for (const Block& qb : order) {
         if (!visible(s.causal, qb, kb)) continue;
-        const int64_t r = qb.rows;
-        g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
-        g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
-        g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
-        g.emit(Opcode::Load, {g.rows(dtensor, h, qb), b.buf(di, r)});
-        g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
-        if (crosses_diagonal(s.causal, qb, kb))
-          g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
-        g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
-        if (first)
-          g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
-        else
-          g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
-        g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
-        g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
-        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
-        if (first)
-          g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
-        else
-          g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
-        g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
-        g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+        emit_dkdv_tile(s, g, p, h, qb, kb, first);
         first = false;
       }
-      g.emit(Opcode::Store, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
-      g.emit(Opcode::Store, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
+      if (s.as_flash_attn) {  // through shared memory in the storage dtype, where K_j and V_j were
+        g.emit(Opcode::Mov, {b.buf(buf.dkj, c), b.buf(buf.kj, c)});
+        g.emit(Opcode::Mov, {b.buf(buf.dvj, c), b.buf(buf.vj, c)});
+      }
+      const int dk_from = s.as_flash_attn ? buf.kj : buf.dkj, dv_from = s.as_flash_attn ? buf.vj : buf.dvj;
+      g.emit(Opcode::Store, {b.buf(dk_from, c), g.rows(p.t.dk, h, kb)});
+      g.emit(Opcode::Store, {b.buf(dv_from, c), g.rows(p.t.dv, h, kb)});
+      if (p.local >= 0) {
+        const int64_t row = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
+        g.emit(Opcode::Store, {b.buf(p.spill), b.rows_of(p.local, row, 1)});
+      }
     }
-  return b.take();
+}
+
+// flash_bwd_convert_dq_kernel: dQ_i = dQaccum_i in the storage dtype.
+void emit_convert_dq(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
+  Builder& b = g.b;
+  const int kernel = p.convert_dq;
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t i = 0; i < p.qblocks.size(); ++i) {
+      const Block& qb = p.qblocks[i];
+      b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
+      g.emit(Opcode::Load, {g.rows(p.dq_acc, h, qb), b.buf(p.buf.dqi, qb.rows)});
+      g.emit(Opcode::Store, {b.buf(p.buf.dqi, qb.rows), g.rows(p.t.dq, h, qb)});
+    }
+}
+
+isa::Program flash2(const BackwardShape& s, Gen& g) {
+  if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
+      (s.spill_bytes_per_block > 0 && !s.as_flash_attn))
+    throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");
+  const Flash2Plan p = plan_flash2(s, g);
+  emit_dot_do_o(s, g, p);
+  emit_dkdv(s, g, p);
+  if (s.as_flash_attn) emit_convert_dq(s, g, p);
+  return g.b.take();
 }
 
 // Without the D_i trick (seed 002: "K is loaded twice"), one kernel flash2_bwd_no_d, grid (query blocks,

@@ -41,6 +41,18 @@ struct BackwardShape : AttentionShape {
   // Leave O and L zero instead of computing them in float64 (O(heads n^2 d) on the host): for timing-only
   // runs, which neither read values nor check them.
   bool skip_forward_values = false;
+  // Flash2 only: the kernels as flash-attn launches them (run_flash_bwd_seqk_parallel), to compare with
+  // them on a GPU. flash2_bwd_dot_do_o also zeroes dQaccum, the f32 accumulator the dK/dV blocks add into;
+  // the dK/dV blocks walk their query blocks from the last down ("for (; m_block >= m_block_min;
+  // --m_block)"), keep S, dP, dK_j and dV_j in the register file, as the kernel keeps them in registers (at
+  // its 128 x 128 tiles the SRAM could not hold them), and store dK_j, dV_j through the SRAM of K_j, V_j in
+  // the storage dtype; a third kernel, flash2_bwd_convert_dq over (query block, head), converts dQaccum to
+  // dQ in the storage dtype.
+  bool as_flash_attn = false;
+  // With as_flash_attn: bytes every dK/dV block stores beyond its tiles, at its end (the real kernel's
+  // register spills to local memory, which reach L2; a property of the compiled kernel, not of the
+  // algorithm). A multiple of 4; 0 for none.
+  int64_t spill_bytes_per_block = 0;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

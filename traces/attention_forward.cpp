@@ -533,96 +533,135 @@ void flash1(Gen& g) {
   }
 }
 
-// flash2: traces::flash2_forward with heads and BREAK IT (the same instructions for one head, no breaks):
-// outer loop over query blocks, O accumulated on chip and written once, K and V streamed per query block.
-void flash2(Gen& g) {
+// flash2's on-chip buffers (K and V twice when double-buffered) and, with store_row_statistic, its tensor.
+struct Flash2Buffers {
+  int qi = -1, kj[2] = {-1, -1}, vj[2] = {-1, -1}, sc = -1, pb = -1;
+  int m = -1, m_tile = -1, m_new = -1, alpha = -1, l = -1, l_tile = -1, oi = -1;
+  int stats = -1;  // one f32 per query row, stored with O
+};
+
+Flash2Buffers flash2_buffers(Gen& g) {
+  const ForwardShape& s = g.s;
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  Flash2Buffers f;
+  f.qi = g.b.buffer("Qi", br, d, s.dtype);
+  const int slots = s.double_buffer ? 2 : 1;
+  for (int slot = 0; slot < slots; ++slot) {
+    f.kj[slot] = g.b.buffer(slots == 1 ? "Kj" : "Kj" + std::to_string(slot), bc, d, s.dtype);
+    f.vj[slot] = g.b.buffer(slots == 1 ? "Vj" : "Vj" + std::to_string(slot), bc, d, s.dtype);
+  }
+  f.sc = g.b.buffer("S", br, bc, kAcc);
+  f.pb = g.b.buffer("P", br, bc, s.dtype);
+  f.m = g.b.buffer("m", br, 1, kAcc);
+  f.m_tile = g.b.buffer("m_tile", br, 1, kAcc);
+  f.m_new = g.b.buffer("m_new", br, 1, kAcc);
+  f.alpha = g.b.buffer("alpha", br, 1, kAcc);
+  f.l = g.b.buffer("l", br, 1, kAcc);
+  f.l_tile = g.b.buffer("l_tile", br, 1, kAcc);
+  f.oi = g.b.buffer("Oi", br, d, kAcc);
+  if (s.store_row_statistic) f.stats = g.row_stat("stats");
+  return f;
+}
+
+// One query block of one head: load Q_i, stream its visible K/V blocks, store O_i (and the row statistic).
+void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
   const ForwardShape& s = g.s;
   const BreakIt& brk = s.breaks;
-  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
-  const int qi = g.b.buffer("Qi", br, d, s.dtype);
-  const int slots = s.double_buffer ? 2 : 1;
-  int kj[2], vj[2];
-  for (int slot = 0; slot < slots; ++slot) {
-    kj[slot] = g.b.buffer(slots == 1 ? "Kj" : "Kj" + std::to_string(slot), bc, d, s.dtype);
-    vj[slot] = g.b.buffer(slots == 1 ? "Vj" : "Vj" + std::to_string(slot), bc, d, s.dtype);
-  }
-  const int sc = g.b.buffer("S", br, bc, kAcc);
-  const int pb = g.b.buffer("P", br, bc, s.dtype);
-  const int m = g.b.buffer("m", br, 1, kAcc);
-  const int m_tile = g.b.buffer("m_tile", br, 1, kAcc);
-  const int m_new = g.b.buffer("m_new", br, 1, kAcc);
-  const int alpha = g.b.buffer("alpha", br, 1, kAcc);
-  const int l = g.b.buffer("l", br, 1, kAcc);
-  const int l_tile = g.b.buffer("l_tile", br, 1, kAcc);
-  const int oi = g.b.buffer("Oi", br, d, kAcc);
+  const int64_t rows = qb.size;
+  const int qi = f.qi, sc = f.sc, pb = f.pb, m = f.m, m_tile = f.m_tile, m_new = f.m_new, alpha = f.alpha;
+  const int l = f.l, l_tile = f.l_tile, oi = f.oi;
+  const int* kj = f.kj;
+  const int* vj = f.vj;
+  auto keys = visible_keys(s, qb);
+  if (s.keys_descending) std::reverse(keys.begin(), keys.end());
+  g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+  stream(
+      keys.size(), s.double_buffer,
+      [&](size_t j, int slot) {
+        g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
+        g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
+      },
+      [&](size_t j, int slot) {
+        const int64_t cols = keys[j].size;
+        auto S = [&] { return g.buf(sc, rows, cols); };
+        auto P = [&] { return g.buf(pb, rows, cols); };
+        auto V = [&] { return g.buf(vj[slot], cols); };
+        auto O = [&] { return g.buf(oi, rows); };
+        g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S()});
+        if (needs_mask(s, qb, keys[j]))
+          g.emit(Opcode::Mask, {S(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
+        if (j == 0) {
+          if (!brk.no_max_subtraction) {
+            g.emit(Opcode::RowMax, {S(), g.buf(m, rows)});
+            g.emit(Opcode::Sub, {S(), g.buf(m, rows), S()});
+          }
+          g.emit(Opcode::Exp, {S(), P()});
+          g.emit(Opcode::RowSum, {P(), g.buf(l, rows)});
+          g.emit(Opcode::MacZ, {P(), V(), O()});
+          return;
+        }
+        if (brk.no_max_subtraction) {
+          g.emit(Opcode::Exp, {S(), P()});
+          g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
+          g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
+          g.emit(Opcode::Mac, {P(), V(), O(), O()});
+          return;
+        }
+        // Online softmax update (seed 002's running max and rescale, on tiles).
+        g.emit(Opcode::RowMax, {S(), g.buf(m_tile, rows)});
+        g.emit(Opcode::Max, {g.buf(m, rows), g.buf(m_tile, rows), g.buf(m_new, rows)});
+        g.emit(Opcode::Sub, {S(), g.buf(m_new, rows), S()});
+        g.emit(Opcode::Exp, {S(), P()});
+        if (!brk.no_rescaling) {
+          g.emit(Opcode::Sub, {g.buf(m, rows), g.buf(m_new, rows), g.buf(alpha, rows)});
+          g.emit(Opcode::Exp, {g.buf(alpha, rows), g.buf(alpha, rows)});
+        }
+        g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
+        if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(l, rows), g.buf(alpha, rows), g.buf(l, rows)});
+        g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
+        if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), g.buf(alpha, rows), O()});
+        g.emit(Opcode::Mac, {P(), V(), O(), O()});
+        g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
+      });
+  g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
+  g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
+  g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+  if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(l, rows), g.at(f.stats, h, qb)});
+}
 
-  // One kernel: grid (query block, head), x fastest, as FlashAttention-2's forward launches it.
-  const auto q_blocks = blocks(s.n, br);
-  const int kernel = g.b.kernel("flash2_fwd", {static_cast<int64_t>(q_blocks.size()), s.heads, 1});
-  for (int64_t h = 0; h < s.heads; ++h)
-    for (size_t i = 0; i < q_blocks.size(); ++i) {
-      const Block& qb = q_blocks[i];
-      const int64_t rows = qb.size;
-      g.b.begin_block(kernel, {static_cast<int64_t>(i), h, 0});
-      auto keys = visible_keys(s, qb);
-      if (s.keys_descending) std::reverse(keys.begin(), keys.end());
-      g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
-      stream(
-          keys.size(), s.double_buffer,
-          [&](size_t j, int slot) {
-            g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
-            g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
-          },
-          [&](size_t j, int slot) {
-            const int64_t cols = keys[j].size;
-            auto S = [&] { return g.buf(sc, rows, cols); };
-            auto P = [&] { return g.buf(pb, rows, cols); };
-            auto V = [&] { return g.buf(vj[slot], cols); };
-            auto O = [&] { return g.buf(oi, rows); };
-            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S()});
-            if (needs_mask(s, qb, keys[j]))
-              g.emit(Opcode::Mask, {S(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
-            if (j == 0) {
-              if (!brk.no_max_subtraction) {
-                g.emit(Opcode::RowMax, {S(), g.buf(m, rows)});
-                g.emit(Opcode::Sub, {S(), g.buf(m, rows), S()});
-              }
-              g.emit(Opcode::Exp, {S(), P()});
-              g.emit(Opcode::RowSum, {P(), g.buf(l, rows)});
-              g.emit(Opcode::MacZ, {P(), V(), O()});
-              return;
-            }
-            if (brk.no_max_subtraction) {
-              g.emit(Opcode::Exp, {S(), P()});
-              g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
-              g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
-              g.emit(Opcode::Mac, {P(), V(), O(), O()});
-              return;
-            }
-            // Online softmax update (seed 002's running max and rescale, on tiles).
-            g.emit(Opcode::RowMax, {S(), g.buf(m_tile, rows)});
-            g.emit(Opcode::Max, {g.buf(m, rows), g.buf(m_tile, rows), g.buf(m_new, rows)});
-            g.emit(Opcode::Sub, {S(), g.buf(m_new, rows), S()});
-            g.emit(Opcode::Exp, {S(), P()});
-            if (!brk.no_rescaling) {
-              g.emit(Opcode::Sub, {g.buf(m, rows), g.buf(m_new, rows), g.buf(alpha, rows)});
-              g.emit(Opcode::Exp, {g.buf(alpha, rows), g.buf(alpha, rows)});
-            }
-            g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
-            if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(l, rows), g.buf(alpha, rows), g.buf(l, rows)});
-            g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
-            if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), g.buf(alpha, rows), O()});
-            g.emit(Opcode::Mac, {P(), V(), O(), O()});
-            g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
-          });
-      g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
-      g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
-    }
+// flash2: traces::flash2_forward with heads and BREAK IT (the same instructions for one head, no breaks):
+// outer loop over query blocks, O accumulated on chip and written once, K and V streamed per query block.
+// One kernel: grid (query block, head), x fastest, as FlashAttention-2's forward launches it; or, with
+// persistent_blocks = P, a grid of P blocks where block b takes the work tiles b, b + P, b + 2P, ... of that
+// launch order (ForwardShape).
+void flash2(Gen& g) {
+  const ForwardShape& s = g.s;
+  const Flash2Buffers f = flash2_buffers(g);
+  const auto q_blocks = blocks(s.n, s.block_q);
+  const int64_t per_head = static_cast<int64_t>(q_blocks.size());
+  if (s.persistent_blocks == 0) {
+    const int kernel = g.b.kernel("flash2_fwd", {per_head, s.heads, 1});
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < per_head; ++i) {
+        g.b.begin_block(kernel, {i, h, 0});
+        flash2_tile(g, f, h, q_blocks[static_cast<size_t>(i)]);
+      }
+    return;
+  }
+  const int kernel = g.b.kernel("flash2_fwd_persistent", {s.persistent_blocks, 1, 1});
+  for (int64_t block = 0; block < s.persistent_blocks; ++block) {
+    g.b.begin_block(kernel, {block, 0, 0});
+    for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
+      flash2_tile(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)]);
+  }
 }
 
 void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+  if (s.persistent_blocks < 0) throw std::invalid_argument("persistent_blocks must not be negative");
+  if ((s.persistent_blocks > 0 || s.store_row_statistic) && schedule != ForwardSchedule::Flash2)
+    throw std::invalid_argument("a persistent grid and a stored row statistic are flash2 options");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

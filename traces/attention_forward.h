@@ -40,6 +40,16 @@ struct ForwardShape : AttentionShape {
   // FlashAttention-2's own kernels do (the diagonal block, the only masked one, first). Causal, this puts
   // the query blocks that run together at different key blocks, which changes what L2 keeps.
   bool keys_descending = false;
+  // flash2 only: a persistent grid of this many blocks (e.g. the SM count, as cuDNN's forward launches
+  // it) instead of one block per (query block, head); block b takes the work tiles b, b + P, b + 2P, ... in
+  // the launch order of the ordinary grid (query block fastest, then head). 0: the ordinary grid. A
+  // persistent kernel's real tile order is its own (cuDNN's is not documented); the bytes between the cores
+  // and L2 do not depend on it, what L2 keeps does.
+  int64_t persistent_blocks = 0;
+  // flash2 only: store one f32 row statistic per query row with O (the forward's log-sum-exp, which training
+  // kernels write for the backward; the model stores l, having no logarithm, so the bytes are right and the
+  // values unchecked).
+  bool store_row_statistic = false;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

@@ -9,11 +9,14 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <systemc>
 #include <tuple>
 #include <vector>
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
+#include "sim/chip_report.h"
+#include "sim/config.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
 #include "sim/run.h"
@@ -667,6 +670,82 @@ INSTANTIATE_TEST_SUITE_P(Schedules, BackwardGrid, ::testing::Combine(kSchedules,
                            return std::string(name_of(std::get<0>(info.param))) +
                                   (std::get<1>(info.param) ? "Causal" : "Full");
                          });
+
+// ---- flash2-bwd as flash-attn launches it (BackwardShape::as_flash_attn) ----
+
+namespace flash_attn {
+
+// n = 256, d = 64, 128 x 128 tiles, f16, two heads (Tr = Tc = 2): 3 visible tiles per head causal, 4 not.
+BackwardShape launch_shape(bool causal) {
+  BackwardShape s = shape(256, 64, 128, 128, causal, Dtype::F16, 2);
+  s.as_flash_attn = true;
+  s.spill_bytes_per_block = 1024;
+  return s;
+}
+
+class Flash2AsFlashAttn : public ::testing::TestWithParam<bool> {};
+
+// Three kernels; dQ converted from the f32 dQaccum the first kernel zeroes; every dK/dV block stores its
+// spill bytes; the values check. Bytes per tensor on one core, where STORE_ADD reads and writes its tile:
+// dQaccum is zeroed (|dQaccum| written), added into once per visible tile (read and written) and read
+// once by the conversion.
+TEST_P(Flash2AsFlashAttn, KernelsBytesAndValues) {
+  const BackwardShape s = launch_shape(GetParam());
+  const isa::Program p = traces::backward_program(BackwardSchedule::Flash2, s);
+  ASSERT_EQ(p.kernels.size(), 3u);
+  EXPECT_EQ(p.kernels[0].name, "flash2_bwd_dot_do_o");
+  EXPECT_EQ(p.kernels[1].name, "flash2_bwd_dkdv");
+  EXPECT_EQ(p.kernels[2].name, "flash2_bwd_convert_dq");
+  for (const auto& k : p.kernels) EXPECT_EQ(k.grid, (std::array<int64_t, 3>{2, 2, 1})) << k.name;
+  RunResult r = run_program(p, on("h100-sm"));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+  const uint64_t heads = 2, tiles = GetParam() ? 3 : 4, acc = 256 * 64 * 4, tile = 128 * 64 * 4;
+  EXPECT_EQ(r.hbm_bytes_written.at("dQaccum"), heads * (acc + tiles * tile));
+  EXPECT_EQ(r.hbm_bytes_read.at("dQaccum"), heads * (acc + tiles * tile));
+  EXPECT_EQ(r.hbm_bytes_written.at("dQ"), heads * 256 * 64 * 2);
+  EXPECT_EQ(r.hbm_bytes_read.at("dQ"), 0u);
+  EXPECT_EQ(r.hbm_bytes_written.at("local"), heads * 2 * 1024);
+  EXPECT_EQ(r.hbm_bytes_read.at("Q"), heads * tiles * 128 * 64 * 2);
+  EXPECT_EQ(r.hbm_bytes_read.at("K"), heads * 256 * 64 * 2);
+}
+
+// On the chip with noc.atomics=l2, STORE_ADD's read of the old tile stays in the L2: SM<-L2 reads of
+// dQaccum are the conversion's alone; writes are unchanged. With the default (core) the read crosses.
+TEST_P(Flash2AsFlashAttn, AtomicReadsStayInTheL2) {
+  const BackwardShape s = launch_shape(GetParam());
+  const isa::Program p = traces::backward_program(BackwardSchedule::Flash2, s);
+  const uint64_t heads = 2, tiles = GetParam() ? 3 : 4, acc = 256 * 64 * 4, tile = 128 * 64 * 4;
+  // SystemC runs one simulation per process: both machines are built before either runs.
+  sc_core::sc_report_handler::set_actions("object already exists", sc_core::SC_DO_NOTHING);
+  Machine in_l2(load_config(kConfigs + "h100.yaml", {"noc.atomics=l2"}));
+  Machine at_core(load_config(kConfigs + "h100.yaml", {}));
+  auto run = [&](Machine& machine) {
+    machine.load(p, false, false);
+    machine.run();
+    return summarize_chip(*machine.chip(), p, machine.clock_ghz());
+  };
+  const ChipSummary l2 = run(in_l2), core = run(at_core);
+  EXPECT_EQ(l2.sm_l2_read.at("dQaccum"), heads * acc);
+  EXPECT_EQ(core.sm_l2_read.at("dQaccum"), heads * (acc + tiles * tile));
+  EXPECT_EQ(l2.sm_l2_written.at("dQaccum"), heads * (acc + tiles * tile));
+  EXPECT_EQ(core.sm_l2_written.at("dQaccum"), heads * (acc + tiles * tile));
+  EXPECT_EQ(l2.sm_l2_read.at("Q"), core.sm_l2_read.at("Q"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Mask, Flash2AsFlashAttn, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Causal" : "Full"; });
+
+TEST(Flash2AsFlashAttn, RejectsSpillsItCannotStore) {
+  BackwardShape s = launch_shape(false);
+  s.spill_bytes_per_block = 6;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+  s.spill_bytes_per_block = 1024;
+  s.as_flash_attn = false;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+}
+
+}  // namespace flash_attn
 
 }  // namespace
 }  // namespace attnsim

@@ -313,6 +313,17 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
                 "measured kernel time\n"
               : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
                 "traffic; GPU us: the measured kernel time\n");
+  for (const auto& r : s.rows)
+    if (r.measured.persistent_blocks > 0) {
+      out << fmt::format(
+          "persistent grids ({} blocks): block b takes work tiles b, b + {}, ... of the ordinary launch "
+          "order, "
+          "an assumption (cuDNN's tile order is not documented; SM<->L2 bytes do not depend on it, DRAM "
+          "bytes "
+          "do)\n",
+          r.measured.persistent_blocks, r.measured.persistent_blocks);
+      break;
+    }
   for (const auto& m : s.not_simulated)
     out << fmt::format("line {}: {} n={} d={}{}: not simulated: {}\n", m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",

@@ -12,6 +12,7 @@
 #include "isa/disassembler.h"
 #include "sim/machine.h"
 #include "sim/timeline.h"
+#include "sim/vcd.h"
 
 namespace attnsim {
 
@@ -148,9 +149,9 @@ void record_values_and_checks(const isa::Program& program, const RunOptions& opt
 
 // A tile program on a whole chip: its blocks spread over the cores; counts per level.
 RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
-  if (options.table || !options.timeline.empty())
+  if (options.table || !options.timeline.empty() || !options.vcd.empty())
     throw InputError(program.file, {},
-                     "--table and --timeline are for single-core machines, not a whole chip");
+                     "--table, --timeline and --vcd are for single-core machines, not a whole chip");
   Chip& chip = *machine.chip();
   std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
@@ -179,37 +180,68 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
 
 }  // namespace
 
-RunResult run_program(const isa::Program& program, const RunOptions& options) {
-  MachineConfig config = load_config(options.config_path, options.overrides);
-  Machine machine(config);
-  machine.load(program, options.symbolic, options.timing_only);
-  if (machine.chip_loaded()) return run_on_chip(program, options, machine);
-  const bool tiles = machine.sequencer().tile_mode();
-  if (options.timing_only && !tiles)
-    throw InputError(program.file, {},
-                     "--timing-only is for tile programs; scalar traces always compute values");
+namespace {
 
-  std::vector<std::vector<double>> initial;
-  for (size_t t = 0; t < program.tensors.size(); ++t)
-    initial.push_back(machine.sequencer().tensor_values(int(t)));
-
+// The step observers a run asked for (--table, --timeline, --vcd); the sequencer tells this one of every
+// step.
+struct Recorders : StepObserver {
+  std::unique_ptr<TableRecorder> table;
   std::unique_ptr<TimelineRecorder> timeline;
-  if (!options.timeline.empty()) {
-    if (options.table) throw InputError(program.file, {}, "--table and --timeline cannot be used together");
-    timeline = std::make_unique<TimelineRecorder>(program, options.timeline_limit);
-    machine.sequencer().set_observer(timeline.get());
+  std::unique_ptr<VcdRecorder> vcd;
+
+  void after_step(size_t index, uint64_t issue, uint64_t done) override {
+    if (table) table->after_step(index, issue, done);
+    if (timeline) timeline->after_step(index, issue, done);
+    if (vcd) vcd->after_step(index, issue, done);
   }
-  std::unique_ptr<TableRecorder> recorder;
+  bool any() const { return table || timeline || vcd; }
+};
+
+// SRAM bytes each buffer takes, laid out as the allocator does (each buffer aligned, in declaration order):
+// up to the next buffer's start, and the last one its own bytes, so all of them add up to `sram peak`.
+// `regs` buffers live in the tile register file and take none.
+std::vector<uint64_t> sram_bytes_per_buffer(const isa::Program& program, Machine& machine) {
+  const uint64_t align = machine.sram() ? std::max<uint64_t>(machine.sram()->params().alignment_bytes, 1) : 1;
+  std::vector<uint64_t> bytes(program.buffers.size(), 0);
+  std::optional<size_t> previous;
+  uint64_t end = 0;
+  for (size_t i = 0; i < program.buffers.size(); ++i) {
+    const auto& b = program.buffers[i];
+    if (b.space == isa::BufferDecl::Space::Regs) continue;
+    const uint64_t offset = (end + align - 1) / align * align;
+    if (previous) bytes[*previous] += offset - end;  // the padding before this buffer
+    bytes[i] = static_cast<uint64_t>(b.rows * b.cols * dtype_bytes(b.dtype.value_or(machine.dtype())));
+    end = offset + bytes[i];
+    previous = i;
+  }
+  return bytes;
+}
+
+std::unique_ptr<Recorders> make_recorders(const isa::Program& program, const RunOptions& options,
+                                          Machine& machine, bool tiles) {
+  auto recorders = std::make_unique<Recorders>();
   if (options.table && tiles)
     throw InputError(program.file, {},
                      "--table prints scalar registers; tile programs report per-unit stats");
-  if (options.table) {
-    recorder = std::make_unique<TableRecorder>(program, machine.regfile(), options.symbolic);
-    machine.sequencer().set_observer(recorder.get());
+  if (options.table)
+    recorders->table = std::make_unique<TableRecorder>(program, machine.regfile(), options.symbolic);
+  if (!options.timeline.empty())
+    recorders->timeline = std::make_unique<TimelineRecorder>(program, options.timeline_limit);
+  if (!options.vcd.empty()) {
+    VcdRecorder::Options vcd;
+    vcd.limit = options.vcd_limit;
+    if (tiles)
+      vcd.sram_bytes = sram_bytes_per_buffer(program, machine);
+    else
+      vcd.registers = &machine.regfile();
+    recorders->vcd = std::make_unique<VcdRecorder>(program, std::move(vcd));
   }
-  machine.run();
+  if (recorders->any()) machine.sequencer().set_observer(recorders.get());
+  return recorders;
+}
 
-  RunResult result;
+// Cycles, opcodes and the memory counts of a single-core run.
+void record_counts(const isa::Program& program, Machine& machine, bool tiles, RunResult& result) {
   result.machine = machine.name();
   const Sequencer& seq = machine.sequencer();
   result.cycles = seq.cycles();
@@ -225,18 +257,40 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
       result.hbm_bytes_read[program.tensors[t].name] = hbm.bytes_read_per_tensor[t];
       result.hbm_bytes_written[program.tensors[t].name] = hbm.bytes_written_per_tensor[t];
     }
-  } else {
-    const Dram& dram = machine.dram();
-    for (size_t t = 0; t < program.tensors.size(); ++t) {
-      result.dram_reads[program.tensors[t].name] = dram.reads_per_tensor[t];
-      result.dram_writes[program.tensors[t].name] = dram.writes_per_tensor[t];
-    }
-    result.register_reads = machine.regfile().reads;
-    result.register_writes = machine.regfile().writes;
+    return;
   }
-  if (recorder)
-    result.table = recorder->render(seq.aliases(), machine.regfile().params().allow_uninitialized_read);
+  const Dram& dram = machine.dram();
+  for (size_t t = 0; t < program.tensors.size(); ++t) {
+    result.dram_reads[program.tensors[t].name] = dram.reads_per_tensor[t];
+    result.dram_writes[program.tensors[t].name] = dram.writes_per_tensor[t];
+  }
+  result.register_reads = machine.regfile().reads;
+  result.register_writes = machine.regfile().writes;
+}
 
+}  // namespace
+
+RunResult run_program(const isa::Program& program, const RunOptions& options) {
+  MachineConfig config = load_config(options.config_path, options.overrides);
+  Machine machine(config);
+  machine.load(program, options.symbolic, options.timing_only);
+  if (machine.chip_loaded()) return run_on_chip(program, options, machine);
+  const bool tiles = machine.sequencer().tile_mode();
+  if (options.timing_only && !tiles)
+    throw InputError(program.file, {},
+                     "--timing-only is for tile programs; scalar traces always compute values");
+
+  std::vector<std::vector<double>> initial;
+  for (size_t t = 0; t < program.tensors.size(); ++t)
+    initial.push_back(machine.sequencer().tensor_values(int(t)));
+  auto recorders = make_recorders(program, options, machine, tiles);
+  machine.run();
+
+  RunResult result;
+  record_counts(program, machine, tiles, result);
+  if (recorders->table)
+    result.table = recorders->table->render(machine.sequencer().aliases(),
+                                            machine.regfile().params().allow_uninitialized_read);
   record_values_and_checks(
       program, options, machine, initial, [&](int t) { return machine.sequencer().tensor_values(t); },
       result);
@@ -247,7 +301,17 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
                   {"stats", machine.stats_json()}};
   result.stats["checks"] = checks_json(result.checks);
   if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
-  if (timeline) write_file_atomically(options.timeline, timeline->json());
+  if (recorders->timeline) {
+    write_file_atomically(options.timeline, recorders->timeline->json());
+    if (auto note = recorders->timeline->note(options.timeline); !note.empty()) result.notes.push_back(note);
+  }
+  if (recorders->vcd) {
+    write_file_atomically(options.vcd, recorders->vcd->text());
+    if (recorders->vcd->dropped())
+      result.notes.push_back(
+          fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd is for small runs)",
+                      options.vcd, recorders->vcd->recorded(), recorders->vcd->dropped()));
+  }
   return result;
 }
 
@@ -272,7 +336,15 @@ void print_checks(std::ostream& out, const std::vector<CheckResult>& checks) {
 
 }  // namespace
 
+// The summary without its notes (the body has three endings: chip, tile and scalar machines).
+void print_counts(std::ostream& out, const isa::Program& program, const RunResult& r);
+
 void print_summary(std::ostream& out, const isa::Program& program, const RunResult& r) {
+  print_counts(out, program, r);
+  for (const auto& note : r.notes) out << "note: " << note << "\n";
+}
+
+void print_counts(std::ostream& out, const isa::Program& program, const RunResult& r) {
   auto per = [](const std::map<std::string, uint64_t>& counts) {
     std::string text;
     for (const auto& [name, count] : counts)

@@ -25,6 +25,8 @@ struct RunOptions {
   bool timing_only = false;            // tile programs: counts and cycles only, no values
   std::string timeline;                // write a Perfetto/Chrome trace of unit activity here when non-empty
   size_t timeline_limit = 200000;      // instructions kept in the timeline
+  std::string vcd;                     // write a VCD waveform (GTKWave) here when non-empty
+  size_t vcd_limit = 100000;           // instructions drawn in the VCD
 };
 
 struct RunResult {
@@ -45,6 +47,7 @@ struct RunResult {
   std::map<std::string, std::vector<double>> final_values;
   nlohmann::json stats;
   std::optional<ChipSummary> chip;  // set when the machine is a whole chip
+  std::vector<std::string> notes;   // where --timeline / --vcd stopped drawing, printed after the summary
 
   bool checks_passed() const {
     for (const auto& c : checks)

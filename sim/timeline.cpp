@@ -6,8 +6,6 @@
 
 namespace attnsim {
 
-namespace {
-
 std::string unit_of(const isa::Program& program, const isa::Instruction& inst) {
   const bool tile = program.has_tiles();
   switch (inst.op) {
@@ -22,8 +20,6 @@ std::string unit_of(const isa::Program& program, const isa::Instruction& inst) {
       return tile ? "vpu" : "alu";
   }
 }
-
-}  // namespace
 
 uint16_t TimelineRecorder::track_for(const std::string& unit, uint64_t start, uint64_t done) {
   // The first track of this unit that is free at `start`; a new one when all are busy (overlap).
@@ -74,6 +70,12 @@ std::string TimelineRecorder::json() const {
                           {"trace", program_.file},
                           {"instructions_not_shown", dropped_}}}};
   return doc.dump() + "\n";
+}
+
+std::string TimelineRecorder::note(const std::string& path) const {
+  if (!dropped_) return "";
+  return path + ": --timeline stopped after " + std::to_string(slices_.size()) + " instructions (" +
+         std::to_string(dropped_) + " more not shown)";
 }
 
 }  // namespace attnsim

@@ -11,6 +11,9 @@
 
 namespace attnsim {
 
+// The unit an instruction occupies: dram, mac, alu on scalar machines; dma, mxu, vpu on tile machines.
+std::string unit_of(const isa::Program& program, const isa::Instruction& inst);
+
 class TimelineRecorder : public StepObserver {
  public:
   // Keeps at most `limit` instructions (a timeline of millions of slices is unreadable anyway).
@@ -19,6 +22,8 @@ class TimelineRecorder : public StepObserver {
   void after_step(size_t index, uint64_t start, uint64_t done) override;
   // The JSON document; `dropped` instructions beyond the limit are mentioned in its metadata.
   std::string json() const;
+  // "" when every instruction is in the timeline, else a line saying where it stopped.
+  std::string note(const std::string& path) const;
 
  private:
   struct Slice {

@@ -104,11 +104,15 @@ int cmd_run(const std::vector<std::string>& args) {
       "tile programs: skip values, keep counts and cycles")(
       "timeline", po::value(&options.timeline),
       "write each unit's activity as a Perfetto / chrome://tracing JSON (first 200,000 instructions)")(
-      "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
+      "vcd", po::value(&options.vcd),
+      "write a VCD waveform for GTKWave: registers, unit busy, DRAM accesses; tile machines: unit busy, SRAM "
+      "occupancy (first 100,000 instructions)")("param,p", po::value(&options.overrides)->composing(),
+                                                "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
-  auto parsed =
-      parse("run", desc, pos, args, "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [-p K=V]...");
+  auto parsed = parse("run", desc, pos, args,
+                      "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [--timeline FILE] [--vcd "
+                      "FILE] [-p K=V]...");
   if (parsed.help) return 0;
   isa::Program program = isa::assemble_file(trace);
   RunResult result = run_program(program, options);

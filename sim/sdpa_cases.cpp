@@ -25,6 +25,18 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 // d = 64 and 64 at d = 128, where the model's SRAM must also hold S and the O accumulator (the kernel keeps
 // them in registers): the key tile changes no SM<->L2 byte without a mask and, causal, only where the
 // diagonal falls (within 0.01% here).
+// PyTorch's memory-efficient forward, fmha_cutlassF_<dtype>_aligned_<queries>x<keys>_rf_sm80: the tiles are
+// in the name. Its SM<-L2 reads are flash2's with Q_i loaded again for every key block and a causal key
+// range ending at the query block's last row (ForwardShape::as_mem_efficient), to the byte; its writes O
+// plus the f32 log-sum-exp per row, and at 64 x 64 (d = 64) 512 bytes more per block on all six rows,
+// taken from the measurements as the flash backward's spill stores are.
+std::optional<Tiles> mem_efficient_tiles(const std::string& kernel) {
+  std::smatch m;
+  static const std::regex name(R"(^fmha_cutlassF_\w+?_(\d+)x(\d+)_rf_sm80$)");
+  if (std::regex_search(kernel, m, name)) return Tiles{std::stoll(m[1]), std::stoll(m[2])};
+  return std::nullopt;
+}
+
 bool is_cudnn_forward(const std::string& kernel) {
   return kernel.rfind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 0) == 0;
 }
@@ -156,6 +168,14 @@ Measurement sdpa_measurement(const CsvRow& row) {
     m.block_k = m.d > 64 ? 64 : 128;
     m.persistent_blocks = row.size("main_grid_size");
     m.store_row_statistic = true;  // the log-sum-exp the backward needs, f32 per row, with O
+    return m;
+  }
+  if (auto tiles = mem_efficient_tiles(row.text("main_kernel"))) {
+    m.block_q = tiles->block_q;
+    m.block_k = tiles->block_k;
+    m.as_mem_efficient = true;
+    m.store_row_statistic = true;
+    m.spill_bytes_per_block = tiles->block_q == 64 && tiles->block_k == 64 ? 512 : 0;
     return m;
   }
   auto tiles = forward_tiles(row.text("main_kernel"), row.text("main_kernel_template"));

@@ -206,6 +206,8 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.keys_descending = m.keys_descending;
       shape.persistent_blocks = m.persistent_blocks;
       shape.store_row_statistic = m.store_row_statistic;
+      shape.as_mem_efficient = m.as_mem_efficient;
+      shape.spill_bytes_per_block = m.spill_bytes_per_block;
       shape.dtype = *dtype;
       return traces::stream_program(
           [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });

@@ -24,15 +24,16 @@ struct Measurement {
   // registers, warps, blocks), when the CSV has them; one value applies to every launch.
   std::vector<int64_t> blocks_per_sm;
   bool keys_descending = false;  // the kernel walks key blocks from the diagonal down (FlashAttention-2's)
-  // Backward schedules (flash2-bwd): flash-attn's own launches, and the bytes each dK/dV block stores beyond
-  // its tiles (traces/attention_backward.h, BackwardShape).
+  // Backward schedules (flash2-bwd): flash-attn's own launches; both directions: the bytes each block stores
+  // beyond its tiles (traces/attention_backward.h, BackwardShape; attention_forward.h, ForwardShape).
   bool as_flash_attn = false;
   int64_t spill_bytes_per_block = 0;
   // Forward flash2: a persistent grid of this many blocks (0: one block per work tile), and whether the
   // kernel stores a row statistic with O (traces/attention_forward.h, ForwardShape).
   int64_t persistent_blocks = 0;
   bool store_row_statistic = false;
-  int line = 0;  // in the CSV, for errors
+  bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
+  int line = 0;                   // in the CSV, for errors
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.

@@ -33,7 +33,8 @@ std::vector<Block> blocks(int64_t n, int64_t block) {
 std::vector<Block> visible_keys(const ForwardShape& s, const Block& q) {
   const int64_t end = s.causal ? std::min(s.n, q.start + q.size) : s.n;
   std::vector<Block> out;
-  for (int64_t k0 = 0; k0 < end; k0 += s.block_k) out.push_back({k0, std::min(s.block_k, s.n - k0)});
+  const int64_t last = s.as_mem_efficient ? end : s.n;  // where a key tile may end
+  for (int64_t k0 = 0; k0 < end; k0 += s.block_k) out.push_back({k0, std::min(s.block_k, last - k0)});
   return out;
 }
 
@@ -537,7 +538,8 @@ void flash1(Gen& g) {
 struct Flash2Buffers {
   int qi = -1, kj[2] = {-1, -1}, vj[2] = {-1, -1}, sc = -1, pb = -1;
   int m = -1, m_tile = -1, m_new = -1, alpha = -1, l = -1, l_tile = -1, oi = -1;
-  int stats = -1;  // one f32 per query row, stored with O
+  int stats = -1;              // one f32 per query row, stored with O
+  int local = -1, spill = -1;  // spill stores: a tensor of a row per block, and the buffer stored there
 };
 
 Flash2Buffers flash2_buffers(Gen& g) {
@@ -560,6 +562,11 @@ Flash2Buffers flash2_buffers(Gen& g) {
   f.l_tile = g.b.buffer("l_tile", br, 1, kAcc);
   f.oi = g.b.buffer("Oi", br, d, kAcc);
   if (s.store_row_statistic) f.stats = g.row_stat("stats");
+  if (s.spill_bytes_per_block > 0) {
+    const int64_t blocks = s.persistent_blocks > 0 ? s.persistent_blocks : s.heads * ((s.n + br - 1) / br);
+    f.local = g.b.tensor("local", blocks, s.spill_bytes_per_block / 4, kAcc, false, 0);
+    f.spill = g.b.buffer("spill", 1, s.spill_bytes_per_block / 4, kAcc);
+  }
   return f;
 }
 
@@ -578,6 +585,7 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
   stream(
       keys.size(), s.double_buffer,
       [&](size_t j, int slot) {
+        if (s.as_mem_efficient && j > 0) g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
         g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
         g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
       },
@@ -629,6 +637,11 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
   if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(l, rows), g.at(f.stats, h, qb)});
 }
 
+// A block's spill stores, at its end: a row of `local` per block.
+void store_spill(Gen& g, const Flash2Buffers& f, int64_t block) {
+  if (f.local >= 0) g.emit(Opcode::Store, {g.buf(f.spill), g.b.rows_of(f.local, block, 1)});
+}
+
 // flash2: traces::flash2_forward with heads and BREAK IT (the same instructions for one head, no breaks):
 // outer loop over query blocks, O accumulated on chip and written once, K and V streamed per query block.
 // One kernel: grid (query block, head), x fastest, as FlashAttention-2's forward launches it; or, with
@@ -645,6 +658,7 @@ void flash2(Gen& g) {
       for (int64_t i = 0; i < per_head; ++i) {
         g.b.begin_block(kernel, {i, h, 0});
         flash2_tile(g, f, h, q_blocks[static_cast<size_t>(i)]);
+        store_spill(g, f, h * per_head + i);
       }
     return;
   }
@@ -653,6 +667,7 @@ void flash2(Gen& g) {
     g.b.begin_block(kernel, {block, 0, 0});
     for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
       flash2_tile(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)]);
+    store_spill(g, f, block);
   }
 }
 
@@ -660,8 +675,14 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
   if (s.persistent_blocks < 0) throw std::invalid_argument("persistent_blocks must not be negative");
-  if ((s.persistent_blocks > 0 || s.store_row_statistic) && schedule != ForwardSchedule::Flash2)
-    throw std::invalid_argument("a persistent grid and a stored row statistic are flash2 options");
+  if (s.spill_bytes_per_block < 0 || s.spill_bytes_per_block % 4 != 0)
+    throw std::invalid_argument("spill bytes per block: a multiple of 4");
+  if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient ||
+       s.spill_bytes_per_block > 0) &&
+      schedule != ForwardSchedule::Flash2)
+    throw std::invalid_argument(
+        "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "
+        "options");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

@@ -50,6 +50,13 @@ struct ForwardShape : AttentionShape {
   // kernels write for the backward; the model stores l, having no logarithm, so the bytes are right and the
   // values unchecked).
   bool store_row_statistic = false;
+  // flash2 only: the loads of PyTorch's memory-efficient kernel (CUTLASS fmha_cutlassF): Q_i is loaded again
+  // for every key block (it streams through the same pipeline as K_j), and a causal query block's keys end
+  // at its last row, so its last key tile may be partial.
+  bool as_mem_efficient = false;
+  // flash2 only: bytes every block stores at its end beyond O (a compiled kernel's register spills to local
+  // memory, which reach L2); a multiple of 4, 0 for none.
+  int64_t spill_bytes_per_block = 0;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

@@ -11,12 +11,19 @@ namespace attnsim {
 
 namespace {
 
-// VCD identifier codes: printable ASCII 33..126, as short as possible.
+// VCD identifier codes: printable ASCII, as short as possible; '$' and '#' are left out because they start
+// keywords and timestamps, and a lenient reader could take a code for one.
 std::string code_of(size_t index) {
+  static const std::string alphabet = [] {
+    std::string chars;
+    for (char c = 33; c < 127; ++c)
+      if (c != '$' && c != '#') chars += c;
+    return chars;
+  }();
   std::string code;
   do {
-    code += static_cast<char>(33 + index % 94);
-    index /= 94;
+    code += alphabet[index % alphabet.size()];
+    index /= alphabet.size();
   } while (index);
   return code;
 }

@@ -268,6 +268,24 @@ void record_counts(const isa::Program& program, Machine& machine, bool tiles, Ru
   result.register_writes = machine.regfile().writes;
 }
 
+// --stats-json, --timeline and --vcd together: all of them or none (a bad path leaves no partial output).
+void write_outputs(const RunOptions& options, RunResult& result, const Recorders& recorders) {
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!options.stats_json.empty()) files.emplace_back(options.stats_json, result.stats.dump(2) + "\n");
+  if (recorders.timeline) {
+    files.emplace_back(options.timeline, recorders.timeline->json());
+    if (auto note = recorders.timeline->note(options.timeline); !note.empty()) result.notes.push_back(note);
+  }
+  if (recorders.vcd) {
+    files.emplace_back(options.vcd, recorders.vcd->text());
+    if (recorders.vcd->dropped())
+      result.notes.push_back(
+          fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd is for small runs)",
+                      options.vcd, recorders.vcd->recorded(), recorders.vcd->dropped()));
+  }
+  write_files_atomically(files);
+}
+
 }  // namespace
 
 RunResult run_program(const isa::Program& program, const RunOptions& options) {
@@ -300,18 +318,7 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
                   {"config", machine.effective_config()},
                   {"stats", machine.stats_json()}};
   result.stats["checks"] = checks_json(result.checks);
-  if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
-  if (recorders->timeline) {
-    write_file_atomically(options.timeline, recorders->timeline->json());
-    if (auto note = recorders->timeline->note(options.timeline); !note.empty()) result.notes.push_back(note);
-  }
-  if (recorders->vcd) {
-    write_file_atomically(options.vcd, recorders->vcd->text());
-    if (recorders->vcd->dropped())
-      result.notes.push_back(
-          fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd is for small runs)",
-                      options.vcd, recorders->vcd->recorded(), recorders->vcd->dropped()));
-  }
+  write_outputs(options, result, *recorders);
   return result;
 }
 
@@ -402,29 +409,54 @@ void print_counts(std::ostream& out, const isa::Program& program, const RunResul
   print_checks(out, r.checks);
 }
 
-void write_file_atomically(const std::string& path, const std::string& contents) {
-  namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path temp = target;
+namespace {
+
+std::filesystem::path temp_of(const std::string& path) {
+  std::filesystem::path temp(path);
   temp += fmt::format(".tmp{}", ::getpid());
-  {
-    errno = 0;
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path, {}, "cannot write output file: " + system_reason(errno));
-    out << contents;
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      throw InputError(path, {}, "write failed");
+  return temp;
+}
+
+// Writes `contents` beside `path` under a temporary name; on failure removes it and throws.
+void write_temp(const std::string& path, const std::string& contents) {
+  const auto temp = temp_of(path);
+  errno = 0;
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(path, {}, "cannot write output file: " + system_reason(errno));
+  out << contents;
+  out.flush();
+  if (!out) {
+    const int error = errno;
+    std::error_code ignored;
+    std::filesystem::remove(temp, ignored);
+    throw InputError(path, {}, "write failed: " + system_reason(error));
+  }
+}
+
+}  // namespace
+
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files) {
+  namespace fs = std::filesystem;
+  size_t written = 0;
+  try {
+    for (; written < files.size(); ++written) write_temp(files[written].first, files[written].second);
+  } catch (const InputError&) {
+    std::error_code ignored;
+    for (size_t i = 0; i < written; ++i) fs::remove(temp_of(files[i].first), ignored);
+    throw;
+  }
+  for (const auto& [path, contents] : files) {
+    std::error_code ec;
+    fs::rename(temp_of(path), path, ec);
+    if (ec) {
+      fs::remove(temp_of(path), ec);
+      throw InputError(path, {}, "cannot rename temporary file into place");
     }
   }
-  std::error_code ec;
-  fs::rename(temp, target, ec);
-  if (ec) {
-    fs::remove(temp, ec);
-    throw InputError(path, {}, "cannot rename temporary file into place");
-  }
+}
+
+void write_file_atomically(const std::string& path, const std::string& contents) {
+  write_files_atomically({{path, contents}});
 }
 
 }  // namespace attnsim

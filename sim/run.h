@@ -67,5 +67,8 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
 
 // Writes to a temporary file beside `path` and renames it, so readers never see half a file.
 void write_file_atomically(const std::string& path, const std::string& contents);
+// The same for several files, all or none: every file is written to its temporary name before any is
+// renamed, so a bad path for one leaves none of them behind.
+void write_files_atomically(const std::vector<std::pair<std::string, std::string>>& files);
 
 }  // namespace attnsim

@@ -477,4 +477,11 @@ TEST_F(Cli, VersionPrintsTheVersion) {
   EXPECT_NE(o.out.find("SystemC"), std::string::npos) << o.out;
 }
 
+TEST_F(Cli, BadVcdPathLeavesNoStatsFileEither) {
+  std::string trace = write("ok.trace", kGoodTrace);
+  const std::string vcd = (work() / "no-such-dir" / "run.vcd").string();
+  expect_input_error(run_trace(kToy3, trace, {"--vcd", vcd}),
+                     vcd + ": error: ", {"cannot write output file: No such file or directory"});
+}
+
 }  // namespace

@@ -632,7 +632,6 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
         g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
       });
   g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
-  g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
   g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
   if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(l, rows), g.at(f.stats, h, qb)});
 }

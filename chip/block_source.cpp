@@ -10,7 +10,12 @@ BlockSource::BlockSource(const isa::Program& program) : program_(program), kerne
 
 bool BlockSource::fetch() {
   if (program_.stream) {
-    auto chunk = std::make_shared<isa::Chunk>();
+    // The stream gets the chunk back when the last block reading it has finished.
+    std::weak_ptr<isa::ChunkSource> stream = program_.stream;
+    auto chunk = std::shared_ptr<isa::Chunk>(new isa::Chunk, [stream](isa::Chunk* used) {
+      if (auto source = stream.lock()) source->recycle(std::move(*used));
+      delete used;
+    });
     if (!program_.stream->next(*chunk)) return false;
     current_ = std::move(chunk);
   } else {

@@ -152,6 +152,8 @@ class ChunkSource {
   virtual ~ChunkSource() = default;
   // Replaces the chunk's contents with the next chunk; false when the program has ended.
   virtual bool next(Chunk& chunk) = 0;
+  // A chunk the simulator is done with; its vectors may be reused for a later chunk.
+  virtual void recycle(Chunk&& used) {}
 };
 
 struct Program {

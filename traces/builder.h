@@ -144,12 +144,13 @@ class Builder {
     previous_tiles_ = p.tiles;  // kept for operands made in this chunk and used in the next
     const size_t filled = p.instructions.size();
     sink_->chunk({std::move(p.instructions), std::move(p.tiles), std::move(p.blocks)});
-    p.instructions = {};
-    p.blocks = {};
+    isa::Chunk next = sink_->reusable();
+    p.instructions = std::move(next.instructions);
+    p.tiles = std::move(next.tiles);
+    p.blocks = std::move(next.blocks);
     // No regrowth copies while the next chunk fills, and no fresh pages beyond what a chunk has needed (a
     // chunk per thread block is often far below the limit).
     p.instructions.reserve(std::min(sink_->chunk_instructions(), std::max<size_t>(filled, 64)));
-    p.tiles = {};
     views_.clear();
     slices_.clear();
     carried_.clear();

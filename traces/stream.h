@@ -19,6 +19,8 @@ class StreamSink {
   virtual ~StreamSink() = default;
   virtual void header(const isa::Program& header) = 0;
   virtual void chunk(isa::Chunk&& chunk) = 0;
+  // An empty chunk whose vectors keep the capacity of one the simulator has finished (none: fresh).
+  virtual isa::Chunk reusable() = 0;
   virtual size_t chunk_instructions() const = 0;
 };
 StreamSink* current_stream_sink();

@@ -28,6 +28,12 @@ uint64_t sectors(uint8_t mask) {
   return kSectorCount[mask];
 }
 
+// set_of reduces a 40-bit hash modulo the set count by multiplying with ceil(2^64 / sets): exact while
+// hash * (rounding error) / 2^64 < 2^-24 <= 1 / sets, i.e. for fewer than 2^24 sets.
+constexpr uint64_t kMaxSets = uint64_t{1} << 24;
+constexpr uint64_t kPrefetchRows = 4;  // how far ahead access() fetches the sets of a tile's rows
+__extension__ using Uint128 = unsigned __int128;
+
 }  // namespace
 
 L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
@@ -44,8 +50,15 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
         "{}: capacity_bytes ({}) must be a positive multiple of line_bytes x ways x partitions ({})", name(),
         p.capacity_bytes, per_set));
   sets_per_partition_ = p.capacity_bytes / per_set;
+  if (sets_per_partition_ >= kMaxSets)
+    throw std::invalid_argument(fmt::format("{}: more than {} sets per partition", name(), kMaxSets));
+  set_divisor_magic_ = sets_per_partition_ == 1 ? 0 : UINT64_MAX / sets_per_partition_ + 1;
   sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
-  lines_.assign(static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes)), Line{});
+  line_shift_ = std::countr_zero(static_cast<uint64_t>(p.line_bytes));
+  sector_shift_ = std::countr_zero(static_cast<uint64_t>(p.sector_bytes));
+  const size_t slots = static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes));
+  tags_.assign(slots, 0);
+  lines_.assign(slots, Line{});
   reset({});
 
   const char* sectors = "sectors";
@@ -83,6 +96,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = eager_writebacks = 0;
+  std::fill(tags_.begin(), tags_.end(), 0);
   std::fill(lines_.begin(), lines_.end(), Line{});
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
@@ -92,12 +106,14 @@ void L2Cache::reset(const std::vector<std::string>& names) {
 
 int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
-  return static_cast<int>(((line_index * 0xD6E8FEB86659FD93ull) >> 40) %
-                          static_cast<uint64_t>(params_.partitions));
+  const uint64_t hash = (line_index * 0xD6E8FEB86659FD93ull) >> 40;
+  if (power_of_two(params_.partitions))  // a mask, not a division per line
+    return static_cast<int>(hash & static_cast<uint64_t>(params_.partitions - 1));
+  return static_cast<int>(hash % static_cast<uint64_t>(params_.partitions));
 }
 
 int L2Cache::partition_of(uint64_t addr) const {
-  return home_of_line(addr / static_cast<uint64_t>(params_.line_bytes));
+  return home_of_line(addr >> line_shift_);
 }
 
 int L2Cache::serving_partition(int near, uint64_t line_index) const {
@@ -107,7 +123,15 @@ int L2Cache::serving_partition(int near, uint64_t line_index) const {
 // Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
 // pile into a few sets; a multiplicative hash has the same effect.
 uint64_t L2Cache::set_of(uint64_t line_index) const {
-  return ((line_index * 0x9E3779B97F4A7C15ull) >> 24) % sets_per_partition_;
+  if (sets_per_partition_ == 1) return 0;  // its magic, 2^64, does not fit
+  const uint64_t hash = (line_index * 0x9E3779B97F4A7C15ull) >> 24;
+  const uint64_t quotient = static_cast<uint64_t>((Uint128{hash} * set_divisor_magic_) >> 64);
+  return hash - quotient * sets_per_partition_;
+}
+
+uint64_t L2Cache::first_way(int partition, uint64_t line_index) const {
+  const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
+  return set * static_cast<uint64_t>(params_.ways);
 }
 
 void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) {
@@ -129,26 +153,35 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
   }
 }
 
+// The way of a set holding `tag`, or -1. Compares 32 ways at a time without branching on each: which way
+// matches is random, so a loop that stops at the match mispredicts on nearly every lookup.
+int64_t L2Cache::find_way(const uint64_t* tags, uint64_t tag) const {
+  for (int64_t w = 0; w < params_.ways; ++w)
+    if (tags[w] == tag) return w;
+  return -1;
+}
+
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
-  const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
-  Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
-  const uint64_t tag = line_index + 1;
-  for (int64_t w = 0; w < params_.ways; ++w)  // hits are most accesses: look for the tag alone first
-    if (ways[w].tag == tag) {
-      if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
-      hit = true;
-      return ways[w];
-    }
-  hit = false;
-  Line* victim = ways;  // the first invalid way, else the oldest
-  for (int64_t w = 0; w < params_.ways && victim->tag != 0; ++w)
-    if (ways[w].tag == 0 || ways[w].stamp < victim->stamp) victim = &ways[w];
-  if (victim->tag != 0) {
-    ++evictions;
-    if (victim->dirty) write_to_dram(*victim, victim->tag - 1, now_);
+  const uint64_t first = first_way(partition, line_index);
+  uint64_t* tags = &tags_[first];
+  Line* ways = &lines_[first];
+  const int64_t w = find_way(tags, line_index + 1);
+  if (w >= 0) {
+    if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
+    hit = true;
+    return ways[w];
   }
-  *victim = Line{line_index + 1, ++clock_, 0, 0, tensor};
-  return *victim;
+  hit = false;
+  int64_t victim = 0;  // the first invalid way, else the oldest
+  for (int64_t w = 0; w < params_.ways && tags[victim] != 0; ++w)
+    if (tags[w] == 0 || ways[w].stamp < ways[victim].stamp) victim = w;
+  if (tags[victim] != 0) {
+    ++evictions;
+    if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
+  }
+  tags[victim] = line_index + 1;
+  ways[victim] = Line{++clock_, 0, 0, tensor};
+  return ways[victim];
 }
 
 uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
@@ -188,7 +221,7 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
   l.valid |= mask;
   l.dirty |= mask;
   l.tensor = tensor;
-  if (!was_dirty) limit_dirty_lines(home, line_index, l);
+  if (!was_dirty) limit_dirty_lines(first_way(home, line_index), l);
   if (tensor < 0) return;
   const uint64_t count = sectors(mask);
   write_sectors[tensor] += count, write_hit_sectors[tensor] += hits,
@@ -197,21 +230,21 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
 
 // At most max_dirty_ways dirty lines per set: one more writes back the least recently used other dirty line
 // of the set, which stays valid and clean (an eager write-back, counted as a DRAM write).
-void L2Cache::limit_dirty_lines(int partition, uint64_t line_index, const Line& written) {
+void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
   if (params_.max_dirty_ways >= params_.ways) return;
-  const uint64_t set = static_cast<uint64_t>(partition) * sets_per_partition_ + set_of(line_index);
-  Line* ways = &lines_[set * static_cast<uint64_t>(params_.ways)];
+  const uint64_t* tags = &tags_[first];
+  Line* ways = &lines_[first];
   int64_t dirty = 0;
-  Line* oldest = nullptr;
+  int64_t oldest = -1;
   for (int64_t w = 0; w < params_.ways; ++w) {
-    Line& l = ways[w];
-    if (!l.tag || !l.dirty) continue;
+    const Line& l = ways[w];
+    if (!tags[w] || !l.dirty) continue;
     ++dirty;
-    if (&l != &written && (!oldest || l.stamp < oldest->stamp)) oldest = &l;
+    if (&l != &written && (oldest < 0 || l.stamp < ways[oldest].stamp)) oldest = w;
   }
-  if (dirty <= params_.max_dirty_ways || !oldest) return;
-  write_to_dram(*oldest, oldest->tag - 1, now_);
-  oldest->dirty = 0;
+  if (dirty <= params_.max_dirty_ways || oldest < 0) return;
+  write_to_dram(ways[oldest], tags[oldest] - 1, now_);
+  ways[oldest].dirty = 0;
   ++eager_writebacks;
 }
 
@@ -231,11 +264,12 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     run_begin = run_end = 0;
   };
   for (uint64_t r = 0; r < a.rows; ++r) {
+    if (r + kPrefetchRows < a.rows) prefetch_set(a, r + kPrefetchRows, near);
     const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
-    for (uint64_t li = begin / line_bytes; li * line_bytes < end; ++li) {
+    for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
       const uint64_t lb = li * line_bytes;
-      const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) / sector);
-      const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) / sector);
+      const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) >> sector_shift_);
+      const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) >> sector_shift_);
       const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
       const int serving = a.is_write ? home_of_line(li) : serving_partition(near, li);
       partition_bytes_[static_cast<size_t>(serving)] += sectors(mask) * sector;
@@ -244,6 +278,7 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
         continue;
       }
       const uint8_t missing = read_line(near, li, mask, a.tensor);
+      if (!missing) continue;
       for (uint32_t s = first; s <= last; ++s) {
         if (!(missing >> s & 1)) continue;
         const uint64_t at = lb + s * sector;
@@ -254,6 +289,18 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   }
   fetch_run();
   return std::max(partition_done(near, issue_cycle), dram_done);
+}
+
+// The sets a tile's rows map to are scattered over the model's arrays (megabytes), so looking a row up
+// waits on host memory; fetching the set of a row a few rows ahead hides most of that wait.
+void L2Cache::prefetch_set(const MemAccess& a, uint64_t row, int near) const {
+  const uint64_t line_index = (a.addr + row * a.stride_bytes) >> line_shift_;
+  const int serving = a.is_write ? home_of_line(line_index) : serving_partition(near, line_index);
+  const uint64_t first = first_way(serving, line_index);
+  const uint64_t* tags = &tags_[first];
+  const Line* ways = &lines_[first];
+  for (int64_t w = 0; w < params_.ways; w += 8) __builtin_prefetch(tags + w);
+  for (int64_t w = 0; w < params_.ways; w += 4) __builtin_prefetch(ways + w, 1);
 }
 
 // When the partitions the access touched have served their bytes (booked on their calendars).
@@ -278,15 +325,18 @@ void L2Cache::forget_before(uint64_t cycle) {
 
 std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
   std::vector<uint64_t> out(tensor_names.size(), 0);
-  for (const Line& l : lines_)
-    if (l.tag && l.dirty && l.tensor >= 0)
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    const Line& l = lines_[i];
+    if (tags_[i] && l.dirty && l.tensor >= 0)
       out[l.tensor] += sectors(l.dirty) * static_cast<uint64_t>(params_.sector_bytes);
+  }
   return out;
 }
 
 void L2Cache::flush() {
   const std::vector<uint64_t> dirty = dirty_bytes_per_tensor();
   for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
+  std::fill(tags_.begin(), tags_.end(), 0);
   std::fill(lines_.begin(), lines_.end(), Line{});
 }
 

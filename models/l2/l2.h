@@ -79,8 +79,9 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t eager_writebacks = 0;      // dirty lines written back early (max_dirty_ways)
 
  private:
+  // A line's state; its tag is kept apart (tags_), so the search of a set reads 16 tags in two host cache
+  // lines instead of the whole state of every way.
   struct Line {
-    uint64_t tag = 0;  // line index + 1; 0 = invalid
     uint64_t stamp = 0;
     uint8_t valid = 0, dirty = 0;  // sector masks
     int32_t tensor = -1;
@@ -88,8 +89,9 @@ class L2Cache : public Component, public MemoryLevel {
   // The line's slot in its set of `partition` (allocating, and evicting a victim, if absent); `hit` tells
   // which.
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
+  int64_t find_way(const uint64_t* tags, uint64_t tag) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
-  void limit_dirty_lines(int partition, uint64_t line_index, const Line& written);
+  void limit_dirty_lines(uint64_t set, const Line& written);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
   uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
@@ -97,13 +99,19 @@ class L2Cache : public Component, public MemoryLevel {
   int serving_partition(int near, uint64_t line_index) const;
   int home_of_line(uint64_t line_index) const;
   uint64_t partition_done(int near, uint64_t issue_cycle);
+  void prefetch_set(const MemAccess& access, uint64_t row, int near) const;
   uint64_t set_of(uint64_t line_index) const;
+  // First slot of the set of `partition` that holds `line_index`.
+  uint64_t first_way(int partition, uint64_t line_index) const;
 
   Params params_;
   MemoryLevel* next_ = nullptr;
   uint64_t sets_per_partition_ = 0;
   uint32_t sectors_per_line_ = 4;
-  std::vector<Line> lines_;  // [partition][set][way]
+  int line_shift_ = 7, sector_shift_ = 5;  // log2 of line_bytes and sector_bytes (both powers of two)
+  uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
+  std::vector<uint64_t> tags_;             // [partition][set][way]: line index + 1; 0 = invalid
+  std::vector<Line> lines_;                // same layout
   std::vector<BandwidthCalendar> calendars_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
   uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps

@@ -31,6 +31,9 @@ struct Measurement {
   // Forward flash2: a persistent grid of this many blocks (0: one block per work tile), and whether the
   // kernel stores a row statistic with O (traces/attention_forward.h, ForwardShape).
   int64_t persistent_blocks = 0;
+  // A persistent kernel whose work tiles go to blocks as they finish (a dynamic tile scheduler): simulated
+  // as the ordinary grid at the measured one block per SM, which the block scheduler hands out the same way.
+  bool dynamic_tiles = false;
   bool store_row_statistic = false;
   bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
   int line = 0;                   // in the CSV, for errors

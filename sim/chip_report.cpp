@@ -66,9 +66,9 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
   out << fmt::format("whole chip        {} cores, {} kernel(s), {} thread blocks ({} to {} per core)\n",
                      s.cores, s.kernels.size(), s.blocks, s.min_blocks_per_core, s.max_blocks_per_core);
   for (const auto& k : s.kernels)
-    out << fmt::format("  kernel {:20} grid {}x{}x{}, {} blocks/core, {:.2f} waves, cycles {}..{}\n", k.name,
-                       k.grid[0], k.grid[1], k.grid[2], k.blocks_per_core, k.waves, k.start_cycle,
-                       k.end_cycle);
+    out << fmt::format(
+        "  kernel {:20} grid {}x{}x{}, occupancy {} blocks/core, {:.2f} waves, cycles {}..{}\n", k.name,
+        k.grid[0], k.grid[1], k.grid[2], k.blocks_per_core, k.waves, k.start_cycle, k.end_cycle);
   out << fmt::format("time (whole chip) {} cycles = {:.3f} us\n", s.cycles, us);
   const char* link = s.has_l2 ? "SM<->L2" : "SM<->DRAM";
   out << fmt::format("{:9} read     {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_read),

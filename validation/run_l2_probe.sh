@@ -2,6 +2,7 @@
 # L2 capacity and replacement probe (validation/l2_probe.cu), in one call on the device machine:
 #   bash validation/run_l2_probe.sh            (from the repository root; $OUT comes back)
 #   SET=extra bash validation/run_l2_probe.sh  (writers, two blocks per SM, and per-block pass timestamps)
+#   SET=waves bash validation/run_l2_probe.sh  (in-step readers over 1 to 8 waves, with timestamps)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
 # row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
 set -uo pipefail
@@ -51,7 +52,18 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
 }
-if [ "$SET" = reads ]; then
+if [ "$SET" = waves ]; then
+  # Many waves of in-step readers (FlashAttention's K/V at long N): 1 to 8 waves of 264 blocks (2 per SM).
+  for blocks in 264 528 1056 2112; do run shared $((32 * MB)) 1 "$blocks"; done
+  for blocks in 528 2112; do run spread $((32 * MB)) 1 "$blocks"; done
+  for args in "shared $((32 * MB)) 1 2112" "shared $((16 * MB)) 1 2112"; do
+    # shellcheck disable=SC2086
+    "$WORK/l2_probe" $args > /dev/null
+    name="$(echo "$args" | awk '{printf "%s_%dMiB_x%d_%db", $1, $2 / 1048576, $3, $4}')"
+    # shellcheck disable=SC2086
+    TIMES="$OUT/${G}_l2_probe_times_$name.csv" "$WORK/l2_probe" $args
+  done
+elif [ "$SET" = reads ]; then
   for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done
   for s in 8 16 24 32 40 48 64; do run private $((s * MB)) 3; done
   for s in 8 16 20 24 28 32 36 40 48 64; do run shared $((s * MB)) 3; done

@@ -95,6 +95,27 @@ TEST(L2Probe, StoresAndTwoBlocksPerSmMatchTheH100Measurements) {
   EXPECT_EQ(compared, 12);
 }
 
+// Many waves of readers (validation/data/h100_l2_probe_waves.csv, 2 blocks per SM as the probe's 1,024
+// threads allow): 32 MiB read once by 264 to 1,056 blocks in step costs one DRAM read of the buffer per wave
+// of 264 on the GPU (what LRU over copies in both partitions leaves of a 32 MiB stream); out-of-step readers
+// (spread, 528 blocks) fetch it 2.4 times. Shared within 2%, spread within 20% (simulated 1.18x). The
+// 2,112-block rows, measured too (8 waves: 268.6 MB and 292.0 MB; simulated 268.4 MB and 301.8 MB), take a
+// minute to simulate and are left to `attnsim probe ... -p chip.blocks_per_core=2`.
+TEST(L2Probe, ManyWavesOfReadersMatchTheH100Measurements) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"chip.blocks_per_core=2"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_waves.csv")) {
+    if (r.shape.blocks > 1056) continue;
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    const bool spread = r.shape.mode == traces::ProbeMode::Spread;
+    EXPECT_NEAR(predicted / r.dram_read, 1.0, spread ? 0.20 : 0.02)
+        << traces::probe_mode_name(r.shape.mode) << ", " << r.shape.blocks << " blocks: simulated "
+        << predicted << ", measured " << r.dram_read;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
 // The H200 (60 MiB of L2, the same design): the probe measured there, against configs/h200.yaml, whose L2
 // rules came from the H100 rows. One SM's buffer and stores within 10%, except one SM at 28 and 64 MiB,
 // just past each partition's and the whole L2's capacity, where a few percent of effective capacity swing

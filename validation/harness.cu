@@ -251,6 +251,32 @@ Check check_output(const Options& o, const std::vector<__half>& out, const std::
 
 }  // namespace
 
+// With TIMES=file in the environment (flash2): one more run recording each block's SM, start and end, written
+// as block,sm,start_ns,end_ns (ns from the earliest start): block placement and drift on the GPU.
+template <typename Run>
+void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t st) {
+  const char* path = std::getenv("TIMES");
+  if (!path || o.schedule != "flash2") return;
+  const size_t blocks = static_cast<size_t>(g.n / g.br) * g.heads;
+  unsigned long long* times = nullptr;
+  CHECK(cudaMalloc(&times, 3 * blocks * sizeof(unsigned long long)));
+  attnval::set_block_times(times);
+  run();
+  CHECK(cudaStreamSynchronize(st));
+  attnval::set_block_times(nullptr);
+  std::vector<unsigned long long> host(3 * blocks);
+  CHECK(cudaMemcpy(host.data(), times, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+  CHECK(cudaFree(times));
+  unsigned long long t0 = host[1];
+  for (size_t b = 0; b < blocks; ++b) t0 = std::min(t0, host[3 * b + 1]);
+  FILE* f = std::fopen(path, "w");
+  if (!f) return;
+  std::fprintf(f, "block,sm,start_ns,end_ns\n");
+  for (size_t b = 0; b < blocks; ++b)
+    std::fprintf(f, "%zu,%llu,%llu,%llu\n", b, host[3 * b], host[3 * b + 1] - t0, host[3 * b + 2] - t0);
+  std::fclose(f);
+}
+
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const Dims& g = o.dims;
@@ -370,6 +396,7 @@ int main(int argc, char** argv) {
     CHECK(cudaEventDestroy(stop));
   }
 
+  write_block_times(o, g, run, st);
   const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
   const bool ok = c.nonfinite == 0 && c.max_rel <= tolerance && deterministic != 0;
   std::printf(

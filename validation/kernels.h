@@ -49,6 +49,8 @@ int launch_flash2(const Dims&, const __half* q, const __half* k, const __half* v
 
 // Helpers (not counted): fill with a NaN pattern; read a buffer larger than L2 to evict everything.
 void launch_poison(__half* p, size_t count, cudaStream_t);
+// flash2 records each block's SM, start and end (%globaltimer) into times[3 * block] when set; null: off.
+void set_block_times(unsigned long long* times);
 void launch_l2_flush(const float4* buf, size_t count4, float* sink, cudaStream_t);
 
 }  // namespace attnval

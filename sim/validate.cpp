@@ -204,7 +204,6 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.block_k = m.block_k;
       shape.causal = m.causal;
       shape.keys_descending = m.keys_descending;
-      shape.persistent_blocks = m.persistent_blocks;
       shape.store_row_statistic = m.store_row_statistic;
       shape.as_mem_efficient = m.as_mem_efficient;
       shape.spill_bytes_per_block = m.spill_bytes_per_block;
@@ -320,17 +319,6 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       out << "persistent grids with a dynamic tile scheduler (cuDNN): work tiles go to SMs as they free up, "
              "simulated as the ordinary grid at one block per SM; inferred from the causal rows (a static "
              "round robin reads 1.8 to 27 times their measured DRAM bytes), not documented\n";
-      break;
-    }
-  for (const auto& r : s.rows)
-    if (r.measured.persistent_blocks > 0) {
-      out << fmt::format(
-          "persistent grids ({} blocks): block b takes work tiles b, b + {}, ... of the ordinary launch "
-          "order, "
-          "an assumption (cuDNN's tile order is not documented; SM<->L2 bytes do not depend on it, DRAM "
-          "bytes "
-          "do)\n",
-          r.measured.persistent_blocks, r.measured.persistent_blocks);
       break;
     }
   for (const auto& m : s.not_simulated)

@@ -28,9 +28,8 @@ struct Measurement {
   // beyond its tiles (traces/attention_backward.h, BackwardShape; attention_forward.h, ForwardShape).
   bool as_flash_attn = false;
   int64_t spill_bytes_per_block = 0;
-  // Forward flash2: a persistent grid of this many blocks (0: one block per work tile), and whether the
-  // kernel stores a row statistic with O (traces/attention_forward.h, ForwardShape).
-  int64_t persistent_blocks = 0;
+  // Forward flash2: whether the kernel stores a row statistic with O (traces/attention_forward.h,
+  // ForwardShape).
   // A persistent kernel whose work tiles go to blocks as they finish (a dynamic tile scheduler): simulated
   // as the ordinary grid at the measured one block per SM, which the block scheduler hands out the same way.
   bool dynamic_tiles = false;

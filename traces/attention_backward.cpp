@@ -67,6 +67,13 @@ class Gen {
     return slice(tensor, h * s_.n * s_.n, r.start, r.rows, c.start, c.rows, s_.n);
   }
   void emit(Opcode op, std::initializer_list<Operand> operands) { b.emit(op, operands); }
+  // acc = x y on the first tile of a sum (MAC_Z), acc += x y after it (MAC).
+  void mac(bool first, Operand x, Operand y, Operand acc) {
+    if (first)
+      emit(Opcode::MacZ, {x, y, acc});
+    else
+      emit(Opcode::Mac, {x, y, acc, acc});
+  }
 
   Builder b;
 
@@ -246,17 +253,11 @@ void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t
     g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
   g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
   g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
-  if (first)
-    g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
-  else
-    g.emit(Opcode::Mac, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c), b.buf(dvj, c)});
+  g.mac(first, b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c));
   g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
   g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
   g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
-  if (first)
-    g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
-  else
-    g.emit(Opcode::Mac, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c), b.buf(dkj, c)});
+  g.mac(first, b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c));
   g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
   g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(p.dq_acc, h, qb)});
 }
@@ -382,10 +383,7 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
         g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
         g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
         g.emit(Opcode::StoreAdd, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
-        if (first)
-          g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
-        else
-          g.emit(Opcode::Mac, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r), b.buf(dqi, r)});
+        g.mac(first, b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r));
         first = false;
       }
       g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
@@ -497,10 +495,7 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
       const int64_t c = kb.rows;
       g.emit(Opcode::Load, {g.tile(dstensor, h, qb, kb), b.buf(dst, r, c)});
       g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
-      if (first)
-        g.emit(Opcode::MacZ, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r)});
-      else
-        g.emit(Opcode::Mac, {b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r), b.buf(accq, r)});
+      g.mac(first, b.buf(dst, r, c), b.buf(kj, c), b.buf(accq, r));
       first = false;
     }
     g.emit(Opcode::Store, {b.buf(accq, r), g.rows(t.dq, h, qb)});
@@ -514,10 +509,7 @@ isa::Program naive(const BackwardShape& s, Gen& g) {
         const int64_t r = qb.rows;
         g.emit(Opcode::Load, {g.tile(left, h, qb, kb), b.buf(dst, r, c)});
         g.emit(Opcode::Load, {g.rows(right, h, qb), b.buf(right_buf, r)});
-        if (first)
-          g.emit(Opcode::MacZ, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c)});
-        else
-          g.emit(Opcode::Mac, {b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c), b.buf(acck, c)});
+        g.mac(first, b.buf(dst, r, c, true), b.buf(right_buf, r), b.buf(acck, c));
         first = false;
       }
       g.emit(Opcode::Store, {b.buf(acck, c), g.rows(out, h, kb)});

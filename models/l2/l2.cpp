@@ -31,7 +31,6 @@ uint64_t sectors(uint8_t mask) {
 // set_of reduces a 40-bit hash modulo the set count by multiplying with ceil(2^64 / sets): exact while
 // hash * (rounding error) / 2^64 < 2^-24 <= 1 / sets, i.e. for fewer than 2^24 sets.
 constexpr uint64_t kMaxSets = uint64_t{1} << 24;
-constexpr uint64_t kPrefetchRows = 4;  // how far ahead access() fetches the sets of a tile's rows
 __extension__ using Uint128 = unsigned __int128;
 
 }  // namespace
@@ -264,7 +263,6 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     run_begin = run_end = 0;
   };
   for (uint64_t r = 0; r < a.rows; ++r) {
-    if (r + kPrefetchRows < a.rows) prefetch_set(a, r + kPrefetchRows, near);
     const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
     for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
       const uint64_t lb = li * line_bytes;
@@ -289,18 +287,6 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   }
   fetch_run();
   return std::max(partition_done(near, issue_cycle), dram_done);
-}
-
-// The sets a tile's rows map to are scattered over the model's arrays (megabytes), so looking a row up
-// waits on host memory; fetching the set of a row a few rows ahead hides most of that wait.
-void L2Cache::prefetch_set(const MemAccess& a, uint64_t row, int near) const {
-  const uint64_t line_index = (a.addr + row * a.stride_bytes) >> line_shift_;
-  const int serving = a.is_write ? home_of_line(line_index) : serving_partition(near, line_index);
-  const uint64_t first = first_way(serving, line_index);
-  const uint64_t* tags = &tags_[first];
-  const Line* ways = &lines_[first];
-  for (int64_t w = 0; w < params_.ways; w += 8) __builtin_prefetch(tags + w);
-  for (int64_t w = 0; w < params_.ways; w += 4) __builtin_prefetch(ways + w, 1);
 }
 
 // When the partitions the access touched have served their bytes (booked on their calendars).

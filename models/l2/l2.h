@@ -99,7 +99,6 @@ class L2Cache : public Component, public MemoryLevel {
   int serving_partition(int near, uint64_t line_index) const;
   int home_of_line(uint64_t line_index) const;
   uint64_t partition_done(int near, uint64_t issue_cycle);
-  void prefetch_set(const MemAccess& access, uint64_t row, int near) const;
   uint64_t set_of(uint64_t line_index) const;
   // First slot of the set of `partition` that holds `line_index`.
   uint64_t first_way(int partition, uint64_t line_index) const;

@@ -159,5 +159,31 @@ TEST(Chip, ValuesOnTheChipPassTheFloat64Check) {
     EXPECT_TRUE(evaluate_check(p, check, initial, final, compute_dtype_of(p, machine.dtype())).passed);
 }
 
+// A persistent kernel (grid = the SM count, each block looping over work tiles b, b + P, ...): one kernel of
+// P blocks that moves the same SM <-> L2 bytes as the ordinary grid and still computes attention.
+TEST(Chip, PersistentGridMovesTheOrdinaryGridsBytes) {
+  traces::ForwardShape persistent = shape(512, 40, 64, true);
+  persistent.persistent_blocks = 132;
+  const isa::Program p = traces::forward_program(traces::ForwardSchedule::Flash2, persistent);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{132, 1, 1}));
+  EXPECT_EQ(p.blocks.size(), 132u);  // 8 query blocks x 40 heads = 320 work tiles over 132 blocks
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  const ChipSummary per_tile =
+      run_on(machine, traces::forward_program(traces::ForwardSchedule::Flash2, shape(512, 40, 64, true)));
+  machine.load(p, false, false);
+  std::vector<std::vector<double>> initial, final;
+  for (size_t t = 0; t < p.tensors.size(); ++t) initial.push_back(machine.chip()->tensor_values(int(t)));
+  machine.run();
+  for (size_t t = 0; t < p.tensors.size(); ++t) final.push_back(machine.chip()->tensor_values(int(t)));
+  const ChipSummary s = summarize_chip(*machine.chip(), p, machine.clock_ghz());
+  EXPECT_EQ(s.blocks, 132u);
+  EXPECT_EQ(s.sm_l2_read, per_tile.sm_l2_read);
+  EXPECT_EQ(s.sm_l2_written, per_tile.sm_l2_written);
+  ASSERT_FALSE(p.checks.empty());
+  for (const auto& check : p.checks)
+    EXPECT_TRUE(evaluate_check(p, check, initial, final, compute_dtype_of(p, machine.dtype())).passed);
+}
+
 }  // namespace
 }  // namespace attnsim

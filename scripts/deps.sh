@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages attnsim needs, only those missing. Sourced by setup.sh and test.sh.
+# Installs the Debian packages attnsim needs, only those missing. Run by setup.sh and, with --tests, by
+# test.sh: the tests also need a browser.
 set -euo pipefail
 ATTNSIM_PACKAGES=(
   g++ cmake ninja-build pkg-config
@@ -11,6 +12,10 @@ ATTNSIM_PACKAGES=(
   libgtest-dev googletest      # tests
   libbenchmark-dev time        # benchmarks and their peak-RSS figure
 )
+if [ "${1:-}" = "--tests" ]; then
+  # Headless, for the browser test of `attnsim run --html` (tests/labs/test_html.cpp; skipped without it).
+  ATTNSIM_PACKAGES+=(chromium)
+fi
 missing=()
 for package in "${ATTNSIM_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

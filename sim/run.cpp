@@ -10,6 +10,7 @@
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
+#include "sim/html_view.h"
 #include "sim/machine.h"
 #include "sim/timeline.h"
 #include "sim/vcd.h"
@@ -149,9 +150,9 @@ void record_values_and_checks(const isa::Program& program, const RunOptions& opt
 
 // A tile program on a whole chip: its blocks spread over the cores; counts per level.
 RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
-  if (options.table || !options.timeline.empty() || !options.vcd.empty())
+  if (options.table || !options.timeline.empty() || !options.vcd.empty() || !options.html.empty())
     throw InputError(program.file, {},
-                     "--table, --timeline and --vcd are for single-core machines, not a whole chip");
+                     "--table, --timeline, --vcd and --html are for single-core machines, not a whole chip");
   Chip& chip = *machine.chip();
   std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
@@ -182,19 +183,21 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
 
 namespace {
 
-// The step observers a run asked for (--table, --timeline, --vcd); the sequencer tells this one of every
-// step.
+// The step observers a run asked for (--table, --timeline, --vcd, --html); the sequencer tells this one of
+// every step.
 struct Recorders : StepObserver {
   std::unique_ptr<TableRecorder> table;
   std::unique_ptr<TimelineRecorder> timeline;
   std::unique_ptr<VcdRecorder> vcd;
+  std::unique_ptr<HtmlRecorder> html;
 
   void after_step(size_t index, uint64_t issue, uint64_t done) override {
     if (table) table->after_step(index, issue, done);
     if (timeline) timeline->after_step(index, issue, done);
     if (vcd) vcd->after_step(index, issue, done);
+    if (html) html->after_step(index, issue, done);
   }
-  bool any() const { return table || timeline || vcd; }
+  bool any() const { return table || timeline || vcd || html; }
 };
 
 // SRAM bytes each buffer takes, laid out as the allocator does (each buffer aligned, in declaration order):
@@ -217,6 +220,25 @@ std::vector<uint64_t> sram_bytes_per_buffer(const isa::Program& program, Machine
   return bytes;
 }
 
+// The page reads the machine's own counters and register file after each step, so its numbers are the run's.
+std::unique_ptr<HtmlRecorder> make_html_recorder(const isa::Program& program, const RunOptions& options,
+                                                 Machine& machine, bool tiles) {
+  HtmlRecorder::Options html;
+  html.limit = options.html_limit;
+  html.config_path = options.config_path;
+  html.issue = machine.sequencer().params().issue == Sequencer::Issue::Pipelined ? "pipelined" : "blocking";
+  html.dtype = machine.dtype();
+  if (tiles) {
+    html.hbm = machine.hbm();
+    html.sram_bytes = sram_bytes_per_buffer(program, machine);
+    html.sram_capacity = machine.sram() ? machine.sram()->params().capacity_bytes : 0;
+  } else {
+    html.registers = &machine.regfile();
+    html.dram = &machine.dram();
+  }
+  return std::make_unique<HtmlRecorder>(program, std::move(html));
+}
+
 std::unique_ptr<Recorders> make_recorders(const isa::Program& program, const RunOptions& options,
                                           Machine& machine, bool tiles) {
   auto recorders = std::make_unique<Recorders>();
@@ -236,6 +258,7 @@ std::unique_ptr<Recorders> make_recorders(const isa::Program& program, const Run
       vcd.registers = &machine.regfile();
     recorders->vcd = std::make_unique<VcdRecorder>(program, std::move(vcd));
   }
+  if (!options.html.empty()) recorders->html = make_html_recorder(program, options, machine, tiles);
   if (recorders->any()) machine.sequencer().set_observer(recorders.get());
   return recorders;
 }
@@ -268,8 +291,10 @@ void record_counts(const isa::Program& program, Machine& machine, bool tiles, Ru
   result.register_writes = machine.regfile().writes;
 }
 
-// --stats-json, --timeline and --vcd together: all of them or none (a bad path leaves no partial output).
-void write_outputs(const RunOptions& options, RunResult& result, const Recorders& recorders) {
+// --stats-json, --timeline, --vcd and --html together: all of them or none (a bad path leaves no partial
+// output). `aliases` name the stored symbolic values for the page.
+void write_outputs(const RunOptions& options, RunResult& result, const Recorders& recorders,
+                   const symbolic::Aliases& aliases) {
   std::vector<std::pair<std::string, std::string>> files;
   if (!options.stats_json.empty()) files.emplace_back(options.stats_json, result.stats.dump(2) + "\n");
   if (recorders.timeline) {
@@ -282,6 +307,14 @@ void write_outputs(const RunOptions& options, RunResult& result, const Recorders
       result.notes.push_back(
           fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd is for small runs)",
                       options.vcd, recorders.vcd->recorded(), recorders.vcd->dropped()));
+  }
+  if (recorders.html) {
+    files.emplace_back(options.html,
+                       recorders.html->html(aliases, {result.machine, result.cycles, result.instructions}));
+    if (recorders.html->dropped())
+      result.notes.push_back(fmt::format(
+          "{}: --html shows the first {} instructions ({} more not shown; --html is for small runs)",
+          options.html, recorders.html->recorded(), recorders.html->dropped()));
   }
   write_files_atomically(files);
 }
@@ -318,7 +351,7 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
                   {"config", machine.effective_config()},
                   {"stats", machine.stats_json()}};
   result.stats["checks"] = checks_json(result.checks);
-  write_outputs(options, result, *recorders);
+  write_outputs(options, result, *recorders, machine.sequencer().aliases());
   return result;
 }
 

@@ -27,6 +27,8 @@ struct RunOptions {
   size_t timeline_limit = 200000;      // instructions kept in the timeline
   std::string vcd;                     // write a VCD waveform (GTKWave) here when non-empty
   size_t vcd_limit = 100000;           // instructions drawn in the VCD
+  std::string html;                    // write a step-through page (sim/html_view.h) here when non-empty
+  size_t html_limit = 10000;           // instructions shown in the page
 };
 
 struct RunResult {
@@ -47,7 +49,7 @@ struct RunResult {
   std::map<std::string, std::vector<double>> final_values;
   nlohmann::json stats;
   std::optional<ChipSummary> chip;  // set when the machine is a whole chip
-  std::vector<std::string> notes;   // where --timeline / --vcd stopped drawing, printed after the summary
+  std::vector<std::string> notes;   // where --timeline, --vcd or --html stopped, printed after the summary
 
   bool checks_passed() const {
     for (const auto& c : checks)

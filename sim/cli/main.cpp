@@ -106,13 +106,16 @@ int cmd_run(const std::vector<std::string>& args) {
       "write each unit's activity as a Perfetto / chrome://tracing JSON (first 200,000 instructions)")(
       "vcd", po::value(&options.vcd),
       "write a VCD waveform for GTKWave: registers, unit busy, DRAM accesses; tile machines: unit busy, SRAM "
-      "occupancy (first 100,000 instructions)")("param,p", po::value(&options.overrides)->composing(),
-                                                "override a config key: -p regfile.count=6");
+      "occupancy (first 100,000 instructions)")(
+      "html", po::value(&options.html),
+      "write a self-contained page that steps through the run in a browser: the machine, the trace, "
+      "registers or SRAM buffers, DRAM/HBM traffic and cycles (first 10,000 instructions)")(
+      "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
   auto parsed = parse("run", desc, pos, args,
                       "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [--timeline FILE] [--vcd "
-                      "FILE] [-p K=V]...");
+                      "FILE] [--html FILE] [-p K=V]...");
   if (parsed.help) return 0;
   isa::Program program = isa::assemble_file(trace);
   RunResult result = run_program(program, options);
@@ -233,7 +236,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   CompareOptions options;
   std::string dtype = "f16", values = "auto";
   bool json = false, single_buffer = false;
-  std::string json_file;
+  std::string json_file, block_times;
   po::options_description desc("compare options");
   desc.add_options()("config,c", po::value(&options.config_path)->required(),
                      "tile machine YAML (configs/h100.yaml, ...)")(
@@ -257,6 +260,8 @@ int cmd_compare(const std::vector<std::string>& args) {
       "compare the backward schedules (flash2-bwd, flash2-bwd-no-d, naive-bwd) instead")(
       "json", po::bool_switch(&json), "print JSON instead of the table")("json-file", po::value(&json_file),
                                                                          "also write the JSON here")(
+      "block-times", po::value(&block_times),
+      "whole chip: write when and on which core each thread block ran (CSV, one line a block)")(
       "param,p", po::value(&options.overrides)->composing(),
       "override a config key: -p sram.capacity_bytes=100000");
   po::positional_options_description pos;
@@ -275,6 +280,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   else if (values != "auto")
     throw InputError("attnsim compare", {}, "--values must be auto, on or off");
   options.double_buffer = !single_buffer;
+  options.record_blocks = !block_times.empty();
   std::vector<CompareRow> rows;
   try {
     rows = run_compare(options);
@@ -282,7 +288,10 @@ int cmd_compare(const std::vector<std::string>& args) {
     throw InputError("attnsim compare", {}, e.what());
   }
   nlohmann::json j = compare_json(options, rows);
-  if (!json_file.empty()) write_file_atomically(json_file, j.dump(2) + "\n");
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!json_file.empty()) files.emplace_back(json_file, j.dump(2) + "\n");
+  if (!block_times.empty()) files.emplace_back(block_times, block_times_csv(rows));
+  write_files_atomically(files);
   if (json)
     std::cout << j.dump(2) << "\n";
   else
@@ -294,14 +303,17 @@ int cmd_compare(const std::vector<std::string>& args) {
 
 int cmd_validate(const std::vector<std::string>& args) {
   std::string config_path, data;
+  std::vector<std::string> overrides;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
-      "data", po::value(&data)->required(), "measurements CSV (validation/data/h100_measurements.csv)");
+      "data", po::value(&data)->required(), "measurements CSV (validation/data/h100_measurements.csv)")(
+      "param,p", po::value(&overrides)->composing(),
+      "override a config key, to see what a parameter moves: -p l2.far_data=copy");
   po::positional_options_description pos;
   pos.add("data", 1);
-  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv");
+  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv [-p key=value]");
   if (parsed.help) return 0;
-  print_validation(std::cout, validate(config_path, data, read_measurements(data)));
+  print_validation(std::cout, validate(config_path, data, read_measurements(data), overrides));
   return 0;
 }
 

@@ -177,6 +177,7 @@ nlohmann::json HtmlRecorder::layout_json() const {
   }
   j["buffers"] = std::move(buffers);
   j["sram_capacity"] = options_.sram_capacity;
+  j["sram_alignment"] = options_.sram_alignment;
   return j;
 }
 

@@ -38,6 +38,7 @@ class HtmlRecorder : public StepObserver {
     const Hbm* hbm = nullptr;                 // tile machines: bytes per tensor
     std::vector<uint64_t> sram_bytes;         // tile machines: SRAM bytes of each buffer (0 for `regs` ones)
     uint64_t sram_capacity = 0;               // tile machines: the SRAM's size in bytes
+    uint64_t sram_alignment = 1;              // tile machines: where each buffer may start
     Dtype dtype = Dtype::F32;                 // the machine's dtype: buffers declared without one
   };
   // What the page says about the whole run (known only after it).

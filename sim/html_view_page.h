@@ -150,7 +150,7 @@ function buildHeader() {
   $('step-count').textContent = M;
   $('slider').max = M;
   const c = $('counters');
-  c.append(counter('time', 'cycles elapsed', 'clock cycles, last Done so far', 'cycle', 'cycles'));
+  c.append(counter('time', 'cycles elapsed', 'clock cycles: the latest Done so far', 'cycle', 'cycles'));
   c.append(counter('off', MEM + ' reads', 'off-chip ' + MEM, 'mem-reads', MU === 'B' ? 'bytes' : 'elements'));
   c.append(counter('off', MEM + ' writes', 'off-chip ' + MEM, 'mem-writes', MU === 'B' ? 'bytes' : 'elements'));
   if (tile) c.append(counter('on', 'SRAM holding data', 'on-chip SRAM, of ' + num(D.sram_capacity) + ' B',
@@ -210,7 +210,8 @@ function buildBuffers(b) {
     b.append(regs);
   }
   b.append(el('div', 'sub', 'yellow: written by this step; dashed outline: read by it; faded: not written ' +
-                             'yet (a buffer holds data from its first write)'));
+                             'yet (a buffer holds data from its first write). Each buffer starts on a ' +
+                             D.sram_alignment + ' B boundary, so its bytes include the padding up to the next.'));
 }
 
 function buildUnits() {
@@ -326,7 +327,8 @@ function describe(s) {
   if (p.reg) box.append('Writes R' + p.reg[0] + ' = ' + p.reg[1] + (p.reg[2] ? ' (' + p.reg[2] + ')' : '') +
                         ' in the register file (on chip).');
   if (tile && p.writes.length)
-    box.append('Writes ' + p.writes.map((b) => D.buffers[b].name).join(', ') + ' (on chip).');
+    box.append('Writes ' + p.writes.map((b) => D.buffers[b].name + (D.buffers[b].space === 'sram'
+        ? ' (SRAM, on chip)' : ' (tile registers, on chip)')).join(', ') + '.');
 }
 
 function showTrace(s) {

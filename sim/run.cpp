@@ -232,6 +232,7 @@ std::unique_ptr<HtmlRecorder> make_html_recorder(const isa::Program& program, co
     html.hbm = machine.hbm();
     html.sram_bytes = sram_bytes_per_buffer(program, machine);
     html.sram_capacity = machine.sram() ? machine.sram()->params().capacity_bytes : 0;
+    html.sram_alignment = machine.sram() ? machine.sram()->params().alignment_bytes : 1;
   } else {
     html.registers = &machine.regfile();
     html.dram = &machine.dram();

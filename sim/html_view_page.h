@@ -171,7 +171,10 @@ function buildOffchip() {
     t.append(r);
   });
   b.append(t);
-  b.append(el('div', 'sub', tile ? 'counted in bytes as the program requests them (LOAD, STORE)'
+  // A single core is simulated without an L2, so on the one-SM configs (h100-sm and the like) every byte
+  // here is also what that SM would move to and from L2 on the whole chip (README.md says the same).
+  b.append(el('div', 'sub', tile ? 'bytes as the program\'s LOADs and STOREs request them; a single core ' +
+                                   'has no L2 here, so on a one-SM config (h100-sm, ...) these are its SM <-> L2 bytes'
                                  : 'one LOAD reads 1 element, one STORE writes 1 element'));
 }
 

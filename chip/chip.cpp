@@ -111,6 +111,7 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
   kernel_ = -1;
   resident_ = 0;
   kernel_reports_.clear();
+  block_records_.clear();
   cycles_ = instructions_ = blocks_ = quanta_ = 0;
 }
 
@@ -150,14 +151,20 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   slot.segment = 0;
   slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
   slot.busy = true;
+  slot.age = blocks_;
+  slot.started = at;
+  slot.launch = launch_index();
   ++resident_;
   ++blocks_;
   ++cores_[core]->blocks_run;
   if (slot.work.segments.empty()) {  // an empty block ends where it starts
     slot.busy = false;
     slot.free_at = at;
+    if (record_blocks_) block_records_.push_back({launch_index(), slot.work.index, core, at, at});
     --resident_;
+    return true;
   }
+  prepare(core, slot);
   return true;
 }
 
@@ -190,19 +197,44 @@ void Chip::start_kernel(uint64_t at) {
       if (!assign_block(static_cast<int>(c), state_[c].slots[slot], at)) return;
 }
 
-void Chip::step(int core, Slot& slot) {
+// Decodes the slot's instruction at `position` and finds when its operands are ready.
+void Chip::prepare(int core, Slot& slot) {
   const BlockSegment& seg = slot.work.segments[slot.segment];
   TileCore& tile = *state_[core].tile;
-  tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, scratch_);
-  tile.execute(scratch_, slot.ctx, params_.blocking_issue, values_);
+  tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, slot.next);
+  slot.ready = tile.ready_time(slot.next, slot.ctx);
+}
+
+// The resident block to run next, and the cycle its instruction starts. oldest_first: the one its unit
+// would accept first, the oldest block when several could start at the same cycle. fifo: the one whose
+// instruction issued first; it books its unit even while it waits for its operands.
+Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
+  const TileCore& tile = *state_[core].tile;
+  Slot* next = nullptr;
+  for (Slot& s : state_[core].slots) {
+    if (!s.busy) continue;
+    const uint64_t at = params_.oldest_first ? tile.start_time(s.next, s.ready) : s.ctx.next_issue;
+    if (!next || at < start || (at == start && params_.oldest_first && s.age < next->age)) {
+      next = &s;
+      start = at;
+    }
+  }
+  return next;
+}
+
+void Chip::step(int core, Slot& slot) {
+  state_[core].tile->execute(slot.next, slot.ctx, params_.blocking_issue, values_, slot.ready);
   ++instructions_;
-  if (++slot.position < seg.end) return;
+  const BlockSegment& seg = slot.work.segments[slot.segment];
+  if (++slot.position < seg.end) return prepare(core, slot);
   if (++slot.segment < slot.work.segments.size()) {
     slot.position = slot.work.segments[slot.segment].begin;
-    return;
+    return prepare(core, slot);
   }
   slot.busy = false;
   slot.free_at = slot.ctx.end;
+  if (record_blocks_)
+    block_records_.push_back({slot.launch, slot.work.index, core, slot.started, slot.ctx.end});
   slot.work.segments.clear();
   --resident_;
   ChipCore& c = *cores_[core];
@@ -235,18 +267,17 @@ void Chip::run_quantum(int core, uint64_t limit) {
   auto& slots = state_[core].slots;
   state_[core].waiting = nullptr;
   for (;;) {
-    Slot* next = nullptr;
     Slot* free = nullptr;
-    for (Slot& s : slots) {
-      if (s.busy && (!next || s.ctx.next_issue < next->ctx.next_issue)) next = &s;
+    for (Slot& s : slots)
       if (!s.busy && std::max(s.free_at, kernel_start_) < limit && (!free || s.free_at < free->free_at))
         free = &s;
-    }
-    if (free && (!next || std::max(free->free_at, kernel_start_) <= next->ctx.next_issue) && blocks_left()) {
+    uint64_t start = 0;
+    Slot* next = next_to_issue(core, start);
+    if (free && (!next || std::max(free->free_at, kernel_start_) <= start) && blocks_left()) {
       state_[core].waiting = free;
       return;
     }
-    if (!next || next->ctx.next_issue >= limit) return;
+    if (!next || start >= limit) return;
     step(core, *next);
   }
 }
@@ -381,6 +412,12 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
   r.kernel_launch_cycles =
       p.get<int64_t>("kernel_launch_cycles", d.kernel_launch_cycles, "cycles",
                      "gap between a kernel's last block and the next kernel's first", 0, 1ll << 40);
+  r.oldest_first =
+      p.choice("issue_priority", "oldest", {"oldest", "fifo"},
+               "which resident block's instruction a core runs next: oldest (the one its unit can take "
+               "first; of several, the block placed earliest, as a GPU's warp schedulers favour older "
+               "warps) or fifo (the one issued first, which holds its unit while it waits for operands)") ==
+      "oldest";
   r.flush_l2_between_kernels =
       p.choice(
           "l2_between_kernels", "flush", {"flush", "keep"},

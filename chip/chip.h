@@ -32,6 +32,9 @@ struct ChipParams {
   int64_t kernel_launch_cycles = 0;  // gap between one kernel's end and the next one's first block
   bool flush_l2_between_kernels = true;
   bool blocking_issue = false;
+  // Which resident block a core's unit serves first when several wait for it: the oldest (earliest
+  // placed), as a GPU's warp schedulers favour older warps, or first come first served.
+  bool oldest_first = true;
   double clock_ghz = 1.0;
 };
 
@@ -68,6 +71,14 @@ struct KernelReport {
   uint64_t start_cycle = 0, end_cycle = 0;
 };
 
+// When and where one thread block ran (Chip::record_blocks).
+struct BlockRecord {
+  int32_t launch = 0;              // index into Chip::kernels()
+  std::array<int64_t, 3> index{};  // blockIdx x, y, z
+  int32_t core = 0;
+  uint64_t start_cycle = 0, end_cycle = 0;
+};
+
 nlohmann::json kernel_reports_json(const std::vector<KernelReport>& kernels);
 
 class Chip : public Component {
@@ -90,6 +101,9 @@ class Chip : public Component {
   // fall back to chip.blocks_per_core or the SRAM footprint. Kept until changed.
   void set_kernel_occupancy(std::vector<int64_t> per_kernel) { kernel_occupancy_ = std::move(per_kernel); }
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
+  // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).
+  void record_blocks(bool on) { record_blocks_ = on; }
+  const std::vector<BlockRecord>& block_records() const { return block_records_; }
   std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
   const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
   Hbm& dram() { return hbm_; }
@@ -113,6 +127,11 @@ class Chip : public Component {
     size_t segment = 0, position = 0;
     BlockContext ctx;
     uint64_t free_at = 0;
+    uint64_t age = 0;    // placement order over the run: smaller is older
+    TileDecoded next;    // the instruction at `position`, decoded
+    uint64_t ready = 0;  // when its operands allow it to start
+    uint64_t started = 0;
+    int32_t launch = 0;  // the kernel launch it belongs to
   };
   struct CoreState {
     std::unique_ptr<TileCore> tile;
@@ -130,9 +149,12 @@ class Chip : public Component {
   bool fetch_lookahead();
   bool assign_block(int core, Slot& slot, uint64_t at);
   void step(int core, Slot& slot);
+  void prepare(int core, Slot& slot);
+  Slot* next_to_issue(int core, uint64_t& start);
   void start_kernel(uint64_t at);
   bool kernel_finished() const;
   int64_t occupancy(int kernel) const;
+  int32_t launch_index() const { return static_cast<int32_t>(kernel_reports_.size()) - 1; }
 
   ChipParams params_;
   Hbm& hbm_;
@@ -157,13 +179,14 @@ class Chip : public Component {
   uint64_t kernel_start_ = 0;
   int64_t resident_ = 0;  // blocks on cores now
   std::vector<KernelReport> kernel_reports_;
+  bool record_blocks_ = false;
+  std::vector<BlockRecord> block_records_;
 
   sc_core::sc_event start_event_, quantum_done_;
   bool start_pending_ = false;
   std::exception_ptr error_;
   sc_core::sc_time period_;
   double clock_ghz_ = 1.0;
-  TileDecoded scratch_;
   uint64_t limit_ = 0;  // end of the quantum the cores are running
 };
 

@@ -99,6 +99,7 @@ void fill_from_chip(CompareRow& row, Machine& machine, const isa::Program& progr
   row.cycles = s.cycles;
   row.instructions = s.instructions;
   row.seconds = s.seconds;
+  row.blocks = machine.chip()->block_records();
 }
 
 }  // namespace
@@ -180,6 +181,12 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
     isa::Program program = traces::stream_program([&] { return schedule.make(run_shape, heads, values); });
     const auto started = std::chrono::steady_clock::now();
     machine.load(program, false, !values);
+    if (options.record_blocks) {
+      if (!machine.chip_loaded())
+        throw InputError(options.config_path, {},
+                         "--block-times needs a whole-chip config (one with a chip: section)");
+      machine.chip()->record_blocks(true);
+    }
     auto tensor_values = [&](int t) {
       return machine.chip_loaded() ? machine.chip()->tensor_values(t) : machine.sequencer().tensor_values(t);
     };
@@ -218,6 +225,21 @@ std::string human_bytes(double bytes) {
 }
 
 }  // namespace
+
+std::string block_times_csv(const std::vector<CompareRow>& rows) {
+  std::string csv =
+      "schedule,launch,kernel,block_x,block_y,block_z,core,start_cycle,end_cycle,start_us,end_us\n";
+  for (const CompareRow& r : rows) {
+    if (!r.chip) continue;
+    const double us_per_cycle = r.chip->cycles ? r.chip->seconds * 1e6 / double(r.chip->cycles) : 0.0;
+    for (const BlockRecord& b : r.blocks)
+      csv += fmt::format("{},{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n", r.schedule, b.launch,
+                         r.chip->kernels.at(static_cast<size_t>(b.launch)).name, b.index[0], b.index[1],
+                         b.index[2], b.core, b.start_cycle, b.end_cycle, double(b.start_cycle) * us_per_cycle,
+                         double(b.end_cycle) * us_per_cycle);
+  }
+  return csv;
+}
 
 namespace {
 

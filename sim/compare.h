@@ -31,6 +31,7 @@ struct CompareOptions {
   std::vector<std::string> schedules;  // empty: all
   bool show_plan = false;              // print the block planner's reasoning per schedule
   bool backward = false;               // the backward schedules (dQ, dK, dV) instead of the forward ones
+  bool record_blocks = false;          // whole chip: keep when and where each thread block ran
   bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
 };
 
@@ -51,9 +52,13 @@ struct CompareRow {
   double host_seconds = 0;  // wall time the simulation took
   // Whole chip: hbm_read/hbm_written above are then SM <-> L2 bytes, and these are the levels behind it.
   std::optional<ChipSummary> chip;
+  std::vector<BlockRecord> blocks;  // record_blocks
 };
 
 std::vector<CompareRow> run_compare(const CompareOptions& options);
+// One CSV line per thread block of every row (record_blocks): schedule, kernel launch, blockIdx, core,
+// start and end in cycles and microseconds.
+std::string block_times_csv(const std::vector<CompareRow>& rows);
 void print_compare(std::ostream& out, const CompareOptions& options, const std::vector<CompareRow>& rows);
 nlohmann::json compare_json(const CompareOptions& options, const std::vector<CompareRow>& rows);
 

@@ -227,17 +227,20 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
 
 // The config as the GPU behaves: on a chip, STORE_ADD's read stays in the L2 (red.global.add), so only the
 // addend crosses to L2, which is what Nsight Compute's xbar bytes count.
-MachineConfig gpu_config(const std::string& config_path) {
-  MachineConfig config = load_config(config_path, {});
+MachineConfig gpu_config(const std::string& config_path, const std::vector<std::string>& overrides) {
+  MachineConfig config = load_config(config_path, overrides);
   if (!config.root["noc"].IsDefined()) return config;
-  return load_config(config_path, {"noc.atomics=l2"});
+  std::vector<std::string> with_atomics{"noc.atomics=l2"};
+  with_atomics.insert(with_atomics.end(), overrides.begin(), overrides.end());
+  return load_config(config_path, with_atomics);
 }
 
 }  // namespace
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
-                           const std::vector<Measurement>& measurements) {
-  Machine machine(gpu_config(config_path));
+                           const std::vector<Measurement>& measurements,
+                           const std::vector<std::string>& overrides) {
+  Machine machine(gpu_config(config_path, overrides));
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw;
   for (const auto& m : measurements) {

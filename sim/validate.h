@@ -60,8 +60,10 @@ struct ValidationSummary {
 };
 
 // Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.
+// `overrides` (key=value) apply after the validation's own (noc.atomics=l2 on a chip).
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
-                           const std::vector<Measurement>& measurements);
+                           const std::vector<Measurement>& measurements,
+                           const std::vector<std::string>& overrides = {});
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 
 }  // namespace attnsim

@@ -196,9 +196,27 @@ uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) con
   return ready;
 }
 
+uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready) const {
+  switch (d.op) {
+    case isa::Opcode::Load:
+    case isa::Opcode::Store:
+    case isa::Opcode::StoreAdd:
+      return units_.dma->earliest_start(ready);
+    case isa::Opcode::MacZ:
+    case isa::Opcode::Mac:
+      return std::max(ready, mxu_free_);
+    default:
+      return std::max(ready, vpu_free_);
+  }
+}
+
 TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values) {
+  return execute(d, ctx, blocking, values, ready_time(d, ctx));
+}
+
+TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values,
+                                 uint64_t ready) {
   ++per_opcode_[static_cast<size_t>(d.op)];
-  const uint64_t ready = ready_time(d, ctx);
   Step step;
   switch (d.op) {
     case isa::Opcode::Load:

@@ -95,6 +95,14 @@ class TileCore {
   // Runs one decoded instruction of `ctx`: scoreboard, unit timing, values. In order: the context's next
   // issue slot moves to the cycle after this one started (blocking: after it completed).
   Step execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values);
+  // The same, with `ready` (from ready_time) already known.
+  Step execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values, uint64_t ready);
+  // Scoreboard: the cycle the instruction's operands allow it to start. Depends on `ctx` alone, so it stays
+  // valid until this block executes another instruction.
+  uint64_t ready_time(const TileDecoded& d, const BlockContext& ctx) const;
+  // The cycle its unit (MXU, VPU, a DMA queue slot) would accept it, given `ready`: what decides which of
+  // a core's resident blocks issues next.
+  uint64_t start_time(const TileDecoded& d, uint64_t ready) const;
 
   void reset_units();  // clears the per-run counters of this core's units and its busy times
   const TileUnits& units() const { return units_; }
@@ -106,7 +114,6 @@ class TileCore {
   void require_unit(const isa::Program& program, const void* unit, const char* name) const;
   TileView view(const TileOperand& operand, BlockContext& ctx);
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx) const;
-  uint64_t ready_time(const TileDecoded& d, const BlockContext& ctx) const;
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);

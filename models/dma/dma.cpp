@@ -51,6 +51,18 @@ void DmaEngine::reset() {
   transfers = bytes_loaded = bytes_stored = queue_full_stall_cycles = busy_cycles = elapsed_cycles = 0;
 }
 
+uint64_t DmaEngine::earliest_start(uint64_t ready_cycle) const {
+  // Full when queue_depth transfers are still in flight at ready_cycle: then the earliest of them frees one.
+  uint64_t earliest = UINT64_MAX;
+  size_t busy = 0;
+  for (uint64_t done : in_flight_) {
+    if (done <= ready_cycle) continue;
+    ++busy;
+    earliest = std::min(earliest, done);
+  }
+  return busy >= static_cast<size_t>(params_.queue_depth) ? earliest : ready_cycle;
+}
+
 DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory,
                                     Sram& sram) {
   return submit_kind(ready_cycle, transfer, transfer.is_write ? Kind::Store : Kind::Load, memory, sram);

@@ -39,6 +39,8 @@ class DmaEngine : public Component {
   // for the old values to come back to the core). `transfer.is_write` is ignored. Counted in both
   // bytes_loaded and bytes_stored.
   Timing submit_accumulate(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  // The cycle a transfer ready at `ready_cycle` would get a queue slot.
+  uint64_t earliest_start(uint64_t ready_cycle) const;
   void reset();
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 

@@ -2,6 +2,9 @@
 // relations are the ones the schedules' structure implies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "sim/compare.h"
 
 namespace attnsim {
@@ -50,6 +53,37 @@ TEST(Compare, BackwardWithoutDiReadsKTwiceAsOften) {
   const auto& without_d = row(rows, "flash2-bwd-no-d");
   EXPECT_GT(without_d.bytes_read.at("K"), with_d.bytes_read.at("K"));
   EXPECT_GT(without_d.hbm_read + without_d.hbm_written, with_d.hbm_read + with_d.hbm_written);
+}
+
+// --block-times: one record per thread block of the grid (query block fastest, then head), each on a core
+// of the chip, ending after it starts; the CSV says which schedule and kernel.
+TEST(Compare, BlockTimesRecordEveryBlockOfTheGrid) {
+  CompareOptions o;
+  o.config_path = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  o.n = 256;
+  o.d = 64;
+  o.heads = 3;
+  o.block = 64;
+  o.schedules = {"flash2"};
+  o.values = CompareOptions::Values::Off;
+  o.record_blocks = true;
+  auto rows = run_compare(o);
+  ASSERT_EQ(rows.size(), 1u);
+  const auto& blocks = rows[0].blocks;
+  ASSERT_EQ(blocks.size(), 12u);  // 256 / 64 query blocks x 3 heads
+  std::set<std::pair<int64_t, int64_t>> seen;
+  for (const BlockRecord& b : blocks) {
+    EXPECT_GE(b.core, 0);
+    EXPECT_LT(b.core, 132);
+    EXPECT_GT(b.end_cycle, b.start_cycle);
+    EXPECT_EQ(b.index[2], 0);
+    seen.insert({b.index[0], b.index[1]});
+  }
+  EXPECT_EQ(seen.size(), 12u);
+  const std::string csv = block_times_csv(rows);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 13);
+  EXPECT_EQ(csv.rfind("schedule,launch,kernel,block_x,block_y,block_z,core,start_cycle,end_cycle,", 0), 0u);
+  EXPECT_NE(csv.find("\nflash2,0,"), std::string::npos);
 }
 
 }  // namespace

@@ -409,6 +409,13 @@ TEST_F(Cli, CompareRejectsNegativeBlockAndOversizedShapes) {
                      "attnsim compare: error: ", {"--heads"});
 }
 
+TEST_F(Cli, BlockTimesNeedAWholeChip) {
+  const std::string h100_sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  expect_input_error(
+      run({"compare", "-c", h100_sm, "--N", "64", "--block-times", (work() / "blocks.csv").string()}),
+      h100_sm + ": error: ", {"--block-times needs a whole-chip config"});
+}
+
 // ---- gen: one list of kinds for --help and for the unknown-kind error ----
 
 TEST_F(Cli, UnknownGenKindListsEveryKindThatHelpShows) {

@@ -145,7 +145,7 @@ TEST(Validation, FirstComeFirstServedBlocksStayInStep) {
 // PyTorch's FlashAttention-2 forward (validation/data/h100_sdpa_cases.csv) simulated as flash2 with the
 // kernel's tiles, key order and measured occupancy. SM<-L2 reads within 0.5% on every row (its SM->L2
 // writes include register spills to local memory, which the model does not have); DRAM reads within 10%
-// except the causal rows at d = 128 (0.82 to 0.87 of the measured: docs/chip.md). Rows above 5 GB of
+// except the causal rows at d = 128 (0.84 and 0.90 of the measured: docs/chip.md). Rows above 5 GB of
 // SM<-L2 traffic (N = 32,768, and N = 16,384 without a mask) are left to `attnsim validate` to keep the
 // suite short.
 TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
@@ -164,7 +164,7 @@ TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
     if (!(m.causal && m.d == 128)) {
       EXPECT_NEAR(row.predicted_dram_read / m.dram_read_bytes, 1.0, 0.10) << what;
     } else {
-      EXPECT_GT(row.predicted_dram_read / m.dram_read_bytes, 0.75) << what;
+      EXPECT_GT(row.predicted_dram_read / m.dram_read_bytes, 0.80) << what;
     }
   }
 }

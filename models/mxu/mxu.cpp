@@ -6,11 +6,18 @@
 
 #include <stdexcept>
 
+#include "models/common/checked.h"
 #include "models/common/registry.h"
 
 namespace attnsim {
 
 namespace {
+
+// Upper bounds on the geometry. The timing model forms extent + side - 1 and products of fold counts with
+// extents in 64 bits; sides up to 2^16 (256 times a TPU's 256) and 2^12 arrays keep those far from
+// overflow, where an unbounded side once printed a wrapped busy-cycle count with exit 0.
+constexpr double kMaxArraySide = 65536;
+constexpr double kMaxArrays = 4096;
 
 std::string shape(const TileView& t) {
   return fmt::format("{}x{}", t.rows, t.cols);
@@ -60,26 +67,28 @@ uint64_t MxuUnit::matmul(int64_t m, int64_t k, int64_t n) {
 
   const mxu::MatmulTiming widest = mxu::time_matmul(params_.geometry, m, k, widest_cols);
   uint64_t fold_total = 0;
-  if (wide > 0) fold_total += static_cast<uint64_t>(wide) * widest.folds;
+  if (wide > 0) fold_total = checked_mul(static_cast<uint64_t>(wide), widest.folds, "mxu: folds");
   if (narrow_cols > 0) {
     const int64_t narrow = arrays - wide;
     const mxu::MatmulTiming narrow_timing =
         wide > 0 ? mxu::time_matmul(params_.geometry, m, k, narrow_cols) : widest;
-    fold_total += static_cast<uint64_t>(narrow) * narrow_timing.folds;
+    fold_total =
+        checked_add(fold_total, checked_mul(static_cast<uint64_t>(narrow), narrow_timing.folds, "mxu: folds"),
+                    "mxu: folds");
   }
 
   // time_matmul only checked M*K*(widest share); the whole product must fit too.
-  uint64_t mk = 0;
-  uint64_t mkn = 0;
-  if (__builtin_mul_overflow(static_cast<uint64_t>(m), static_cast<uint64_t>(k), &mk) ||
-      __builtin_mul_overflow(mk, static_cast<uint64_t>(n), &mkn))
-    throw std::invalid_argument(fmt::format("{}: M * K * N does not fit in 64 bits", name()));
+  const uint64_t mkn =
+      checked_mul(checked_mul(static_cast<uint64_t>(m), static_cast<uint64_t>(k), "mxu: M * K"),
+                  static_cast<uint64_t>(n), "mxu: M * K * N");
 
+  // The run's totals: a wrapped sum would be a wrong figure printed with exit 0. The labels are literals
+  // because this runs once per MXU instruction.
   matmuls += 1;
-  macs += mkn;
-  busy_cycles += widest.cycles;
-  folds += fold_total;
-  stall_cycles += widest.stall_cycles;
+  macs = checked_add(macs, mkn, "mxu: total MACs");
+  busy_cycles = checked_add(busy_cycles, widest.cycles, "mxu: busy cycles");
+  folds = checked_add(folds, fold_total, "mxu: folds");
+  stall_cycles = checked_add(stall_cycles, widest.stall_cycles, "mxu: stall cycles");
   return widest.cycles;
 }
 
@@ -121,8 +130,10 @@ void register_mxu_models() {
       [](const char* instance, ParamReader& p, const BuildContext&) {
         MxuUnit::Params params;
         mxu::MxuGeometry& g = params.geometry;
-        g.rows = p.get<int64_t>("rows", 128, "PEs", "array height (K side for ws/is, M side for os)", 1);
-        g.cols = p.get<int64_t>("cols", 128, "PEs", "array width (N side for ws/os, M side for is)", 1);
+        g.rows = p.get<int64_t>("rows", 128, "PEs", "array height (K side for ws/is, M side for os)", 1,
+                                kMaxArraySide);
+        g.cols = p.get<int64_t>("cols", 128, "PEs", "array width (N side for ws/os, M side for is)", 1,
+                                kMaxArraySide);
         const std::string dataflow =
             p.choice("dataflow", "ws", {"ws", "os", "is"},
                      "what stays in the array: weights (ws), outputs (os) or inputs (is)");
@@ -137,8 +148,9 @@ void register_mxu_models() {
             "double_buffered", true, "",
             "a shadow stationary plane (ws/is: weights load behind the current fold; os: outputs drain "
             "behind the next pass)");
-        params.arrays = p.get<int64_t>("arrays", 1, "arrays",
-                                       "systolic arrays working in parallel; N is split evenly over them", 1);
+        params.arrays =
+            p.get<int64_t>("arrays", 1, "arrays",
+                           "systolic arrays working in parallel; N is split evenly over them", 1, kMaxArrays);
         return std::make_unique<MxuUnit>(instance, params);
       });
 }

@@ -1,9 +1,12 @@
 #include "models/sequencer/sequencer.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
 
 #include "isa/disassembler.h"
+#include "models/common/checked.h"
 
 namespace attnsim {
 
@@ -135,8 +138,37 @@ void Sequencer::uninitialized_read(size_t index, int source) const {
                        "read 0)");
 }
 
+// Cycles become SystemC time units (1 ps) with integer arithmetic: `double * sc_time` rounds above 2^53
+// units and wraps past 2^64 - 1 (SystemC's horizon), which once printed 18,445,810,794,497 cycles with exit 0
+// for a run of 21,474,836,480,001.
+sc_core::sc_time Sequencer::time_of_cycle(uint64_t cycle) const {
+  const uint64_t period_ps = period_.value();
+  const uint64_t start = run_start_.value();
+  const auto offset = try_mul(cycle, period_ps);
+  const auto target = offset ? try_add(start, *offset) : std::nullopt;
+  if (!target || *target > sc_core::sc_max_time().value()) {
+    const uint64_t horizon = (sc_core::sc_max_time().value() - start) / period_ps;
+    throw InputError(program_->file, {},
+                     fmt::format("the run reaches cycle {}, past SystemC's time horizon of {} cycles ({} "
+                                 "at a clock period of {}); lower the latencies or raise clock_ghz",
+                                 cycle, horizon, sc_core::sc_max_time().to_string(), period_.to_string()));
+  }
+  return sc_core::sc_time::from_value(*target);
+}
+
+uint64_t Sequencer::cycles_since_start() const {
+  const uint64_t elapsed = (sc_core::sc_time_stamp() - run_start_).value();
+  const uint64_t period_ps = period_.value();
+  // Rounded to the nearest cycle without forming elapsed + period / 2, which could wrap near the horizon.
+  return elapsed / period_ps + (2 * (elapsed % period_ps) >= period_ps ? 1 : 0);
+}
+
 void Sequencer::sync(uint64_t now) {
-  wait(static_cast<double>(now - synced_cycle_) * period_);
+  // Only this thread advances the run's time, so the target is never behind the kernel; the guard keeps
+  // an unsigned sc_time difference from wrapping if that ever changes.
+  const sc_core::sc_time target = time_of_cycle(now);
+  const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+  wait(target > stamp ? target - stamp : sc_core::SC_ZERO_TIME);
   synced_cycle_ = now;
   ++kernel_syncs_;
 }
@@ -393,7 +425,7 @@ void Sequencer::execute_symbolic() {
 
 void Sequencer::finish(uint64_t end_cycle) {
   sync(end_cycle);
-  cycles_ = static_cast<uint64_t>((sc_core::sc_time_stamp() - run_start_) / period_ + 0.5);
+  cycles_ = cycles_since_start();
   instructions_ = 0;
   uint64_t reg_reads = 0;
   uint64_t reg_writes = 0;

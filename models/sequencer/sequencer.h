@@ -118,6 +118,11 @@ class Sequencer : public Component {
     if (now - synced_cycle_ >= quantum_) sync(now);
   }
   void sync(uint64_t now);
+  // Simulated time of cycle `cycle` of this run, in integer picoseconds: an InputError past SystemC's
+  // time horizon instead of a wrapped time.
+  sc_core::sc_time time_of_cycle(uint64_t cycle) const;
+  // Whole cycles since the run started, read back from the kernel's time in integers.
+  uint64_t cycles_since_start() const;
 
   // The tile path (tile_path.cpp): one TileCore runs the whole program, block after block.
   void load_tiles(const isa::Program& program, bool timing_only);

@@ -103,7 +103,7 @@ void Sequencer::execute_tiles() {
   per_opcode_ = core.per_opcode();
   stall_cycles_ = ctx.stalls;
   sync(ctx.end);
-  cycles_ = static_cast<uint64_t>((sc_core::sc_time_stamp() - run_start_) / period_ + 0.5);
+  cycles_ = cycles_since_start();
   instructions_ = core.instructions();
   if (units_.mxu) units_.mxu->set_elapsed(cycles_);
   if (units_.vpu) units_.vpu->set_elapsed(cycles_);

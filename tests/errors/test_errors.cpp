@@ -15,6 +15,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern char** environ;
@@ -489,6 +490,78 @@ TEST_F(Cli, BadVcdPathLeavesNoStatsFileEither) {
   const std::string vcd = (work() / "no-such-dir" / "run.vcd").string();
   expect_input_error(run_trace(kToy3, trace, {"--vcd", vcd}),
                      vcd + ": error: ", {"cannot write output file: No such file or directory"});
+}
+
+// ---- simulated time and unit geometry: bounded, never a wrapped number (issue 11, item 3) ----
+
+const std::string kToyTile = std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-tile.yaml";
+const std::string kInnerProduct =
+    std::string(ATTNSIM_SOURCE_DIR) + "/labs/07-loop-order/inner_product_n8.trace";
+
+// One LOAD, then `exps` EXPs on R0: with blocking issue the run lasts load_latency + exps * exp_latency.
+std::string exp_chain(int exps) {
+  std::string trace = ".tensor a[1] = {0}\nLOAD a[0], R0\n";
+  for (int i = 0; i < exps; ++i) trace += "EXP R0, R0\n";
+  return trace;
+}
+
+// At 0.001 GHz a cycle is 10^6 ps, so SystemC's last time, 2^64 - 1 ps, is cycle floor((2^64 - 1) / 10^6) =
+// 18,446,744,073,709. 20,000 EXPs of 2^30 cycles need 20,000 * 2^30 + 1 = 21,474,836,480,001 cycles, past it;
+// this run once printed 18,445,810,794,497 cycles with exit 0.
+TEST_F(Cli, ScalarRunPastTheTimeHorizonIsAnError) {
+  std::string trace = write("exp.trace", exp_chain(20000));
+  expect_input_error(run_trace(kToy3, trace, {"-p", "clock_ghz=0.001", "-p", "alu.exp_latency=1073741824"}),
+                     trace + ": error: ", {"time horizon of 18446744073709 cycles", "clock_ghz"});
+}
+
+// Just inside the horizon the count is exact: 17,000 * 2^30 + 1 (toy-3reg's LOAD takes one cycle) =
+// 18,253,611,008,001 cycles, 1.8254e19 ps < 2^64 - 1 ps.
+TEST_F(Cli, ScalarRunJustInsideTheTimeHorizonIsExact) {
+  std::string trace = write("exp.trace", exp_chain(17000));
+  Outcome o = run_trace(kToy3, trace, {"-p", "clock_ghz=0.001", "-p", "alu.exp_latency=1073741824"});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("cycles            18253611008001\n"), std::string::npos) << o.out;
+}
+
+// The tile path syncs through the same conversion. At 10^-6 GHz a cycle is 10^9 ps: the horizon is
+// floor((2^64 - 1) / 10^9) = 18,446,744,073 cycles, and the trace's 128 EXPs alone take 128 * 2^30 =
+// 137,438,953,472 cycles.
+TEST_F(Cli, TileRunPastTheTimeHorizonIsAnError) {
+  expect_input_error(
+      run_trace(kToyTile, kInnerProduct, {"-p", "clock_ghz=0.000001", "-p", "vpu.exp_latency=1073741824"}),
+      kInnerProduct + ": error: ", {"time horizon of 18446744073 cycles", "clock_ghz"});
+}
+
+// An unbounded side overflowed extent + side - 1 in the timing model: issue 11 saw "mxu busy
+// 9223372036854775935 cycles", and rows = cols = 2^63 - 1 on this trace printed "busy 0 cycles" (832 is
+// right).
+TEST_F(Cli, MxuGeometryBeyondItsBoundIsRejected) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"mxu.rows=9223372036854775807", "at most 65536"},
+      {"mxu.cols=65537", "at most 65536"},
+      {"mxu.arrays=4097", "at most 4096"},
+  };
+  for (const auto& [override_text, bound] : cases) {
+    SCOPED_TRACE(override_text);
+    expect_input_error(
+        run_trace(kToyTile, kInnerProduct, {"-p", "mxu.accounting=array", "-p", override_text}),
+        "-p " + override_text + ": error: ", {override_text.substr(0, override_text.find('=')), bound});
+  }
+}
+
+// At the bound the model still answers, and exactly. An array at least as large as every extent runs each
+// weight-stationary matmul as one fold: K cycles to load the weights, then M + K + N - 2 until the last
+// output leaves (docs/models/mxu.md). The trace's 64 MAC_Z are 1x4 * 4x1 (4 + 1 + 4 + 1 - 2 = 8 cycles) and
+// its 64 MAC are 1x1 * 1x4 (1 + 1 + 1 + 4 - 2 = 5 cycles): 64 * 8 + 64 * 5 = 832 busy cycles at 8x8 and at
+// 65536x65536.
+TEST_F(Cli, MxuGeometryAtItsBoundIsStillExact) {
+  for (const std::string side : {"8", "65536"}) {
+    SCOPED_TRACE(side);
+    Outcome o = run({"run", "-c", kToyTile, kInnerProduct, "-p", "mxu.accounting=array", "-p",
+                     "mxu.dataflow=ws", "-p", "mxu.rows=" + side, "-p", "mxu.cols=" + side});
+    EXPECT_EQ(o.status, 0) << o.err;
+    EXPECT_NE(o.out.find("\nmxu               busy 832 cycles,"), std::string::npos) << o.out;
+  }
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 //   wprivate block b writes its own BYTES / BLOCKS slice PASSES times (what stays dirty in L2)
 //   wsingle  one block writes the buffer PASSES times
 // With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
-// every pass are written there (how far co-resident blocks drift apart).
+// every pass are written there (how far co-resident blocks drift apart); with SAMPLES=S as well, at S evenly
+// spaced points of every pass instead of its end only (whether out-of-step readers bunch up).
 // Each thread loads 16 bytes per step with ld.global.cg (L2 only), a block 16 KiB per step. Prints one
 // RESULT line; the run script profiles the launch named l2_probe_kernel.
 #include <cuda_runtime.h>
@@ -47,17 +48,18 @@ __device__ unsigned sm_id() {
 }
 
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
-                                unsigned* __restrict__ sink, unsigned long long* __restrict__ times) {
+                                unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
+                                int samples) {
   const size_t blocks = gridDim.x;
   size_t begin = 0, count = chunks, start = 0;
-  unsigned long long* my_times = times ? times + blockIdx.x * (passes + 2) : nullptr;
+  unsigned long long* my_times = times ? times + blockIdx.x * (passes * samples + 2) : nullptr;
   if (my_times && threadIdx.x == 0) my_times[0] = sm_id(), my_times[1] = global_timer();
   if (mode == 4 || mode == 5) {  // writers
     if (mode == 4) count = chunks / blocks, begin = blockIdx.x * count;
     for (int p = 0; p < passes; ++p) {
       for (size_t i = 0; i < count; ++i)
         __stcg(buffer + (begin + i) * kThreads + threadIdx.x, make_int4(p, static_cast<int>(i), 1, 2));
-      if (my_times && threadIdx.x == 0) my_times[2 + p] = global_timer();
+      if (my_times && threadIdx.x == 0) my_times[2 + p * samples + samples - 1] = global_timer();
     }
     return;
   }
@@ -69,14 +71,22 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   }
   unsigned acc = 0;
   for (int p = 0; p < passes; ++p) {
+    int sample = 0;
+    size_t mark = count / samples;  // record after this many chunks of the pass
     for (size_t i = 0; i < count; ++i) {
       const size_t chunk = begin + (start + i) % count;
       const int4 v = __ldcg(buffer + chunk * kThreads + threadIdx.x);
       acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+      if (my_times && i + 1 == mark && sample < samples - 1) {
+        __syncthreads();  // a sample point is passed when the block's loads before it have returned
+        if (threadIdx.x == 0) my_times[2 + p * samples + sample] = global_timer();
+        ++sample;
+        mark = count * (sample + 1) / samples;
+      }
     }
     if (my_times) {
       __syncthreads();  // the pass ends when the block's last load has returned
-      if (threadIdx.x == 0) my_times[2 + p] = global_timer();
+      if (threadIdx.x == 0) my_times[2 + p * samples + samples - 1] = global_timer();
     }
   }
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
@@ -105,8 +115,14 @@ int main(int argc, char** argv) {
   unsigned* sink = nullptr;
   unsigned long long* times = nullptr;
   const char* times_path = std::getenv("TIMES");
-  const size_t time_words = static_cast<size_t>(blocks) * (passes + 2);
-  if (times_path) CHECK(cudaMalloc(&times, time_words * sizeof(unsigned long long)));
+  const char* samples_text = std::getenv("SAMPLES");
+  const int samples = samples_text ? std::max(1, std::atoi(samples_text)) : 1;
+  const size_t per_block = static_cast<size_t>(passes) * samples + 2;
+  const size_t time_words = static_cast<size_t>(blocks) * per_block;
+  if (times_path) {
+    CHECK(cudaMalloc(&times, time_words * sizeof(unsigned long long)));
+    CHECK(cudaMemset(times, 0, time_words * sizeof(unsigned long long)));  // writers fill pass ends only
+  }
   CHECK(cudaMalloc(&buffer, chunks * kChunk));
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
   CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
@@ -115,7 +131,7 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventRecord(t0));
-  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times);
+  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times, samples);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(t1));
   CHECK(cudaDeviceSynchronize());
@@ -129,14 +145,23 @@ int main(int argc, char** argv) {
     FILE* f = std::fopen(times_path, "w");
     if (!f) return 1;
     std::fprintf(f, "block,sm,start_ns");
-    for (int p = 0; p < passes; ++p) std::fprintf(f, ",pass%d_end_ns", p);
+    for (int p = 0; p < passes; ++p)
+      for (int k = 0; k < samples; ++k)
+        if (samples == 1)
+          std::fprintf(f, ",pass%d_end_ns", p);
+        else
+          std::fprintf(f, ",pass%d_%d_of_%d_ns", p, k + 1, samples);
     std::fprintf(f, "\n");
     unsigned long long t0 = host[1];  // the earliest block start
-    for (int b = 0; b < blocks; ++b) t0 = std::min(t0, host[static_cast<size_t>(b) * (passes + 2) + 1]);
+    for (int b = 0; b < blocks; ++b) t0 = std::min(t0, host[static_cast<size_t>(b) * per_block + 1]);
     for (int b = 0; b < blocks; ++b) {
-      const unsigned long long* t = host.data() + static_cast<size_t>(b) * (passes + 2);
+      const unsigned long long* t = host.data() + static_cast<size_t>(b) * per_block;
       std::fprintf(f, "%d,%llu,%llu", b, t[0], t[1] - t0);
-      for (int p = 0; p < passes; ++p) std::fprintf(f, ",%llu", t[2 + p] - t0);
+      for (size_t k = 2; k < per_block; ++k)
+        if (t[k])
+          std::fprintf(f, ",%llu", t[k] - t0);
+        else
+          std::fprintf(f, ",");
       std::fprintf(f, "\n");
     }
     std::fclose(f);

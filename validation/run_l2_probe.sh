@@ -3,6 +3,7 @@
 #   bash validation/run_l2_probe.sh            (from the repository root; $OUT comes back)
 #   SET=extra bash validation/run_l2_probe.sh  (writers, two blocks per SM, and per-block pass timestamps)
 #   SET=waves bash validation/run_l2_probe.sh  (in-step readers over 1 to 8 waves, with timestamps)
+#   SET=samples bash validation/run_l2_probe.sh  (out-of-step and in-step readers, 32 timestamps a pass)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
 # row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
 set -uo pipefail
@@ -62,6 +63,16 @@ if [ "$SET" = waves ]; then
     name="$(echo "$args" | awk '{printf "%s_%dMiB_x%d_%db", $1, $2 / 1048576, $3, $4}')"
     # shellcheck disable=SC2086
     TIMES="$OUT/${G}_l2_probe_times_$name.csv" "$WORK/l2_probe" $args
+  done
+elif [ "$SET" = samples ]; then
+  # Whether out-of-step readers bunch up: every block's timer at 32 points of every pass, taken in the launch
+  # that ncu measures (caches flushed, base clocks), so each file goes with its row of the CSV.
+  for args in "spread $((32 * MB)) 3 132" "spread $((64 * MB)) 3 132" "shared $((32 * MB)) 3 132" \
+    "spread $((40 * MB)) 3 132"; do
+    # shellcheck disable=SC2086
+    name="$(echo "$args" | awk '{printf "%s_%dMiB_x%d_%db", $1, $2 / 1048576, $3, $4}')"
+    # shellcheck disable=SC2086
+    SAMPLES=32 TIMES="$OUT/${G}_l2_probe_samples_$name.csv" run $args
   done
 elif [ "$SET" = reads ]; then
   for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done

@@ -1,9 +1,12 @@
 #include "chip/chip.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 
 #include "isa/init.h"
+#include "models/common/checked.h"
 
 namespace attnsim {
 
@@ -282,6 +285,20 @@ void Chip::run_quantum(int core, uint64_t limit) {
   }
 }
 
+// SystemC time of `cycle` cycles after `start`, in integers: a double product would round above 2^53 ps
+// and wrap past SystemC's last time (2^64 - 1 ps), which is an input error here, not a wrapped time.
+sc_core::sc_time Chip::time_of_cycle(sc_core::sc_time start, uint64_t cycle) const {
+  const auto offset = try_mul<uint64_t>(cycle, period_.value());
+  const auto target = offset ? try_add<uint64_t>(start.value(), *offset) : std::nullopt;
+  if (!target || *target > sc_core::sc_max_time().value())
+    throw InputError(program_->file, {},
+                     fmt::format("the chip reaches cycle {}, past SystemC's time horizon of {} cycles ({} at "
+                                 "a clock period of {}); lower the latencies or raise clock_ghz",
+                                 cycle, (sc_core::sc_max_time().value() - start.value()) / period_.value(),
+                                 sc_core::sc_max_time().to_string(), period_.to_string()));
+  return sc_core::sc_time::from_value(*target);
+}
+
 void Chip::release(int core) {
   state_[core].go.notify();
   sc_core::wait(quantum_done_);
@@ -350,7 +367,7 @@ void Chip::conductor() {
         if (noc_) noc_->forget_before(settled);
         if (l2_) l2_->forget_before(settled);
         if (BandwidthCalendar* c = hbm_.calendar()) c->forget_before(settled);
-        const sc_core::sc_time target = run_start + period_ * static_cast<double>(settled);
+        const sc_core::sc_time target = time_of_cycle(run_start, settled);
         if (target > sc_core::sc_time_stamp()) sc_core::wait(target - sc_core::sc_time_stamp());
       }
     } catch (...) {

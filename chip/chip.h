@@ -144,6 +144,7 @@ class Chip : public Component {
   void core_thread(int core);
   void run_quantum(int core, uint64_t limit);
   void release(int core);
+  sc_core::sc_time time_of_cycle(sc_core::sc_time start, uint64_t cycle) const;
   void fill_waiting_slots();
   bool blocks_left();
   bool fetch_lookahead();

@@ -7,6 +7,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -19,6 +20,7 @@
 #include "sim/compare.h"
 #include "sim/machine.h"
 #include "sim/run.h"
+#include "sim/sweep.h"
 #include "sim/validate.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
@@ -42,6 +44,7 @@ const char* kUsage = R"(usage: attnsim <command> [options]
 commands:
   run      run a trace on a machine config and print cycles, counts and checks
   compare  run every forward attention schedule on a machine and compare HBM traffic, cycles, errors
+  sweep    run compare over the cartesian product of config keys and options, in parallel, to CSV and JSONL
   gen      generate a trace (scalar softmax labs, online attention, tiled attention)
   disasm   assemble a trace and print it back in canonical form
   config   print a machine's effective parameters with units and descriptions
@@ -301,6 +304,66 @@ int cmd_compare(const std::vector<std::string>& args) {
   return 0;
 }
 
+// The compare options a sweep fixes, in the order sweep_option_keys() lists them, then -p overrides.
+std::vector<std::pair<std::string, std::string>> fixed_options(const po::variables_map& vars) {
+  std::vector<std::pair<std::string, std::string>> fixed;
+  for (const auto& key : sweep_option_keys()) {
+    if (!vars.count(key) || vars[key].defaulted()) continue;
+    if (key == "causal" || key == "backward") {
+      if (vars[key].as<bool>()) fixed.emplace_back(key, "true");
+    } else if (key == "schedule") {
+      for (const auto& s : vars[key].as<std::vector<std::string>>()) fixed.emplace_back(key, s);
+    } else {
+      fixed.emplace_back(key, vars[key].as<std::string>());
+    }
+  }
+  if (vars.count("param"))
+    for (const auto& kv : vars["param"].as<std::vector<std::string>>()) {
+      const size_t eq = kv.find('=');
+      if (eq == std::string::npos || kv.find('.') > eq)
+        throw InputError("attnsim sweep", {}, "-p " + kv + ": expected section.key=value");
+      fixed.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    }
+  return fixed;
+}
+
+int cmd_sweep(const std::vector<std::string>& args) {
+  SweepSpec spec;
+  std::string spec_file;
+  std::vector<std::string> sweeps;
+  po::options_description desc("sweep options (any compare option not swept is fixed for every point)");
+  desc.add_options()("config,c", po::value(&spec.config_path), "machine YAML (configs/h100-sm.yaml, ...)")(
+      "sweep", po::value(&sweeps)->composing(),
+      "key=values, repeatable: a config key (sram.capacity_bytes) or a compare option (N, d, heads, batch, "
+      "causal, schedule, block-q, block-k, block, dtype, values, backward); values: 64,128,256 or ranges "
+      "32KiB..1MiB*2 (geometric), 512..4096+512 (arithmetic); KiB, MiB, GiB, KB, MB, GB suffixes")(
+      "spec", po::value(&spec_file),
+      "a YAML sweep spec: config:, sweep: {key: values}, fixed: {key: value}, "
+      "output:, jobs: (docs/sweep.md)")("output,o", po::value(&spec.output),
+                                        "write OUT.csv and OUT.jsonl (appended; a rerun resumes)")(
+      "jobs,j", po::value(&spec.jobs)->default_value(0), "points at once; 0: all cores")(
+      "N", po::value<std::string>(), "sequence length")("d", po::value<std::string>(), "head dimension")(
+      "heads", po::value<std::string>(), "heads per batch element")(
+      "batch", po::value<std::string>(), "batch size")("causal", po::bool_switch(), "causal mask")(
+      "backward", po::bool_switch(), "the backward schedules")(
+      "dtype", po::value<std::string>(), "f16, bf16, f32")("block", po::value<std::string>(), "B_r = B_c")(
+      "block-q", po::value<std::string>(), "B_r")("block-k", po::value<std::string>(), "B_c")(
+      "values", po::value<std::string>(), "auto, on, off")(
+      "schedule", po::value<std::vector<std::string>>()->composing(), "run only these (repeatable)")(
+      "param,p", po::value<std::vector<std::string>>()->composing(),
+      "fix a config key: -p sram.capacity_bytes=128KiB");
+  po::positional_options_description pos;
+  auto parsed = parse("sweep", desc, pos, args,
+                      "-c CONFIG --sweep KEY=VALUES [--sweep ...] [--spec FILE] [compare options] -o OUT "
+                      "[--jobs N]");
+  if (parsed.help) return 0;
+  if (!spec_file.empty()) read_sweep_spec(spec_file, spec);
+  for (const auto& s : sweeps) spec.axes.push_back(parse_sweep_axis(s));
+  for (auto& f : fixed_options(parsed.vars)) spec.fixed.push_back(std::move(f));
+  if (spec.axes.empty()) throw InputError("attnsim sweep", {}, "nothing to sweep: --sweep key=values");
+  return run_sweep(spec, std::filesystem::read_symlink("/proc/self/exe").string());
+}
+
 int cmd_validate(const std::vector<std::string>& args) {
   std::string config_path, data;
   std::vector<std::string> overrides;
@@ -416,12 +479,14 @@ int sc_main(int argc, char** argv) {
     if (command == "run") return cmd_run(args);
     if (command == "gen") return cmd_gen(args);
     if (command == "compare") return cmd_compare(args);
+    if (command == "sweep") return cmd_sweep(args);
     if (command == "validate") return cmd_validate(args);
     if (command == "probe") return cmd_probe(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'"
-              << did_you_mean(command, {"run", "compare", "gen", "disasm", "config", "validate", "probe"})
+              << did_you_mean(command,
+                              {"run", "compare", "sweep", "gen", "disasm", "config", "validate", "probe"})
               << "\n"
               << kUsage;
     return kExitInputError;

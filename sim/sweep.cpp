@@ -1,0 +1,372 @@
+// Runs a sweep: every point as child processes of the same binary (`attnsim config` for the effective
+// config, `attnsim compare --json` for the figures), --jobs workers, each finished point appended whole.
+#include "sim/sweep.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "isa/diagnostics.h"
+#include "sim/run.h"
+#include "sim/sweep_output.h"
+
+extern char** environ;
+
+namespace attnsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Point = std::vector<std::pair<std::string, std::string>>;
+using Clock = std::chrono::steady_clock;
+
+struct Child {
+  int exit_status = -1;  // -1: killed by `signal`
+  int signal = 0;
+  std::string out;
+  std::string err_line;  // the last non-empty line of stderr: the error, by the CLI's contract
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string last_line(const std::string& text) {
+  std::istringstream lines(text);
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+// Output goes to files, not pipes, so a child with a large JSON cannot block on a full pipe.
+Child run_child(const std::vector<std::string>& args, const fs::path& scratch) {
+  const std::string out_path = (scratch / "stdout").string(), err_path = (scratch / "stderr").string();
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> owned = args;
+  std::vector<char*> argv;
+  for (auto& a : owned) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error("cannot run " + args[0] + ": " + system_reason(spawned));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) throw std::runtime_error("waitpid: " + system_reason(errno));
+  Child child;
+  if (WIFEXITED(status))
+    child.exit_status = WEXITSTATUS(status);
+  else
+    child.signal = WTERMSIG(status);
+  child.out = read_text(out_path);
+  child.err_line = last_line(read_text(err_path));
+  return child;
+}
+
+// Integers as numbers, so whoever reads OUT.jsonl gets typed parameters.
+nlohmann::json point_json(const Point& point) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : point) {
+    const bool integer =
+        !value.empty() && value.size() < 19 && value.find_first_not_of("0123456789") == std::string::npos;
+    j[key] = integer ? nlohmann::json(std::stoll(value)) : nlohmann::json(value);
+  }
+  return j;
+}
+
+struct Plan {
+  std::string self, config_path;
+  std::vector<std::string> fixed_args;  // compare arguments from the fixed options
+  std::vector<std::string> keys;        // the swept keys, in order
+  nlohmann::json identity;              // what makes two records part of the same sweep
+  bool chip = false;
+};
+
+std::vector<std::string> compare_args(const Plan& plan, const Point& point) {
+  std::vector<std::string> args = {plan.self, "compare", "-c", plan.config_path};
+  args.insert(args.end(), plan.fixed_args.begin(), plan.fixed_args.end());
+  for (const auto& [key, value] : point)
+    for (auto& a : option_args(key, value)) args.push_back(std::move(a));
+  args.push_back("--json");
+  return args;
+}
+
+// `attnsim config` with the point's -p overrides only: the effective config the compare child ran.
+std::vector<std::string> config_args(const Plan& plan, const Point& point) {
+  const std::vector<std::string> compare = compare_args(plan, point);
+  std::vector<std::string> args = {plan.self, "config", "-c", plan.config_path};
+  for (size_t i = 0; i + 1 < compare.size(); ++i)
+    if (compare[i] == "-p") args.insert(args.end(), {"-p", compare[i + 1]});
+  return args;
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+  std::string line = "attnsim";
+  for (size_t i = 1; i < args.size(); ++i) line += " " + args[i];
+  return line;
+}
+
+bool interrupted(const Child& child) {
+  return child.signal == SIGINT || child.signal == SIGTERM || child.signal == SIGHUP;
+}
+
+std::string failure_reason(const Child& child) {
+  if (child.signal) return fmt::format("killed by signal {} ({})", child.signal, strsignal(child.signal));
+  if (!child.err_line.empty()) return child.err_line;
+  return child.exit_status == 1 ? "a value check failed" : fmt::format("exit status {}", child.exit_status);
+}
+
+// One point's record, or nullopt when a child was interrupted (Ctrl-C): that point runs again on resume.
+std::optional<nlohmann::json> run_point(const Plan& plan, const Point& point, const fs::path& scratch) {
+  const auto start = Clock::now();
+  nlohmann::json record = {{"point", point_json(point)}, {"sweep", plan.identity}};
+  const std::vector<std::string> args = compare_args(plan, point);
+  record["command"] = command_line(args);
+  const Child config = run_child(config_args(plan, point), scratch);
+  if (interrupted(config)) return std::nullopt;
+  if (config.exit_status == 0) record["config"] = nlohmann::json::parse(config.out, nullptr, false);
+  const Child compare = config.exit_status == 0 ? run_child(args, scratch) : config;
+  if (interrupted(compare)) return std::nullopt;
+  nlohmann::json result = nlohmann::json::parse(compare.out, nullptr, false);
+  if (!result.is_discarded() && result.is_object()) record["compare"] = result;
+  const bool ok = compare.exit_status == 0 && record.contains("compare");
+  record["status"] = ok ? "ok" : "failed";
+  if (!ok) record["reason"] = compare.exit_status == 0 ? "compare printed no JSON" : failure_reason(compare);
+  record["exit_status"] = compare.exit_status;
+  record["host_seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
+  return record;
+}
+
+}  // namespace
+
+namespace {
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  return s >= 60 ? fmt::format("{}m{:02}s", s / 60, s % 60) : fmt::format("{}s", s);
+}
+
+std::string point_text(const Point& point) {
+  std::string text;
+  for (const auto& [key, value] : point) text += (text.empty() ? "" : " ") + key + "=" + value;
+  return text.empty() ? "(no swept keys)" : text;
+}
+
+// On a terminal one line rewritten in place; otherwise (a log, CI, Slurm) one plain line per point.
+class Progress {
+ public:
+  explicit Progress(size_t total) : total_(total), tty_(::isatty(STDERR_FILENO)), start_(Clock::now()) {}
+
+  void finished(const Point& point, const nlohmann::json& record) {
+    ++done_;
+    const bool ok = record["status"] == "ok";
+    if (!ok) ++failed_;
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    const double eta = elapsed / double(done_) * double(total_ - done_);
+    if (tty_) {
+      std::cerr << fmt::format("\r\33[Ksweep: {}/{} points, {} failed, ETA {}", done_, total_, failed_,
+                               duration_text(eta))
+                << std::flush;
+      if (!ok)
+        std::cerr << fmt::format("\r\33[Kpoint failed: {}: {}\n", point_text(point),
+                                 record["reason"].get<std::string>());
+      return;
+    }
+    std::cerr << fmt::format("point {}/{} {}: {}{} ({:.1f} s)\n", done_, total_, ok ? "done" : "failed",
+                             point_text(point), ok ? "" : ": " + record["reason"].get<std::string>(),
+                             record["host_seconds"].get<double>());
+  }
+  void end() {
+    if (tty_ && done_) std::cerr << "\n";
+  }
+
+ private:
+  size_t total_, done_ = 0, failed_ = 0;
+  bool tty_;
+  Clock::time_point start_;
+};
+
+// The whole line in one write() on an O_APPEND descriptor: an interrupted sweep leaves whole lines.
+void append_line(int fd, const std::string& line, const fs::path& path) {
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("cannot write " + path.string() + ": " + system_reason(errno));
+    written += size_t(n);
+  }
+}
+
+// Records already in OUT.jsonl. A last line without its newline (a kill mid-write) is cut off.
+std::vector<nlohmann::json> load_records(const fs::path& path, const nlohmann::json& identity) {
+  std::vector<nlohmann::json> records;
+  if (!fs::exists(path)) return records;
+  std::string text = read_text(path);
+  const size_t whole = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (whole < text.size()) {
+    std::cerr << fmt::format("sweep: {}: dropping an unfinished last line\n", path.string());
+    fs::resize_file(path, whole);
+    text.resize(whole);
+  }
+  std::istringstream lines(text);
+  std::string line;
+  for (int number = 1; std::getline(lines, line); ++number) {
+    auto record = nlohmann::json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.contains("point"))
+      throw InputError(path.string(), {number, 1}, "not a sweep record");
+    if (record["sweep"] != identity)
+      throw InputError(path.string(), {number, 1},
+                       "holds a different sweep (config, fixed options or swept keys: " +
+                           record["sweep"].dump() + "); resume only the same command, or choose another -o");
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+int open_append(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path.string(), {}, "cannot open: " + system_reason(errno));
+  return fd;
+}
+
+}  // namespace
+
+namespace {
+
+// Everything that can be checked before a file is touched: keys, conflicts, values, and the config itself
+// (a child `attnsim config` with the first point's overrides names an unknown config key, with did-you-mean).
+Plan make_plan(const SweepSpec& spec, const std::string& self, const std::vector<Point>& points) {
+  if (spec.config_path.empty())
+    throw InputError("attnsim sweep", {}, "no config: -c CONFIG (or config: in --spec)");
+  if (spec.output.empty())
+    throw InputError("attnsim sweep", {}, "no output: -o OUT writes OUT.csv and OUT.jsonl");
+  Plan plan{self, spec.config_path, {}, {}, {}, false};
+  std::set<std::string> swept;
+  for (const auto& axis : spec.axes) {
+    if (!swept.insert(axis.key).second) throw InputError("attnsim sweep", {}, axis.key + " is swept twice");
+    plan.keys.push_back(axis.key);
+  }
+  std::set<std::string> fixed;
+  for (const auto& [key, value] : spec.fixed) {
+    if (swept.count(key)) throw InputError("attnsim sweep", {}, key + " is both swept and fixed");
+    if (!fixed.insert(key).second && key != "schedule")
+      throw InputError("attnsim sweep", {}, key + " is fixed twice");
+    for (auto& a : option_args(key, value)) plan.fixed_args.push_back(std::move(a));
+  }
+  plan.identity = {{"config", spec.config_path}, {"fixed", plan.fixed_args}, {"keys", plan.keys}};
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("attnsim-sweep-check-{}", ::getpid());
+  fs::create_directories(scratch);
+  const Child check = run_child(config_args(plan, points.front()), scratch);
+  fs::remove_all(scratch);
+  if (check.exit_status != 0)
+    throw InputError("attnsim sweep", {}, "checking the config: " + failure_reason(check));
+  const auto config = nlohmann::json::parse(check.out, nullptr, false);
+  plan.chip = config.is_object() && config.contains("chip") && !config["chip"].empty();
+  return plan;
+}
+
+struct Outputs {
+  fs::path csv, jsonl;
+  int csv_fd = -1, jsonl_fd = -1;
+  ~Outputs() {
+    if (csv_fd >= 0) ::close(csv_fd);
+    if (jsonl_fd >= 0) ::close(jsonl_fd);
+  }
+};
+
+fs::path with_extension(const std::string& out, const std::string& ext) {
+  fs::path path(out);
+  if (path.extension() == ".csv" || path.extension() == ".jsonl") path.replace_extension();
+  return path.string() + ext;
+}
+
+// Runs `todo` on `jobs` workers; each finished point is appended to both files under one lock.
+size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Outputs& outputs) {
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("attnsim-sweep-{}", ::getpid());
+  std::atomic<size_t> next{0};
+  std::mutex lock;
+  Progress progress(todo.size());
+  size_t failed = 0;
+  std::exception_ptr error;
+  const auto worker = [&](int slot) {
+    try {
+      const fs::path dir = scratch / std::to_string(slot);
+      fs::create_directories(dir);
+      for (size_t i; (i = next++) < todo.size();) {
+        const auto record = run_point(plan, todo[i], dir);
+        if (!record) continue;
+        std::lock_guard guard(lock);
+        append_line(outputs.jsonl_fd, record->dump() + "\n", outputs.jsonl);
+        append_line(outputs.csv_fd, csv_rows(*record, plan.keys, plan.chip), outputs.csv);
+        if ((*record)["status"] != "ok") ++failed;
+        progress.finished(todo[i], *record);
+      }
+    } catch (...) {
+      std::lock_guard guard(lock);
+      error = std::current_exception();
+      next = todo.size();  // stop handing out points
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int slot = 0; slot < std::min<int>(jobs, int(todo.size())); ++slot) workers.emplace_back(worker, slot);
+  for (auto& w : workers) w.join();
+  progress.end();
+  std::error_code ignored;
+  fs::remove_all(scratch, ignored);
+  if (error) std::rethrow_exception(error);
+  return failed;
+}
+
+}  // namespace
+
+int run_sweep(const SweepSpec& spec, const std::string& self) {
+  const std::vector<Point> points = sweep_points(spec.axes);
+  const Plan plan = make_plan(spec, self, points);
+  Outputs outputs{with_extension(spec.output, ".csv"), with_extension(spec.output, ".jsonl")};
+  const std::vector<nlohmann::json> records = load_records(outputs.jsonl, plan.identity);
+  std::set<std::string> done;
+  size_t failed_before = 0;
+  std::string csv = csv_header(plan.keys, plan.chip);
+  for (const auto& r : records) {
+    done.insert(r["point"].dump());
+    failed_before += r["status"] != "ok";
+    csv += csv_rows(r, plan.keys, plan.chip);
+  }
+  std::vector<Point> todo;
+  for (const auto& p : points)
+    if (!done.count(point_json(p).dump())) todo.push_back(p);
+  write_file_atomically(outputs.csv.string(), csv);  // rebuilt from the records: the CSV never drifts
+  outputs.jsonl_fd = open_append(outputs.jsonl);
+  outputs.csv_fd = open_append(outputs.csv);
+  const int jobs = spec.jobs > 0 ? spec.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::cerr << fmt::format("sweep: {} points, {} to run, {} skipped (already in {}), {} jobs\n",
+                           points.size(), todo.size(), points.size() - todo.size(), outputs.jsonl.string(),
+                           jobs);
+  const size_t failed = run_points(plan, todo, jobs, outputs);
+  std::cerr << fmt::format("sweep: {} run, {} failed ({} failed before); wrote {} and {}\n", todo.size(),
+                           failed, failed_before, outputs.csv.string(), outputs.jsonl.string());
+  return failed + failed_before ? 1 : 0;
+}
+
+}  // namespace attnsim

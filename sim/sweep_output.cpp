@@ -1,0 +1,154 @@
+// The sweep's records as CSV rows: the swept values, then per schedule the figures `compare` prints, named
+// per memory level on whole-chip configs (sim/compare.cpp's print_chip_compare computes the same).
+#include <fmt/format.h>
+
+#include "sim/sweep_output.h"
+
+namespace attnsim {
+
+namespace {
+
+std::string cell(const nlohmann::json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_boolean()) return value.get<bool>() ? "true" : "false";
+  if (value.is_number_float()) return fmt::format("{}", value.get<double>());
+  return value.dump();
+}
+
+// Quoted only when it must be, so numbers stay numbers to every CSV reader.
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+  return out + "\"";
+}
+
+double number(const nlohmann::json& j, const char* key) {
+  return j.contains(key) ? j[key].get<double>() : 0.0;
+}
+
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0.0;
+}
+
+uint64_t sum_values(const nlohmann::json& per_tensor) {
+  uint64_t sum = 0;
+  for (const auto& [tensor, bytes] : per_tensor.items()) sum += bytes.get<uint64_t>();
+  return sum;
+}
+
+uint64_t dram_bytes(const nlohmann::json& s) {
+  return s["whole_chip"]["dram_bytes_read"].get<uint64_t>() +
+         s["whole_chip"]["dram_bytes_written"].get<uint64_t>();
+}
+
+std::vector<nlohmann::json> chip_figures(const nlohmann::json& s, const nlohmann::json& base) {
+  const nlohmann::json& c = s["whole_chip"];
+  const uint64_t hit = sum_values(c["l2_read_hit_bytes_per_tensor"]);
+  const uint64_t miss = sum_values(c["l2_read_miss_bytes_per_tensor"]);
+  double waves = 0;
+  for (const auto& k : c["kernels"]) waves += k["waves"].get<double>();
+  const double dram = double(dram_bytes(s));
+  return {s["sm_l2_bytes_read"],
+          s["sm_l2_bytes_written"],
+          c["dram_bytes_read"],
+          c["dram_bytes_written"],
+          hit + miss ? nlohmann::json(double(hit) / double(hit + miss)) : nlohmann::json(),
+          waves,
+          number(c, "simulated_seconds") * 1e6,
+          ratio(number(s, "mxu_flops"), dram),
+          s.value("max_rel_error", nlohmann::json()),
+          s.value("passed", nlohmann::json()),
+          ratio(dram, double(dram_bytes(base))),
+          ratio(number(s, "simulated_seconds"), number(base, "simulated_seconds")),
+          s["cycles"]};
+}
+
+std::vector<nlohmann::json> core_figures(const nlohmann::json& s, const nlohmann::json& base) {
+  const double total = number(s, "hbm_bytes_read") + number(s, "hbm_bytes_written");
+  const double base_total = number(base, "hbm_bytes_read") + number(base, "hbm_bytes_written");
+  return {s["hbm_bytes_read"],
+          s["hbm_bytes_written"],
+          uint64_t(total),
+          s["sram_peak_bytes"],
+          s["mxu_flops"],
+          s["cycles"],
+          ratio(number(s, "mxu_flops"), total),
+          s.value("max_rel_error", nlohmann::json()),
+          s.value("passed", nlohmann::json()),
+          ratio(total, base_total),
+          ratio(number(s, "cycles"), number(base, "cycles"))};
+}
+
+// A swept schedule is already the schedule column.
+std::vector<std::string> lead_keys(const std::vector<std::string>& keys) {
+  std::vector<std::string> lead;
+  for (const auto& k : keys)
+    if (k != "schedule") lead.push_back(k);
+  return lead;
+}
+
+}  // namespace
+
+std::vector<std::string> figure_columns(bool chip) {
+  if (chip)
+    return {"block_q",
+            "block_k",
+            "sm_l2_read_bytes",
+            "sm_l2_write_bytes",
+            "dram_read_bytes",
+            "dram_write_bytes",
+            "l2_hit_rate",
+            "waves",
+            "time_us",
+            "flop_per_dram_byte",
+            "max_rel_error",
+            "passed",
+            "dram_per_base",
+            "time_per_base",
+            "cycles"};
+  return {"block_q",         "block_k",        "hbm_read_bytes", "hbm_write_bytes", "hbm_total_bytes",
+          "sram_peak_bytes", "mxu_flops",      "cycles",         "flop_per_byte",   "max_rel_error",
+          "passed",          "bytes_per_base", "cycles_per_base"};
+}
+
+std::string csv_header(const std::vector<std::string>& keys, bool chip) {
+  std::vector<std::string> columns = lead_keys(keys);
+  columns.push_back("schedule");
+  columns.push_back("status");
+  for (const auto& c : figure_columns(chip)) columns.push_back(c);
+  columns.push_back("reason");
+  std::string line;
+  for (const auto& c : columns) line += (line.empty() ? "" : ",") + csv_field(c);
+  return line + "\n";
+}
+
+std::string csv_rows(const nlohmann::json& record, const std::vector<std::string>& keys, bool chip) {
+  std::vector<std::string> lead;
+  for (const auto& key : lead_keys(keys)) lead.push_back(cell(record["point"].value(key, nlohmann::json())));
+  const std::string status = record.value("status", "");
+  const std::string reason = record.value("reason", "");
+  const auto line = [&](const std::string& schedule, const std::vector<nlohmann::json>& figures) {
+    std::string out;
+    for (const auto& v : lead) out += csv_field(v) + ",";
+    out += csv_field(schedule) + "," + status;
+    for (const auto& f : figures) out += "," + csv_field(cell(f));
+    for (size_t i = figures.size(); i < figure_columns(chip).size(); ++i) out += ",";
+    return out + "," + csv_field(reason) + "\n";
+  };
+  const nlohmann::json* schedules = record.contains("compare") ? &record["compare"]["schedules"] : nullptr;
+  if (!schedules || schedules->empty()) return line(cell(record["point"].value("schedule", "")), {});
+  std::string out;
+  for (const auto& s : *schedules) {
+    std::vector<nlohmann::json> figures = {s["block_q"], s["block_k"]};
+    const bool is_chip = s.contains("whole_chip");
+    for (auto& f : is_chip ? chip_figures(s, schedules->front()) : core_figures(s, schedules->front()))
+      figures.push_back(std::move(f));
+    if (is_chip != chip) figures.resize(2);  // columns of the other kind would mislead: blocks only
+    out += line(s["schedule"].get<std::string>(), figures);
+  }
+  return out;
+}
+
+}  // namespace attnsim

@@ -184,13 +184,13 @@ class Progress {
     if (!ok) ++failed_;
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     const double eta = elapsed / double(done_) * double(total_ - done_);
-    if (tty_) {
-      std::cerr << fmt::format("\r\33[Ksweep: {}/{} points, {} failed, ETA {}", done_, total_, failed_,
-                               duration_text(eta))
-                << std::flush;
+    if (tty_) {  // a failure gets its own line above the progress line, which is then redrawn
       if (!ok)
         std::cerr << fmt::format("\r\33[Kpoint failed: {}: {}\n", point_text(point),
                                  record["reason"].get<std::string>());
+      std::cerr << fmt::format("\r\33[Ksweep: {}/{} points, {} failed, ETA {}", done_, total_, failed_,
+                               duration_text(eta))
+                << std::flush;
       return;
     }
     std::cerr << fmt::format("point {}/{} {}: {}{} ({:.1f} s)\n", done_, total_, ok ? "done" : "failed",
@@ -344,7 +344,13 @@ int run_sweep(const SweepSpec& spec, const std::string& self) {
   const std::vector<Point> points = sweep_points(spec.axes);
   const Plan plan = make_plan(spec, self, points);
   Outputs outputs{with_extension(spec.output, ".csv"), with_extension(spec.output, ".jsonl")};
-  const std::vector<nlohmann::json> records = load_records(outputs.jsonl, plan.identity);
+  std::vector<nlohmann::json> records = load_records(outputs.jsonl, plan.identity);
+  if (spec.retry_failed) {  // failed points leave the files and run again
+    std::erase_if(records, [](const nlohmann::json& r) { return r["status"] != "ok"; });
+    std::string kept;
+    for (const auto& r : records) kept += r.dump() + "\n";
+    if (fs::exists(outputs.jsonl)) write_file_atomically(outputs.jsonl.string(), kept);
+  }
   std::set<std::string> done;
   size_t failed_before = 0;
   std::string csv = csv_header(plan.keys, plan.chip);

@@ -42,6 +42,7 @@ struct SweepSpec {
   std::vector<std::pair<std::string, std::string>> fixed;  // key, value: the same for every point
   std::string output;                                      // OUT: writes OUT.csv and OUT.jsonl
   int jobs = 0;                                            // 0: all cores
+  bool retry_failed = false;  // run the points OUT.jsonl records as failed again (else they are skipped)
 };
 
 // Reads a YAML spec (config:, sweep: {key: values}, fixed: {key: value}, output:, jobs:) into `spec`;

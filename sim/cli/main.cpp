@@ -342,6 +342,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "output:, jobs: (docs/sweep.md)")("output,o", po::value(&spec.output),
                                         "write OUT.csv and OUT.jsonl (appended; a rerun resumes)")(
       "jobs,j", po::value(&spec.jobs)->default_value(0), "points at once; 0: all cores")(
+      "retry-failed", po::bool_switch(&spec.retry_failed),
+      "run again the points OUT.jsonl records as failed (a rerun skips them otherwise)")(
       "N", po::value<std::string>(), "sequence length")("d", po::value<std::string>(), "head dimension")(
       "heads", po::value<std::string>(), "heads per batch element")(
       "batch", po::value<std::string>(), "batch size")("causal", po::bool_switch(), "causal mask")(

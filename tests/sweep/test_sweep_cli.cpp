@@ -231,6 +231,33 @@ TEST_F(Sweep, FailingPointIsRecordedAndTheSweepGoesOn) {
   EXPECT_EQ(failed["status"], "failed");
   EXPECT_EQ(failed["exit_status"], 2);
   EXPECT_NE(failed["reason"].get<std::string>().find("sram.capacity_bytes is 1024"), std::string::npos);
+  // A rerun skips the failed point and still reports the failure; --retry-failed runs it (and only it) again.
+  const std::vector<std::string> args = {"sweep",
+                                         "-c",
+                                         kSm,
+                                         "--N",
+                                         "128",
+                                         "--block",
+                                         "64",
+                                         "--schedule",
+                                         "flash2",
+                                         "--sweep",
+                                         "sram.capacity_bytes=1KiB,256KiB",
+                                         "-o",
+                                         out()};
+  const Outcome rerun = run(args);
+  EXPECT_EQ(rerun.status, 1) << rerun.err;
+  EXPECT_NE(rerun.err.find("0 to run, 2 skipped"), std::string::npos) << rerun.err;
+  auto retry_args = args;
+  retry_args.push_back("--retry-failed");
+  const Outcome retry = run(retry_args);
+  EXPECT_EQ(retry.status, 1) << retry.err;
+  EXPECT_NE(retry.err.find("1 to run, 1 skipped"), std::string::npos) << retry.err;
+  const auto after = lines(read_file(jsonl_path()));
+  ASSERT_EQ(after.size(), 2u);
+  EXPECT_EQ(after[0], records[1]);  // the ok point kept, the failed one recorded once, anew
+  EXPECT_EQ(nlohmann::json::parse(after[1])["point"], failed["point"]);
+  EXPECT_EQ(csv(csv_path()).size(), 2u);
 }
 
 TEST_F(Sweep, BadInputWritesNothing) {

@@ -56,8 +56,40 @@ std::string last_line(const std::string& text) {
   return last;
 }
 
+// A SIGINT, SIGTERM or SIGHUP sent to the sweep alone (kill, a batch system) is passed on to the running
+// children, which a Ctrl-C on a terminal reaches anyway through the process group; no new point starts.
+std::atomic<int> g_stop_signal{0};
+std::vector<std::atomic<pid_t>>* g_running = nullptr;  // one slot per worker: its child, or 0
+
+extern "C" void forward_signal(int signal) {
+  g_stop_signal = signal;
+  if (g_running)
+    for (auto& pid : *g_running)
+      if (const pid_t p = pid.load(); p > 0) ::kill(p, signal);
+}
+
+// Installs forward_signal for the workers' lifetime.
+class ForwardSignals {
+ public:
+  explicit ForwardSignals(std::vector<std::atomic<pid_t>>& running) {
+    g_running = &running;
+    struct sigaction action = {};
+    action.sa_handler = forward_signal;
+    for (int k = 0; k < 3; ++k) ::sigaction(kSignals[k], &action, &previous_[k]);
+  }
+  ~ForwardSignals() {
+    for (int k = 0; k < 3; ++k) ::sigaction(kSignals[k], &previous_[k], nullptr);
+    g_running = nullptr;
+  }
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction previous_[3] = {};
+};
+
 // Output goes to files, not pipes, so a child with a large JSON cannot block on a full pipe.
-Child run_child(const std::vector<std::string>& args, const fs::path& scratch) {
+Child run_child(const std::vector<std::string>& args, const fs::path& scratch,
+                std::atomic<pid_t>* running = nullptr) {
   const std::string out_path = (scratch / "stdout").string(), err_path = (scratch / "stderr").string();
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -71,9 +103,11 @@ Child run_child(const std::vector<std::string>& args, const fs::path& scratch) {
   const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error("cannot run " + args[0] + ": " + system_reason(spawned));
+  if (running) *running = pid;
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) throw std::runtime_error("waitpid: " + system_reason(errno));
+  if (running) *running = 0;
   Child child;
   if (WIFEXITED(status))
     child.exit_status = WEXITSTATUS(status);
@@ -138,15 +172,20 @@ std::string failure_reason(const Child& child) {
 }
 
 // One point's record, or nullopt when a child was interrupted (Ctrl-C): that point runs again on resume.
-std::optional<nlohmann::json> run_point(const Plan& plan, const Point& point, const fs::path& scratch) {
+std::optional<nlohmann::json> run_point(const Plan& plan, const Point& point, const fs::path& scratch,
+                                        std::atomic<pid_t>* running) {
   const auto start = Clock::now();
   nlohmann::json record = {{"point", point_json(point)}, {"sweep", plan.identity}};
   const std::vector<std::string> args = compare_args(plan, point);
   record["command"] = command_line(args);
-  const Child config = run_child(config_args(plan, point), scratch);
+  const Child config = run_child(config_args(plan, point), scratch, running);
   if (interrupted(config)) return std::nullopt;
-  if (config.exit_status == 0) record["config"] = nlohmann::json::parse(config.out, nullptr, false);
-  const Child compare = config.exit_status == 0 ? run_child(args, scratch) : config;
+  if (config.exit_status == 0) {
+    auto effective = nlohmann::json::parse(config.out, nullptr, false);
+    if (!effective.is_discarded())
+      record["config"] = std::move(effective);  // a discarded value dumps as no JSON
+  }
+  const Child compare = config.exit_status == 0 ? run_child(args, scratch, running) : config;
   if (interrupted(compare)) return std::nullopt;
   nlohmann::json result = nlohmann::json::parse(compare.out, nullptr, false);
   if (!result.is_discarded() && result.is_object()) record["compare"] = result;
@@ -309,12 +348,15 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Ou
   Progress progress(todo.size());
   size_t failed = 0;
   std::exception_ptr error;
+  const int slots = std::min<int>(jobs, int(todo.size()));
+  std::vector<std::atomic<pid_t>> running(size_t(std::max(slots, 0)));
+  ForwardSignals forwarding(running);
   const auto worker = [&](int slot) {
     try {
       const fs::path dir = scratch / std::to_string(slot);
       fs::create_directories(dir);
-      for (size_t i; (i = next++) < todo.size();) {
-        const auto record = run_point(plan, todo[i], dir);
+      for (size_t i; !g_stop_signal && (i = next++) < todo.size();) {
+        const auto record = run_point(plan, todo[i], dir, &running[slot]);
         if (!record) continue;
         std::lock_guard guard(lock);
         append_line(outputs.jsonl_fd, record->dump() + "\n", outputs.jsonl);
@@ -329,7 +371,7 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Ou
     }
   };
   std::vector<std::thread> workers;
-  for (int slot = 0; slot < std::min<int>(jobs, int(todo.size())); ++slot) workers.emplace_back(worker, slot);
+  for (int slot = 0; slot < slots; ++slot) workers.emplace_back(worker, slot);
   for (auto& w : workers) w.join();
   progress.end();
   std::error_code ignored;
@@ -370,6 +412,13 @@ int run_sweep(const SweepSpec& spec, const std::string& self) {
                            points.size(), todo.size(), points.size() - todo.size(), outputs.jsonl.string(),
                            jobs);
   const size_t failed = run_points(plan, todo, jobs, outputs);
+  if (const int signal = g_stop_signal) {
+    std::cerr << fmt::format(
+        "sweep: interrupted ({}); the finished points are in {}; rerun the same command "
+        "to resume\n",
+        strsignal(signal), outputs.jsonl.string());
+    return 128 + signal;
+  }
   std::cerr << fmt::format("sweep: {} run, {} failed ({} failed before); wrote {} and {}\n", todo.size(),
                            failed, failed_before, outputs.csv.string(), outputs.jsonl.string());
   return failed + failed_before ? 1 : 0;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -212,6 +213,48 @@ TEST_F(Sweep, ResumeRunsOnlyWhatIsMissing) {
   for (const auto& line : after) points.insert(nlohmann::json::parse(line)["point"].dump());
   EXPECT_EQ(points.size(), 8u);
   EXPECT_EQ(csv(csv_path()).size(), 8u);
+}
+
+// A real interruption: SIGTERM to the sweep as soon as its first point is recorded (it passes the signal on
+// to its children), then the same command finishes the rest and runs no recorded point again.
+TEST_F(Sweep, InterruptedSweepResumes) {
+  std::vector<std::string> args = {ATTNSIM_CLI, "sweep",
+                                   "-c",        kSm,
+                                   "--N",       "512",
+                                   "--sweep",   "sram.capacity_bytes=32KiB..1MiB*2",
+                                   "--sweep",   "schedule=flash1,flash2",
+                                   "-o",        out(),
+                                   "--jobs",    "1"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 2, (root_ / "cap" / "first").c_str(), O_WRONLY | O_CREAT, 0644);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, ATTNSIM_CLI, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  for (int waited = 0; waited < 2000 && lines(read_file(jsonl_path())).empty(); ++waited) ::usleep(10000);
+  ::kill(pid, SIGTERM);
+  int wstatus = 0;
+  ::waitpid(pid, &wstatus, 0);
+  ASSERT_TRUE(WIFEXITED(wstatus)) << read_file(root_ / "cap" / "first");
+  EXPECT_EQ(WEXITSTATUS(wstatus), 128 + SIGTERM) << read_file(root_ / "cap" / "first");
+  const auto before = lines(read_file(jsonl_path()));
+  ASSERT_GE(before.size(), 1u);
+  ASSERT_LT(before.size(), 12u) << "the sweep ended before the signal";
+  args.erase(args.begin());
+  const Outcome resumed = run(args);
+  EXPECT_EQ(resumed.status, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find(fmt::format("{} to run, {} skipped", 12 - before.size(), before.size())),
+            std::string::npos)
+      << resumed.err;
+  const auto after = lines(read_file(jsonl_path()));
+  ASSERT_EQ(after.size(), 12u);
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_EQ(after[i], before[i]);
+  std::set<std::string> points;
+  for (const auto& line : after) points.insert(nlohmann::json::parse(line)["point"].dump());
+  EXPECT_EQ(points.size(), 12u);
 }
 
 TEST_F(Sweep, FailingPointIsRecordedAndTheSweepGoesOn) {

@@ -23,14 +23,7 @@
 #include <string>
 #include <vector>
 
-#define CHECK(call)                                                                         \
-  do {                                                                                      \
-    cudaError_t err_ = (call);                                                              \
-    if (err_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_));   \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
+#include "cuda_check.h"
 
 constexpr int kThreads = 1024;
 constexpr size_t kChunk = kThreads * sizeof(int4);  // bytes a block reads per step

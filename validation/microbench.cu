@@ -14,14 +14,7 @@
 #include <random>
 #include <vector>
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
-  } while (0)
+#include "cuda_check.h"
 
 namespace {
 

@@ -12,18 +12,9 @@ OUT="${OUT:-$PWD/validation/out}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/l2probe.XXXXXX)"
 exec > >(tee -a "$OUT/run.log") 2>&1
-export PATH="$PATH:/usr/local/cuda/bin"
-NCU="${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2> /dev/null | head -n1)}"
-GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)"
-case "$GPU" in *H100*) G=h100 ;; *H200*) G=h200 ;; *) G=gpu ;; esac
-{
-  echo "gpu: $GPU"
-  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
-  echo "cuda (nvcc): $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-  echo "ncu: $("$NCU" --version | sed -n 's/^Version \([^ ]*\).*/\1/p')"
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} > "$OUT/${G}_l2_probe_env.txt"
-cat "$OUT/${G}_l2_probe_env.txt"
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+write_env "$OUT/${G}_l2_probe_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/l2_probe" validation/l2_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
 SET="${SET:-reads}"

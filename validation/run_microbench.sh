@@ -8,19 +8,10 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
 mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/microbench.XXXXXX)"
-export PATH="$PATH:/usr/local/cuda/bin"
-NCU="${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2> /dev/null | head -n1)}"
-GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n1)"
-case "$GPU" in *H100*) G=h100 ;; *H200*) G=h200 ;; *) G=gpu ;; esac
-{
-  echo "gpu: $GPU"
-  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)"
-  echo "cuda (nvcc): $(nvcc --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')"
-  echo "ncu: $("$NCU" --version | sed -n 's/^Version \([^ ]*\).*/\1/p')"
-  echo "clocks (nvidia-smi): $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv,noheader | head -n1) (sm, max sm, mem, max mem)"
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-} > "$OUT/${G}_microbench_env.txt"
-cat "$OUT/${G}_microbench_env.txt"
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+write_env "$OUT/${G}_microbench_env.txt"
+echo "clocks (nvidia-smi): $(nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --format=csv,noheader | head -n1) (sm, max sm, mem, max mem)" | tee -a "$OUT/${G}_microbench_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/microbench" validation/microbench.cu || { echo "BUILD FAILED"; exit 1; }
 "$WORK/microbench" > "$OUT/${G}_microbench.csv" || { echo "RUN FAILED"; exit 1; }
 # The SM clock the validation data was measured at: ncu's base clock control, on the clock kernel.

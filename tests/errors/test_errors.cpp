@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/common/run_cli.h"
+
 extern char** environ;
 
 namespace {
@@ -26,18 +28,7 @@ namespace fs = std::filesystem;
 
 const std::string kToy3 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-3reg.yaml";
 
-struct Outcome {
-  int status = -1;  // exit status, or -1 if it did not exit normally
-  std::string out;
-  std::string err;
-};
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+using Outcome = attnsim::testing::CliOutcome;
 
 // Per-test scratch directory. Inputs go in work/, captured output in cap/, so "no file was written" is
 // simply "work/ holds only what the test put there".
@@ -66,34 +57,7 @@ class Cli : public ::testing::Test {
     return path.string();
   }
 
-  // Files redirect stdout and stderr, so a chatty child cannot block on a full pipe.
-  Outcome run(const std::vector<std::string>& args) {
-    std::string out_path = (root_ / "cap" / "stdout").string();
-    std::string err_path = (root_ / "cap" / "stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> full = {ATTNSIM_CLI};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    int rc = posix_spawn(&pid, ATTNSIM_CLI, &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    Outcome outcome;
-    if (rc != 0) {
-      ADD_FAILURE() << "cannot spawn " << ATTNSIM_CLI;
-      return outcome;
-    }
-    int wstatus = 0;
-    waitpid(pid, &wstatus, 0);
-    if (WIFEXITED(wstatus)) outcome.status = WEXITSTATUS(wstatus);
-    outcome.out = read_file(out_path);
-    outcome.err = read_file(err_path);
-    return outcome;
-  }
+  Outcome run(const std::vector<std::string>& args) { return attnsim::testing::run_cli(args, root_ / "cap"); }
 
   // `attnsim run -c CONFIG TRACE --stats-json work/stats.json [extra...]`
   Outcome run_trace(const std::string& config, const std::string& trace,

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/run_cli.h"
+
 extern char** environ;
 
 namespace {
@@ -27,16 +29,11 @@ namespace fs = std::filesystem;
 const std::string kSm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
 const std::string kChip = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = attnsim::testing::CliOutcome;
+using attnsim::testing::read_whole_file;
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return read_whole_file(path);
 }
 
 std::vector<std::string> lines(const std::string& text) {
@@ -98,32 +95,7 @@ class Sweep : public ::testing::Test {
   fs::path csv_path() const { return work() / "res.csv"; }
   fs::path jsonl_path() const { return work() / "res.jsonl"; }
 
-  Outcome run(const std::vector<std::string>& args) {
-    const std::string out_path = (root_ / "cap" / "stdout").string(),
-                      err_path = (root_ / "cap" / "stderr").string();
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::vector<std::string> full = {ATTNSIM_CLI};
-    full.insert(full.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : full) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    pid_t pid = 0;
-    Outcome outcome;
-    if (posix_spawn(&pid, ATTNSIM_CLI, &actions, nullptr, argv.data(), environ) != 0) {
-      ADD_FAILURE() << "cannot spawn " << ATTNSIM_CLI;
-      return outcome;
-    }
-    posix_spawn_file_actions_destroy(&actions);
-    int wstatus = 0;
-    waitpid(pid, &wstatus, 0);
-    if (WIFEXITED(wstatus)) outcome.status = WEXITSTATUS(wstatus);
-    outcome.out = read_file(out_path);
-    outcome.err = read_file(err_path);
-    return outcome;
-  }
+  Outcome run(const std::vector<std::string>& args) { return attnsim::testing::run_cli(args, root_ / "cap"); }
 
   // 4 SRAM sizes x 2 schedules at N = 128: 8 points, one schedule each.
   std::vector<std::string> grid() const {

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(call)                                                                       \
-  do {                                                                                    \
-    cudaError_t err_ = (call);                                                            \
-    if (err_ != cudaSuccess) {                                                            \
+#define CHECK(call)                                                                      \
+  do {                                                                                   \
+    cudaError_t err_ = (call);                                                           \
+    if (err_ != cudaSuccess) {                                                           \
       std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                      \
+    }                                                                                    \
   } while (0)

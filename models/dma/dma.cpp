@@ -52,7 +52,8 @@ void DmaEngine::reset() {
 }
 
 uint64_t DmaEngine::earliest_start(uint64_t ready_cycle) const {
-  // Full when queue_depth transfers are still in flight at ready_cycle: then the earliest of them frees one.
+  // Full when queue_depth transfers are still in flight at ready_cycle: then the earliest of them frees one
+  // (transfers can finish out of order, so search).
   uint64_t earliest = UINT64_MAX;
   size_t busy = 0;
   for (uint64_t done : in_flight_) {
@@ -77,12 +78,9 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
                                          MemoryLevel& memory, Sram& sram) {
   // Slots whose transfer has finished by ready_cycle are free again.
   std::erase_if(in_flight_, [ready_cycle](uint64_t done) { return done <= ready_cycle; });
-  uint64_t start = ready_cycle;
-  if (in_flight_.size() >= static_cast<size_t>(params_.queue_depth)) {
-    // Full: wait for the earliest completion (transfers can finish out of order, so search).
-    auto earliest = std::min_element(in_flight_.begin(), in_flight_.end());
-    start = *earliest;  // > ready_cycle, or it would have been erased above
-    in_flight_.erase(earliest);
+  const uint64_t start = earliest_start(ready_cycle);
+  if (start != ready_cycle) {  // full: the transfer takes the slot of the earliest to complete
+    in_flight_.erase(std::find(in_flight_.begin(), in_flight_.end(), start));
     queue_full_stall_cycles += start - ready_cycle;
   }
 

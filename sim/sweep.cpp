@@ -334,14 +334,17 @@ struct Outputs {
   }
 };
 
-fs::path with_extension(const std::string& out, const std::string& ext) {
-  fs::path path(out);
-  if (path.extension() == ".csv" || path.extension() == ".jsonl") path.replace_extension();
-  return path.string() + ext;
+// A shard's record says where its point sits in the whole sweep, so that merge can put the points back in
+// order and find a missing or doubled one; merge removes it again.
+nlohmann::json shard_json(const SweepSpec& spec, size_t index, size_t points, bool chip) {
+  return {
+      {"index", spec.shard}, {"count", spec.shards}, {"point", index}, {"points", points}, {"chip", chip}};
 }
 
-// Runs `todo` on `jobs` workers; each finished point is appended to both files under one lock.
-size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Outputs& outputs) {
+// Runs `todo` on `jobs` workers; each finished point is appended to both files under one lock. `shard` gives
+// each point's shard record (null: no shard).
+size_t run_points(const Plan& plan, const std::vector<Point>& todo, const std::vector<nlohmann::json>& shard,
+                  int jobs, Outputs& outputs) {
   const fs::path scratch = fs::temp_directory_path() / fmt::format("attnsim-sweep-{}", ::getpid());
   std::atomic<size_t> next{0};
   std::mutex lock;
@@ -356,8 +359,9 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Ou
       const fs::path dir = scratch / std::to_string(slot);
       fs::create_directories(dir);
       for (size_t i; !g_stop_signal && (i = next++) < todo.size();) {
-        const auto record = run_point(plan, todo[i], dir, &running[slot]);
+        auto record = run_point(plan, todo[i], dir, &running[slot]);
         if (!record) continue;
+        if (!shard[i].is_null()) (*record)["shard"] = shard[i];
         std::lock_guard guard(lock);
         append_line(outputs.jsonl_fd, record->dump() + "\n", outputs.jsonl);
         append_line(outputs.csv_fd, csv_rows(*record, plan.keys, plan.chip), outputs.csv);
@@ -382,11 +386,60 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, int jobs, Ou
 
 }  // namespace
 
+std::pair<int, int> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto whole = [](const std::string& s) {
+    return !s.empty() && s.size() < 9 && s.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (slash != std::string::npos && whole(text.substr(0, slash)) && whole(text.substr(slash + 1))) {
+    const int k = std::stoi(text.substr(0, slash)), n = std::stoi(text.substr(slash + 1));
+    if (k >= 1 && k <= n) return {k, n};
+  }
+  throw InputError("attnsim sweep", {},
+                   "--shard " + text + ": expected K/N with 1 <= K <= N (Slurm: --array=1-N, K = task id)");
+}
+
+std::string sweep_output_stem(const std::string& output, int shard, int shards) {
+  fs::path path(output);
+  if (path.extension() == ".csv" || path.extension() == ".jsonl") path.replace_extension();
+  return path.string() + (shards ? fmt::format(".shard-{}-of-{}", shard, shards) : "");
+}
+
+void check_sweep(const SweepSpec& spec, const std::string& self) {
+  make_plan(spec, self, sweep_points(spec.axes));
+}
+
 int run_sweep(const SweepSpec& spec, const std::string& self) {
-  const std::vector<Point> points = sweep_points(spec.axes);
-  const Plan plan = make_plan(spec, self, points);
-  Outputs outputs{with_extension(spec.output, ".csv"), with_extension(spec.output, ".jsonl")};
+  const std::vector<Point> all = sweep_points(spec.axes);
+  const Plan plan = make_plan(spec, self, all);
+  // A shard takes every shards-th point: round robin rather than blocks, so the slow end of a swept range
+  // (the largest N) is spread over the shards instead of landing on the last one.
+  std::vector<Point> points;
+  std::vector<nlohmann::json> shard_of;  // per point of `points`
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (spec.shards && int(i % size_t(spec.shards)) != spec.shard - 1) continue;
+    points.push_back(all[i]);
+    shard_of.push_back(spec.shards ? shard_json(spec, i, all.size(), plan.chip) : nlohmann::json());
+  }
+  const std::string stem = sweep_output_stem(spec.output, spec.shard, spec.shards);
+  Outputs outputs{stem + ".csv", stem + ".jsonl"};
   std::vector<nlohmann::json> records = load_records(outputs.jsonl, plan.identity);
+  // Adding values to a swept key renumbers the points, and so which shard holds which: a shard's records
+  // must still sit where they were, or merge would mix two partitions.
+  std::map<std::string, size_t> position;
+  if (spec.shards)
+    for (size_t i = 0; i < points.size(); ++i) position[point_json(points[i]).dump()] = i;
+  for (const auto& r : records) {
+    if (!spec.shards && !r.contains("shard")) continue;
+    const auto at = position.find(r["point"].dump());
+    const nlohmann::json expected =
+        at == position.end() ? nlohmann::json("not in this shard") : shard_of[at->second];
+    if (r.value("shard", nlohmann::json()) != expected)
+      throw InputError(outputs.jsonl.string(), {},
+                       "holds point " + r["point"].dump() + " as " +
+                           r.value("shard", nlohmann::json()).dump() + ", this sweep has it as " +
+                           expected.dump() + " (the swept values or --shard changed); choose another -o");
+  }
   if (spec.retry_failed) {  // failed points leave the files and run again
     std::erase_if(records, [](const nlohmann::json& r) { return r["status"] != "ok"; });
     std::string kept;
@@ -402,16 +455,21 @@ int run_sweep(const SweepSpec& spec, const std::string& self) {
     csv += csv_rows(r, plan.keys, plan.chip);
   }
   std::vector<Point> todo;
-  for (const auto& p : points)
-    if (!done.count(point_json(p).dump())) todo.push_back(p);
+  std::vector<nlohmann::json> todo_shard;
+  for (size_t i = 0; i < points.size(); ++i)
+    if (!done.count(point_json(points[i]).dump())) {
+      todo.push_back(points[i]);
+      todo_shard.push_back(shard_of[i]);
+    }
   write_file_atomically(outputs.csv.string(), csv);  // rebuilt from the records: the CSV never drifts
   outputs.jsonl_fd = open_append(outputs.jsonl);
   outputs.csv_fd = open_append(outputs.csv);
   const int jobs = spec.jobs > 0 ? spec.jobs : int(std::max(1u, std::thread::hardware_concurrency()));
-  std::cerr << fmt::format("sweep: {} points, {} to run, {} skipped (already in {}), {} jobs\n",
-                           points.size(), todo.size(), points.size() - todo.size(), outputs.jsonl.string(),
-                           jobs);
-  const size_t failed = run_points(plan, todo, jobs, outputs);
+  std::cerr << fmt::format(
+      "sweep: {}{} points, {} to run, {} skipped (already in {}), {} jobs\n",
+      spec.shards ? fmt::format("shard {}/{} of {} points: ", spec.shard, spec.shards, all.size()) : "",
+      points.size(), todo.size(), points.size() - todo.size(), outputs.jsonl.string(), jobs);
+  const size_t failed = run_points(plan, todo, todo_shard, jobs, outputs);
   if (const int signal = g_stop_signal) {
     std::cerr << fmt::format(
         "sweep: interrupted ({}); the finished points are in {}; rerun the same command "

@@ -43,7 +43,29 @@ struct SweepSpec {
   std::string output;                                      // OUT: writes OUT.csv and OUT.jsonl
   int jobs = 0;                                            // 0: all cores
   bool retry_failed = false;  // run the points OUT.jsonl records as failed again (else they are skipped)
+  // --shard K/N: run only the points whose index i (in sweep_points order) has i % N == K - 1, into
+  // OUT.shard-K-of-N.csv/.jsonl; 0/0: the whole sweep.
+  int shard = 0, shards = 0;
 };
+
+// `K/N` with 1 <= K <= N; throws InputError otherwise.
+std::pair<int, int> parse_shard(const std::string& text);
+
+// The files' stem: OUT without a .csv or .jsonl ending, plus `.shard-K-of-N` for a shard.
+std::string sweep_output_stem(const std::string& output, int shard = 0, int shards = 0);
+
+// `attnsim sweep merge OUT SHARD...`: joins the shards' records (SHARD is a shard's stem, .jsonl or .csv)
+// into OUT.csv and OUT.jsonl in point order, as one unsharded --jobs 1 run writes them. Throws InputError,
+// naming the file and line, when a point is missing or duplicated, or the shards belong to different sweeps.
+// Returns 0, or 1 when a merged point failed.
+int merge_sweep(const std::string& output, const std::vector<std::string>& shards);
+
+// `attnsim sweep --slurm N`: writes OUT.sbatch (a job array of N tasks, task K running this sweep with
+// --shard K/N) and OUT.merge.sbatch (merge, after the array), and submits both with sbatch unless `submit` is
+// false. `args` are the sweep's arguments as given (--slurm, --sbatch, --no-submit are left out of the
+// script). Returns the exit status.
+int submit_slurm(const SweepSpec& spec, const std::vector<std::string>& args, int tasks,
+                 const std::vector<std::string>& sbatch_args, bool submit, const std::string& self);
 
 // Reads a YAML spec (config:, sweep: {key: values}, fixed: {key: value}, output:, jobs:) into `spec`;
 // command-line axes and fixed options are added after the file's.
@@ -57,5 +79,7 @@ std::vector<std::vector<std::pair<std::string, std::string>>> sweep_points(
 // then runs the points not already in OUT.jsonl. Returns the exit status: 0 when every point succeeded, 1
 // when any failed; throws InputError for bad input. `self` is the attnsim binary to run for each point.
 int run_sweep(const SweepSpec& spec, const std::string& self);
+// The checks run_sweep makes before it writes anything; throws InputError.
+void check_sweep(const SweepSpec& spec, const std::string& self);
 
 }  // namespace attnsim

@@ -353,17 +353,46 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "values", po::value<std::string>(), "auto, on, off")(
       "schedule", po::value<std::vector<std::string>>()->composing(), "run only these (repeatable)")(
       "param,p", po::value<std::vector<std::string>>()->composing(),
-      "fix a config key: -p sram.capacity_bytes=128KiB");
+      "fix a config key: -p sram.capacity_bytes=128KiB")(
+      "shard", po::value<std::string>(),
+      "K/N: run only shard K of N (every N-th point) into OUT.shard-K-of-N.*; join with attnsim sweep merge")(
+      "slurm", po::value<int>(),
+      "N: write OUT.sbatch (a Slurm array of N shards) and OUT.merge.sbatch, submit")(
+      "sbatch", po::value<std::vector<std::string>>()->composing(),
+      "with --slurm: an sbatch option for both jobs (--sbatch=--partition=cpu), repeatable")(
+      "no-submit", po::bool_switch(), "with --slurm: write the scripts, do not submit them");
   po::positional_options_description pos;
+  if (!args.empty() && args[0] == "merge") {
+    if (args.size() == 2 && (args[1] == "--help" || args[1] == "-h")) {
+      std::cout << "usage: attnsim sweep merge OUT SHARD...\n\njoins the shards of one sweep (--shard K/N; "
+                   "SHARD is a shard's OUT.shard-K-of-N, .csv or .jsonl) into OUT.csv and OUT.jsonl in point "
+                   "order;\na missing or doubled point is an error (exit 2), a failed point exit 1\n";
+      return 0;
+    }
+    if (args.size() < 3)
+      throw InputError("attnsim sweep merge", {}, "usage: attnsim sweep merge OUT SHARD...");
+    return merge_sweep(args[1], std::vector<std::string>(args.begin() + 2, args.end()));
+  }
   auto parsed = parse("sweep", desc, pos, args,
                       "-c CONFIG --sweep KEY=VALUES [--sweep ...] [--spec FILE] [compare options] -o OUT "
-                      "[--jobs N]");
+                      "[--jobs N] [--shard K/N | --slurm N]\n       attnsim sweep merge OUT SHARD...");
   if (parsed.help) return 0;
+  if (parsed.vars.count("shard")) {
+    const auto [shard, shards] = parse_shard(parsed.vars["shard"].as<std::string>());
+    spec.shard = shard;
+    spec.shards = shards;
+  }
   if (!spec_file.empty()) read_sweep_spec(spec_file, spec);
   for (const auto& s : sweeps) spec.axes.push_back(parse_sweep_axis(s));
   for (auto& f : fixed_options(parsed.vars)) spec.fixed.push_back(std::move(f));
   if (spec.axes.empty()) throw InputError("attnsim sweep", {}, "nothing to sweep: --sweep key=values");
-  return run_sweep(spec, std::filesystem::read_symlink("/proc/self/exe").string());
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  if (parsed.vars.count("slurm"))
+    return submit_slurm(spec, args, parsed.vars["slurm"].as<int>(),
+                        parsed.vars.count("sbatch") ? parsed.vars["sbatch"].as<std::vector<std::string>>()
+                                                    : std::vector<std::string>{},
+                        !parsed.vars["no-submit"].as<bool>(), self);
+  return run_sweep(spec, self);
 }
 
 int cmd_validate(const std::vector<std::string>& args) {

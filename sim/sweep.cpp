@@ -135,6 +135,7 @@ struct Plan {
   std::vector<std::string> keys;        // the swept keys, in order
   nlohmann::json identity;              // what makes two records part of the same sweep
   bool chip = false;
+  bool unit_cycles = false;
 };
 
 std::vector<std::string> compare_args(const Plan& plan, const Point& point) {
@@ -171,6 +172,63 @@ std::string failure_reason(const Child& child) {
   return child.exit_status == 1 ? "a value check failed" : fmt::format("exit status {}", child.exit_status);
 }
 
+// Each unit's busy cycles for every schedule of an ok one-core forward point: compare does not report them,
+// so the same trace is generated (gen, with compare's blocks and double buffering) and run timing-only.
+// `cycles` is that run's total, which equals compare's when the trace is the same (tests/sweep checks it).
+// False when interrupted.
+bool add_unit_cycles(const Plan& plan, const Point& point, nlohmann::json& record, const fs::path& scratch,
+                     std::atomic<pid_t>* running) {
+  const nlohmann::json& c = record["compare"];
+  if (plan.chip || record.value("status", "") != "ok") return true;
+  std::vector<std::string> overrides = config_args(plan, point);
+  overrides.erase(overrides.begin(), overrides.begin() + 4);  // attnsim config -c CONFIG
+  const std::string trace = (scratch / "unit.trace").string(), stats = (scratch / "unit.json").string();
+  for (const auto& s : c["schedules"]) {
+    std::vector<std::string> gen = {plan.self,
+                                    "gen",
+                                    s["schedule"].get<std::string>(),
+                                    "--n",
+                                    c["n"].dump(),
+                                    "--d",
+                                    c["d"].dump(),
+                                    "--block-q",
+                                    s["block_q"].dump(),
+                                    "--block-k",
+                                    s["block_k"].dump(),
+                                    "--double-buffer",
+                                    "--dtype",
+                                    c["dtype"].get<std::string>(),
+                                    "--heads",
+                                    std::to_string(c["heads"].get<int64_t>() * c["batch"].get<int64_t>()),
+                                    "-o",
+                                    trace};
+    if (c["causal"].get<bool>()) gen.push_back("--causal");
+    std::vector<std::string> run = {plan.self, "run",           "-c",           plan.config_path,
+                                    trace,     "--timing-only", "--stats-json", stats};
+    run.insert(run.end(), overrides.begin(), overrides.end());
+    nlohmann::json& units = record["unit_busy_cycles"][s["schedule"].get<std::string>()];
+    for (const auto& args : {gen, run}) {
+      const Child child = run_child(args, scratch, running);
+      if (interrupted(child)) return false;
+      if (child.exit_status != 0) {
+        units = {{"error", command_line(args) + ": " + failure_reason(child)}};
+        break;
+      }
+    }
+    if (units.contains("error")) continue;
+    const auto j = nlohmann::json::parse(std::ifstream(stats), nullptr, false);
+    if (j.is_discarded() || !j.contains("stats")) {
+      units = {{"error", "attnsim run wrote no stats"}};
+      continue;
+    }
+    for (const auto& [unit, figures] : j["stats"].items())
+      if (figures.is_object() && figures.contains("busy_cycles"))
+        units[unit] = figures["busy_cycles"]["value"];
+    units["cycles"] = j["stats"]["sequencer"]["cycles"]["value"];
+  }
+  return true;
+}
+
 // One point's record, or nullopt when a child was interrupted (Ctrl-C): that point runs again on resume.
 std::optional<nlohmann::json> run_point(const Plan& plan, const Point& point, const fs::path& scratch,
                                         std::atomic<pid_t>* running) {
@@ -193,6 +251,7 @@ std::optional<nlohmann::json> run_point(const Plan& plan, const Point& point, co
   record["status"] = ok ? "ok" : "failed";
   if (!ok) record["reason"] = compare.exit_status == 0 ? "compare printed no JSON" : failure_reason(compare);
   record["exit_status"] = compare.exit_status;
+  if (plan.unit_cycles && !add_unit_cycles(plan, point, record, scratch, running)) return std::nullopt;
   record["host_seconds"] = std::chrono::duration<double>(Clock::now() - start).count();
   return record;
 }
@@ -300,7 +359,7 @@ Plan make_plan(const SweepSpec& spec, const std::string& self, const std::vector
     throw InputError("attnsim sweep", {}, "no config: -c CONFIG (or config: in --spec)");
   if (spec.output.empty())
     throw InputError("attnsim sweep", {}, "no output: -o OUT writes OUT.csv and OUT.jsonl");
-  Plan plan{self, spec.config_path, {}, {}, {}, false};
+  Plan plan{self, spec.config_path, {}, {}, {}, false, spec.unit_cycles};
   std::set<std::string> swept;
   for (const auto& axis : spec.axes) {
     if (!swept.insert(axis.key).second) throw InputError("attnsim sweep", {}, axis.key + " is swept twice");

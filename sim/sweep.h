@@ -46,6 +46,9 @@ struct SweepSpec {
   // --shard K/N: run only the points whose index i (in sweep_points order) has i % N == K - 1, into
   // OUT.shard-K-of-N.csv/.jsonl; 0/0: the whole sweep.
   int shard = 0, shards = 0;
+  // --unit-cycles: per point and schedule, also `attnsim gen` + `attnsim run --timing-only` of the same
+  // trace (one-core forward configs), for each unit's busy cycles (the record's unit_busy_cycles).
+  bool unit_cycles = false;
 };
 
 // `K/N` with 1 <= K <= N; throws InputError otherwise.

@@ -2,6 +2,8 @@
 // per memory level on whole-chip configs (sim/compare.cpp's print_chip_compare computes the same).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "sim/sweep_output.h"
 
 namespace attnsim {
@@ -89,6 +91,78 @@ std::vector<std::string> lead_keys(const std::vector<std::string>& keys) {
   return lead;
 }
 
+// Shape options a swept key does not already name.
+std::vector<std::string> shape_columns(const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  for (const char* k : {"N", "d", "heads", "batch", "causal", "dtype"})
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) out.push_back(k);
+  return out;
+}
+
+const std::vector<std::string>& derived_columns() {
+  static const std::vector<std::string> columns = {
+      "element_bytes",   "sram_bytes",       "compulsory_bytes", "simulated_seconds", "achieved_flop_per_s",
+      "peak_flop_per_s", "peak_bytes_per_s", "dma_busy_cycles",  "mxu_busy_cycles",   "vpu_busy_cycles"};
+  return columns;
+}
+
+int64_t element_bytes(const std::string& dtype) {
+  return dtype == "f32" ? 4 : dtype == "f16" || dtype == "bf16" ? 2 : 0;
+}
+
+// After `reason`, so the columns before it keep their places: the shape and what the plots need besides the
+// figures (plot.cpp): |Q|+|K|+|V|+|O| of a forward pass, the SRAM, the machine's peaks for a roofline, each
+// unit's busy cycles (--unit-cycles; empty unless its run took exactly compare's cycles).
+std::vector<nlohmann::json> extra_cells(const nlohmann::json& record, const std::vector<std::string>& keys,
+                                        const nlohmann::json* schedule) {
+  std::vector<nlohmann::json> cells;
+  const nlohmann::json& c = record.contains("compare") ? record["compare"] : nlohmann::json::object();
+  for (const auto& k : shape_columns(keys)) cells.push_back(c.value(k == "N" ? "n" : k, nlohmann::json()));
+  if (!schedule) {
+    cells.resize(cells.size() + derived_columns().size());
+    return cells;
+  }
+  const nlohmann::json& s = *schedule;
+  const nlohmann::json& config = record.contains("config") ? record["config"] : nlohmann::json::object();
+  const int64_t eb = element_bytes(c.value("dtype", ""));
+  cells.push_back(eb ? nlohmann::json(eb) : nlohmann::json());
+  const nlohmann::json sram =
+      config.contains("sram") ? config["sram"].value("capacity_bytes", nlohmann::json()) : nlohmann::json();
+  cells.push_back(sram);
+  const bool forward = s["schedule"].get<std::string>().find("bwd") == std::string::npos;
+  if (forward && eb && c.contains("n"))
+    cells.push_back(4 * c["n"].get<int64_t>() * c["d"].get<int64_t>() * eb * c["heads"].get<int64_t>() *
+                    c["batch"].get<int64_t>());
+  else
+    cells.emplace_back();
+  const double seconds = number(s, "simulated_seconds");
+  cells.push_back(s.value("simulated_seconds", nlohmann::json()));
+  cells.push_back(seconds > 0 ? nlohmann::json(number(s, "mxu_flops") / seconds) : nlohmann::json());
+  // A systolic MXU does rows x cols x arrays multiply-adds a cycle; a chip has that per core.
+  const nlohmann::json mxu = config.value("mxu", nlohmann::json::object());
+  const double clock = config.contains("clock_ghz") ? config["clock_ghz"].get<double>() * 1e9 : 0;
+  double cores = 1;
+  if (config.contains("chip") && config["chip"].is_object() && config["chip"].contains("cores"))
+    cores = config["chip"]["cores"].get<double>();
+  if (mxu.contains("rows") && mxu.contains("cols") && clock > 0)
+    cells.push_back(2.0 * mxu["rows"].get<double>() * mxu["cols"].get<double>() * mxu.value("arrays", 1.0) *
+                    clock * cores);
+  else
+    cells.emplace_back();
+  const nlohmann::json hbm = config.value("hbm", nlohmann::json::object());
+  cells.push_back(hbm.contains("peak_bandwidth_gbps")
+                      ? nlohmann::json(hbm["peak_bandwidth_gbps"].get<double>() * 1e9)
+                      : nlohmann::json());
+  const nlohmann::json units =
+      record.contains("unit_busy_cycles")
+          ? record["unit_busy_cycles"].value(s["schedule"].get<std::string>(), nlohmann::json::object())
+          : nlohmann::json::object();
+  const bool same_run = units.value("cycles", nlohmann::json()) == s["cycles"];
+  for (const char* unit : {"dma", "mxu", "vpu"})
+    cells.push_back(same_run ? units.value(unit, nlohmann::json()) : nlohmann::json());
+  return cells;
+}
+
 }  // namespace
 
 std::vector<std::string> figure_columns(bool chip) {
@@ -119,6 +193,8 @@ std::string csv_header(const std::vector<std::string>& keys, bool chip) {
   columns.push_back("status");
   for (const auto& c : figure_columns(chip)) columns.push_back(c);
   columns.push_back("reason");
+  for (const auto& c : shape_columns(keys)) columns.push_back(c);
+  for (const auto& c : derived_columns()) columns.push_back(c);
   std::string line;
   for (const auto& c : columns) line += (line.empty() ? "" : ",") + csv_field(c);
   return line + "\n";
@@ -129,16 +205,19 @@ std::string csv_rows(const nlohmann::json& record, const std::vector<std::string
   for (const auto& key : lead_keys(keys)) lead.push_back(cell(record["point"].value(key, nlohmann::json())));
   const std::string status = record.value("status", "");
   const std::string reason = record.value("reason", "");
-  const auto line = [&](const std::string& schedule, const std::vector<nlohmann::json>& figures) {
+  const auto line = [&](const std::string& schedule, const std::vector<nlohmann::json>& figures,
+                        const nlohmann::json* s) {
     std::string out;
     for (const auto& v : lead) out += csv_field(v) + ",";
     out += csv_field(schedule) + "," + status;
     for (const auto& f : figures) out += "," + csv_field(cell(f));
     for (size_t i = figures.size(); i < figure_columns(chip).size(); ++i) out += ",";
-    return out + "," + csv_field(reason) + "\n";
+    out += "," + csv_field(reason);
+    for (const auto& e : extra_cells(record, keys, s)) out += "," + csv_field(cell(e));
+    return out + "\n";
   };
   const nlohmann::json* schedules = record.contains("compare") ? &record["compare"]["schedules"] : nullptr;
-  if (!schedules || schedules->empty()) return line(cell(record["point"].value("schedule", "")), {});
+  if (!schedules || schedules->empty()) return line(cell(record["point"].value("schedule", "")), {}, nullptr);
   std::string out;
   for (const auto& s : *schedules) {
     std::vector<nlohmann::json> figures = {s["block_q"], s["block_k"]};
@@ -146,7 +225,7 @@ std::string csv_rows(const nlohmann::json& record, const std::vector<std::string
     for (auto& f : is_chip ? chip_figures(s, schedules->front()) : core_figures(s, schedules->front()))
       figures.push_back(std::move(f));
     if (is_chip != chip) figures.resize(2);  // columns of the other kind would mislead: blocks only
-    out += line(s["schedule"].get<std::string>(), figures);
+    out += line(s["schedule"].get<std::string>(), figures, &s);
   }
   return out;
 }

@@ -19,6 +19,7 @@
 #include "sim/cli/gen_kinds.h"
 #include "sim/compare.h"
 #include "sim/machine.h"
+#include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/sweep.h"
 #include "sim/validate.h"
@@ -45,6 +46,7 @@ commands:
   run      run a trace on a machine config and print cycles, counts and checks
   compare  run every forward attention schedule on a machine and compare HBM traffic, cycles, errors
   sweep    run compare over the cartesian product of config keys and options, in parallel, to CSV and JSONL
+  plot     draw a sweep's CSV as an SVG chart (any columns, or the named plots: sram, n, roofline, units)
   gen      generate a trace (scalar softmax labs, online attention, tiled attention)
   disasm   assemble a trace and print it back in canonical form
   config   print a machine's effective parameters with units and descriptions
@@ -342,6 +344,9 @@ int cmd_sweep(const std::vector<std::string>& args) {
       "output:, jobs: (docs/sweep.md)")("output,o", po::value(&spec.output),
                                         "write OUT.csv and OUT.jsonl (appended; a rerun resumes)")(
       "jobs,j", po::value(&spec.jobs)->default_value(0), "points at once; 0: all cores")(
+      "unit-cycles", po::bool_switch(&spec.unit_cycles),
+      "also each unit's busy cycles (DMA, MXU, VPU) per schedule, by a second timing-only run of the same "
+      "trace (one-core configs; for attnsim plot --kind units)")(
       "retry-failed", po::bool_switch(&spec.retry_failed),
       "run again the points OUT.jsonl records as failed (a rerun skips them otherwise)")(
       "N", po::value<std::string>(), "sequence length")("d", po::value<std::string>(), "head dimension")(
@@ -393,6 +398,46 @@ int cmd_sweep(const std::vector<std::string>& args) {
                                                     : std::vector<std::string>{},
                         !parsed.vars["no-submit"].as<bool>(), self);
   return run_sweep(spec, self);
+}
+
+int cmd_plot(const std::vector<std::string>& args) {
+  PlotOptions o;
+  std::string y;
+  std::vector<std::string> where;
+  po::options_description desc("plot options (docs/plots.md)");
+  desc.add_options()("csv", po::value(&o.csv_path)->required(), "the CSV (a sweep's OUT.csv)")(
+      "output,o", po::value(&o.output), "the SVG to write")(
+      "kind", po::value(&o.kind)->default_value("lines"),
+      "lines (--x, --y, --series); or a named plot that picks its columns: sram (bytes vs SRAM size with "
+      "N^2 d^2/M and |Q|+|K|+|V|+|O|), n (bytes vs N), roofline, units (busy cycles by unit, stacked; needs "
+      "sweep --unit-cycles)")("x", po::value(&o.x), "the x column")(
+      "y", po::value(&y), "the y column, or several: COL,COL")("series", po::value(&o.series),
+                                                               "one line per value of this column")(
+      "where", po::value(&where)->composing(), "COL=VALUE: only rows with that cell, repeatable")(
+      "log-x", po::bool_switch(&o.log_x), "logarithmic x axis, a tick per decade")(
+      "log-y", po::bool_switch(&o.log_y), "logarithmic y axis, a tick per decade")(
+      "title", po::value(&o.title), "the chart's title (default: from the columns)");
+  po::positional_options_description pos;
+  pos.add("csv", 1);
+  auto parsed =
+      parse("plot", desc, pos, args,
+            "RESULTS.csv [--kind lines|sram|n|roofline|units] [--x COL --y COL[,COL] [--series COL]] "
+            "[--log-x] [--log-y] [--where COL=VALUE] [--title TEXT] -o OUT.svg");
+  if (parsed.help) return 0;
+  for (size_t start = 0; !y.empty() && start <= y.size();) {
+    const size_t comma = std::min(y.find(',', start), y.size());
+    o.y.push_back(y.substr(start, comma - start));
+    start = comma + 1;
+  }
+  for (const auto& w : where) {
+    const size_t eq = w.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError("attnsim plot", {}, "--where " + w + ": expected COLUMN=VALUE");
+    o.where.emplace_back(w.substr(0, eq), w.substr(eq + 1));
+  }
+  plot_csv(o);
+  std::cerr << "plot: wrote " << o.output << "\n";
+  return 0;
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
@@ -512,12 +557,13 @@ int sc_main(int argc, char** argv) {
     if (command == "compare") return cmd_compare(args);
     if (command == "sweep") return cmd_sweep(args);
     if (command == "validate") return cmd_validate(args);
+    if (command == "plot") return cmd_plot(args);
     if (command == "probe") return cmd_probe(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'"
-              << did_you_mean(command,
-                              {"run", "compare", "sweep", "gen", "disasm", "config", "validate", "probe"})
+              << did_you_mean(command, {"run", "compare", "sweep", "plot", "gen", "disasm", "config",
+                                        "validate", "probe"})
               << "\n"
               << kUsage;
     return kExitInputError;

@@ -134,8 +134,9 @@ TEST_F(Shards, ShardedAndMergedEqualsUnsharded) {
 }
 
 TEST_F(Shards, MergeRefusesMissingDoubledAndForeignPointsAndWritesNothing) {
-  for (int k = 1; k <= 3; ++k) sweep("part", {"--shard", fmt::format("{}/3", k)});
-  sweep("other", {"--shard", "1/3", "--d", "32"});  // another sweep: fixed d differs
+  for (int k = 1; k <= 3; ++k)
+    sweep("part", {"--shard", fmt::format("{}/3", k), "--jobs", "1"});  // lines in order
+  sweep("other", {"--shard", "1/3", "--d", "32"});                      // another sweep: fixed d differs
   ASSERT_EQ(run({"sweep", "-c", kSm, "--N", "128", "--sweep", "schedule=flash2", "-o", at("plain")}).status,
             0);
   fs::copy_file(at("part.shard-2-of-3.jsonl"), at("copy.jsonl"));

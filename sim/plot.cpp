@@ -850,6 +850,18 @@ std::string units_svg(const Table& t, const PlotOptions& o) {
   return svg + "</svg>\n";
 }
 
+// A named plot's columns, checked up front: a sweep's CSV written before they existed lacks them, and
+// rerunning its sweep command rebuilds OUT.csv from OUT.jsonl without running a point.
+void require(const Table& t, const std::string& kind, const std::vector<std::string>& columns) {
+  for (const auto& c : columns)
+    if (!t.has(c))
+      throw InputError(
+          t.path, {1, 1},
+          fmt::format("--kind {} needs a column '{}'; a sweep's CSV from before it existed gets it "
+                      "when the same sweep command runs again (nothing is rerun)",
+                      kind, c));
+}
+
 }  // namespace
 
 void plot_csv(const PlotOptions& o) {
@@ -859,6 +871,10 @@ void plot_csv(const PlotOptions& o) {
         "attnsim plot", {},
         "--kind " + o.kind + " chooses its own columns: --x, --y and --series are for --kind lines");
   const Table t = read_csv(o.csv_path);
+  if (o.kind == "sram" || o.kind == "n")
+    require(t, o.kind, {"N", "d", "heads", "batch", "element_bytes", "compulsory_bytes"});
+  if (o.kind == "roofline")
+    require(t, o.kind, {"achieved_flop_per_s", "peak_flop_per_s", "peak_bytes_per_s"});
   std::string svg;
   if (o.kind == "lines")
     svg = render_lines(lines_chart(t, o));

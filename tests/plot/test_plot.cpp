@@ -194,6 +194,7 @@ TEST_F(Plot, BadInputNamesTheLineAndWritesNothing) {
       {{ragged, "--x", "x", "--y", "y"}, "ragged.csv:3:1: error: 1 cells, the header has 2"},
       {{good, "--x", "sram.capacity_bytes", "--y", "cycles", "--where", "schedule=c"}, "no rows to plot"},
       {{good, "--kind", "units"}, "dma_busy_cycles"},
+      {{good, "--kind", "sram"}, "good.csv:1:1: error: --kind sram needs a column 'N'"},
       {{good, "--kind", "roofln"}, "did you mean 'roofline'"},
       {{at("absent.csv"), "--x", "a", "--y", "b"}, "absent.csv: error: cannot open"}};
   for (const auto& [args, message] : cases) {

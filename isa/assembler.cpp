@@ -454,12 +454,13 @@ class Assembler {
                                  " out of range for dimension " + std::to_string(dim) + " of '" + name +
                                  "' (size " + std::to_string(extent) + ")");
         } else {
-          spec.begin = *first;
-          spec.end = *first + 1;
           if (*first < 0 || *first >= extent)
             c.fail(spec_loc, "index " + std::to_string(*first) + " out of range for dimension " +
                                  std::to_string(dim) + " of '" + name + "' (size " + std::to_string(extent) +
                                  ")");
+          // After the check: an index of INT64_MAX would overflow the + 1.
+          spec.begin = *first;
+          spec.end = *first + 1;
         }
         dims.push_back(spec);
       } while (c.accept(','));

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attnsim needs, only those missing. Run by setup.sh and, with --tests, by
-# test.sh: the tests also need a browser.
+# test.sh: the tests also need a browser. --sanitize (scripts/sanitize.sh, scripts/fuzz.sh): clang 16 and
+# its sanitizer and libFuzzer runtimes. Flags combine.
 set -euo pipefail
 ATTNSIM_PACKAGES=(
   g++ cmake ninja-build pkg-config
@@ -12,10 +13,19 @@ ATTNSIM_PACKAGES=(
   libgtest-dev googletest      # tests
   libbenchmark-dev time        # benchmarks and their peak-RSS figure
 )
-if [ "${1:-}" = "--tests" ]; then
-  # Headless, for the browser test of `attnsim run --html` (tests/labs/test_html.cpp; skipped without it).
-  ATTNSIM_PACKAGES+=(chromium)
-fi
+for flag in "$@"; do
+  case "$flag" in
+    --tests)
+      # Headless, for the browser test of `attnsim run --html` (tests/labs/test_html.cpp; skipped without it).
+      ATTNSIM_PACKAGES+=(chromium)
+      ;;
+    --sanitize)
+      # Debian's default clang 14 rejects _Float16 (isa/dtype.h); 16 accepts it and ships libFuzzer.
+      # llvm-16: llvm-symbolizer, for file:line in sanitizer reports.
+      ATTNSIM_PACKAGES+=(clang-16 libclang-rt-16-dev llvm-16)
+      ;;
+  esac
+done
 missing=()
 for package in "${ATTNSIM_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -172,10 +172,10 @@ std::string failure_reason(const Child& child) {
   return child.exit_status == 1 ? "a value check failed" : fmt::format("exit status {}", child.exit_status);
 }
 
-// Each unit's busy cycles for every schedule of an ok one-core forward point: compare does not report them,
-// so the same trace is generated (gen, with compare's blocks and double buffering) and run timing-only.
-// `cycles` is that run's total, which equals compare's when the trace is the same (tests/sweep checks it).
-// False when interrupted.
+// Each unit's busy cycles for every schedule of an ok one-core point: compare does not report them, so the
+// same trace is generated (gen, with compare's blocks and double buffering) and run timing-only. `cycles` is
+// that run's total, which equals compare's when the trace is the same (tests/sweep checks a forward one; the
+// CSV leaves the columns empty where they differ). False when interrupted.
 bool add_unit_cycles(const Plan& plan, const Point& point, nlohmann::json& record, const fs::path& scratch,
                      std::atomic<pid_t>* running) {
   const nlohmann::json& c = record["compare"];

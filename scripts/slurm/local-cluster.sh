@@ -2,8 +2,9 @@
 # A single-node Slurm on this machine from Debian's packages (slurmctld, slurmd, munge), for trying
 # `attnsim sweep --slurm` and for the Slurm test in tests/sweep. Everything but munge lives in STATE_DIR: its
 # own slurm.conf, state, spool, logs and pid files; /etc/slurm is not touched. Needs root (slurmd runs jobs as
-# their user); install the packages with `scripts/deps.sh --slurm`.
+# their user).
 #
+#   scripts/slurm/local-cluster.sh install           # the Debian packages, those missing (apt-get)
 #   scripts/slurm/local-cluster.sh start STATE_DIR   # prints the SLURM_CONF to export for sbatch/squeue
 #   scripts/slurm/local-cluster.sh stop STATE_DIR    # stops what start started
 #
@@ -11,9 +12,23 @@
 set -euo pipefail
 
 usage() {
-  echo "usage: $0 start|stop STATE_DIR" >&2
+  echo "usage: $0 install | $0 start|stop STATE_DIR" >&2
   exit 2
 }
+packages=(slurmctld slurmd slurm-client munge)
+if [[ $# -eq 1 && $1 == install ]]; then
+  missing=()
+  for package in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+  done
+  ((${#missing[@]})) || exit 0
+  sudo_cmd=()
+  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" ||
+    { "${sudo_cmd[@]}" apt-get update && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
+  exit 0
+fi
 [[ $# -eq 2 ]] || usage
 action=$1
 dir=$(realpath -m "$2")
@@ -37,7 +52,7 @@ case $action in
   start)
     [[ $(id -u) -eq 0 ]] || { echo "$0: needs root (slurmd starts jobs as their user)" >&2; exit 1; }
     for tool in munged slurmctld slurmd sbatch sinfo; do
-      command -v "$tool" >/dev/null || { echo "$0: $tool not found: scripts/deps.sh --slurm" >&2; exit 1; }
+      command -v "$tool" >/dev/null || { echo "$0: $tool not found: $0 install" >&2; exit 1; }
     done
     mkdir -p "$dir/state" "$dir/spool"
     # munge authenticates every Slurm message; one munged serves any number of Slurm instances.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages attnsim needs, only those missing. Run by setup.sh and, with --tests, by
 # test.sh: the tests also need a browser. --sanitize (scripts/sanitize.sh, scripts/fuzz.sh): clang 16 and
-# its sanitizer and libFuzzer runtimes. Flags combine.
+# its sanitizer and libFuzzer runtimes. --slurm: a single-node Slurm (scripts/slurm/local-cluster.sh). Flags
+# combine.
 set -euo pipefail
 ATTNSIM_PACKAGES=(
   g++ cmake ninja-build pkg-config
@@ -23,6 +24,10 @@ for flag in "$@"; do
       # Debian's default clang 14 rejects _Float16 (isa/dtype.h); 16 accepts it and ships libFuzzer.
       # llvm-16: llvm-symbolizer, for file:line in sanitizer reports.
       ATTNSIM_PACKAGES+=(clang-16 libclang-rt-16-dev llvm-16)
+      ;;
+    --slurm)
+      # For `attnsim sweep --slurm` on this machine and its test (tests/sweep; skipped without Slurm).
+      ATTNSIM_PACKAGES+=(slurmctld slurmd slurm-client munge)
       ;;
   esac
 done

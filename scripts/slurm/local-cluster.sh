@@ -4,7 +4,7 @@
 # own slurm.conf, state, spool, logs and pid files; /etc/slurm is not touched. Needs root (slurmd runs jobs as
 # their user).
 #
-#   scripts/slurm/local-cluster.sh install           # the Debian packages, those missing (apt-get)
+#   scripts/slurm/local-cluster.sh install           # the Debian packages: scripts/deps.sh --slurm
 #   scripts/slurm/local-cluster.sh start STATE_DIR   # prints the SLURM_CONF to export for sbatch/squeue
 #   scripts/slurm/local-cluster.sh stop STATE_DIR    # stops what start started
 #
@@ -15,19 +15,8 @@ usage() {
   echo "usage: $0 install | $0 start|stop STATE_DIR" >&2
   exit 2
 }
-packages=(slurmctld slurmd slurm-client munge)
 if [[ $# -eq 1 && $1 == install ]]; then
-  missing=()
-  for package in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-  done
-  ((${#missing[@]})) || exit 0
-  sudo_cmd=()
-  [[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}" ||
-    { "${sudo_cmd[@]}" apt-get update && "${sudo_cmd[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; }
-  exit 0
+  exec "$(dirname "$0")/../deps.sh" --slurm  # the packages, those missing
 fi
 [[ $# -eq 2 ]] || usage
 action=$1

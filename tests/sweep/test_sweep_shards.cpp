@@ -242,10 +242,9 @@ TEST_F(Shards, SbatchScriptsRunTheShards) {
 TEST_F(Shards, RealSlurmArrayAndMerge) {
   for (const std::string tool : {"sbatch", "squeue", "slurmctld", "slurmd", "munged"})
     if (!on_path(tool))
-      GTEST_SKIP()
-          << tool
-          << " not found: Slurm is not installed (scripts/slurm/local-cluster.sh install installs slurmctld, "
-          << "slurmd, munge and slurm-client); the Slurm test does not run";
+      GTEST_SKIP() << tool
+                   << " not found: Slurm is not installed (scripts/deps.sh --slurm installs slurmctld, "
+                   << "slurmd, munge and slurm-client); the Slurm test does not run";
   if (!is_root())
     GTEST_SKIP() << "not root: slurmd must run as root to start jobs; the Slurm test does not run";
   ASSERT_NO_FATAL_FAILURE(unsharded());

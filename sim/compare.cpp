@@ -2,12 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
+#include <mutex>
+#include <thread>
 
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "sim/sweep_output.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
 #include "traces/planner.h"
@@ -23,14 +29,15 @@ struct ScheduleEntry {
   std::function<isa::Program(const traces::AttentionShape& shape, int64_t heads, bool values)> make;
 };
 
-std::vector<ScheduleEntry> forward_entries() {
+std::vector<ScheduleEntry> forward_entries(bool keys_descending) {
   std::vector<ScheduleEntry> out;
   for (auto s : traces::all_forward_schedules())
     out.push_back({std::string(traces::schedule_name(s)),
-                   [s](const traces::AttentionShape& shape, int64_t heads, bool) {
+                   [s, keys_descending](const traces::AttentionShape& shape, int64_t heads, bool) {
                      traces::ForwardShape f;
                      static_cast<traces::AttentionShape&>(f) = shape;
                      f.heads = heads;
+                     f.keys_descending = keys_descending && s == traces::ForwardSchedule::Flash2;
                      return traces::forward_program(s, f);
                    }});
   return out;
@@ -102,9 +109,165 @@ void fill_from_chip(CompareRow& row, Machine& machine, const isa::Program& progr
   row.blocks = machine.chip()->block_records();
 }
 
+// Progress on stderr while schedules run. Plain lines (a log, CI, a test) or, on a terminal, one line
+// redrawn every quarter second; in Auto mode nothing until a schedule has run for a second, so short runs
+// stay quiet.
+class CompareProgress {
+ public:
+  CompareProgress(const CompareOptions& o, size_t count)
+      : mode_(o.progress),
+        out_(*o.progress_out),
+        count_(count),
+        tty_(o.progress_out == &std::cerr && ::isatty(STDERR_FILENO) &&
+             mode_ == CompareOptions::Progress::Auto) {
+    if (mode_ == CompareOptions::Progress::Auto) watcher_ = std::thread([this] { watch(); });
+  }
+  ~CompareProgress() {
+    {
+      std::lock_guard guard(lock_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    if (watcher_.joinable()) watcher_.join();
+    if (tty_ && shown_) out_ << "\r\33[K" << std::flush;
+  }
+  void start(const std::string& schedule, size_t index) {
+    std::lock_guard guard(lock_);
+    schedule_ = schedule;
+    index_ = index;
+    started_ = Clock::now();
+    announced_ = false;
+    if (mode_ == CompareOptions::Progress::On) announce();
+  }
+  void finish(const CompareRow& row) {
+    std::lock_guard guard(lock_);
+    const double took = std::chrono::duration<double>(Clock::now() - started_).count();
+    if (mode_ == CompareOptions::Progress::Off || (!announced_ && mode_ == CompareOptions::Progress::Auto))
+      return;
+    const std::string what = row.ran() ? fmt::format("done in {:.1f} s", took) : "did not run: " + row.error;
+    if (tty_) {
+      out_ << fmt::format("\r\33[Kcompare: [{}/{}] {} {}", index_ + 1, count_, schedule_, what) << std::flush;
+    } else {
+      out_ << fmt::format("compare: [{}/{}] {} {}\n", index_ + 1, count_, schedule_, what) << std::flush;
+    }
+    announced_ = false;
+    schedule_.clear();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void announce() {  // under lock_
+    announced_ = shown_ = true;
+    if (tty_)
+      out_ << fmt::format("\r\33[Kcompare: [{}/{}] {} running, {:.0f} s", index_ + 1, count_, schedule_,
+                          std::chrono::duration<double>(Clock::now() - started_).count())
+           << std::flush;
+    else
+      out_ << fmt::format("compare: [{}/{}] {} running\n", index_ + 1, count_, schedule_) << std::flush;
+  }
+  void watch() {
+    std::unique_lock guard(lock_);
+    while (!wake_.wait_for(guard, std::chrono::milliseconds(250), [this] { return stop_; })) {
+      if (schedule_.empty() || Clock::now() - started_ < std::chrono::seconds(1)) continue;
+      if (!announced_ || tty_) announce();
+    }
+  }
+
+  CompareOptions::Progress mode_;
+  std::ostream& out_;
+  size_t count_, index_ = 0;
+  bool tty_;
+  std::mutex lock_;
+  std::condition_variable wake_;
+  bool stop_ = false, announced_ = false, shown_ = false;
+  std::string schedule_;  // the one running; empty between schedules
+  Clock::time_point started_;
+  std::thread watcher_;
+};
+
+// Both rules' choices for one schedule; `rows` and `cols` are the MXU tile the hardware rule rounds to.
+std::vector<RuleChoice> plan_rules(const CompareOptions& o, const ScheduleEntry& schedule,
+                                   const traces::AttentionShape& shape, const Sram& sram, int64_t rows,
+                                   int64_t cols) {
+  const auto inventory = [&](int64_t bq, int64_t bk) {
+    return schedule_buffer_bytes(schedule, shape, bq, bk, sram.params().alignment_bytes);
+  };
+  std::vector<RuleChoice> out;
+  for (auto rule : {traces::PlannerRule::Paper, traces::PlannerRule::Hardware}) {
+    traces::BlockPlan plan =
+        rule == traces::PlannerRule::Paper
+            ? traces::plan_for_sram(sram.params().capacity_bytes, o.d, dtype_bytes(o.dtype), inventory)
+            : traces::plan_hardware(sram.params().capacity_bytes, o.n, rows, cols, inventory);
+    out.push_back({std::string(traces::planner_rule_name(rule)), plan.block_q, plan.block_k, plan.fits,
+                   plan.reasoning});
+  }
+  return out;
+}
+
+// The table's reason: the SRAM's message without the file prefix and the buffer list after the sizes.
+std::string short_reason(const std::string& error) {
+  std::string reason = error;
+  if (const size_t e = reason.find("error: "); e != std::string::npos) reason = reason.substr(e + 7);
+  if (const size_t cap = reason.find("capacity_bytes is "); cap != std::string::npos)
+    if (const size_t colon = reason.find(':', cap); colon != std::string::npos) reason.resize(colon);
+  return reason;
+}
+
+// The schedules options.schedules names (all of the direction's when empty), in that order.
+std::vector<ScheduleEntry> selected_schedules(const CompareOptions& options) {
+  const std::vector<ScheduleEntry> available =
+      options.backward ? backward_entries() : forward_entries(options.keys_descending);
+  if (options.schedules.empty()) return available;
+  std::vector<ScheduleEntry> schedules;
+  for (const auto& name : options.schedules) {
+    auto it = std::find_if(available.begin(), available.end(), [&](const auto& e) { return e.name == name; });
+    if (it == available.end()) {
+      std::string known;
+      for (const auto& e : available) known += (known.empty() ? "" : ", ") + e.name;
+      throw InputError("attnsim compare", {}, "unknown schedule '" + name + "' (here: " + known + ")");
+    }
+    schedules.push_back(*it);
+  }
+  return schedules;
+}
+
+traces::AttentionShape base_shape(const CompareOptions& options) {
+  traces::AttentionShape shape;
+  shape.n = options.n;
+  shape.d = options.d;
+  shape.causal = options.causal;
+  shape.dtype = options.dtype;
+  shape.double_buffer = options.double_buffer;
+  return shape;
+}
+
 }  // namespace
 
-std::vector<CompareRow> run_compare(const CompareOptions& options) {
+BlockSpace block_space(const CompareOptions& options) {
+  Machine machine(load_config(options.config_path, options.overrides));
+  if (!machine.has_tile_units() || !machine.sram())
+    throw InputError(options.config_path, {}, "plan needs a tile machine (hbm, sram, dma, mxu, vpu)");
+  BlockSpace space;
+  space.chip = machine.is_chip();
+  space.planner = machine.planner();
+  space.tile_rows = machine.mxu() ? machine.mxu()->params().geometry.rows : 1;
+  space.tile_cols = machine.mxu() ? machine.mxu()->params().geometry.cols : 1;
+  const traces::AttentionShape shape = base_shape(options);
+  const Sram& sram = *machine.sram();
+  for (const auto& schedule : selected_schedules(options)) {
+    BlockSpace::Schedule s{
+        schedule.name, plan_rules(options, schedule, shape, sram, space.tile_rows, space.tile_cols), {}};
+    for (int64_t q : traces::hardware_block_sizes(space.tile_rows, options.n))
+      for (int64_t k : traces::hardware_block_sizes(space.tile_cols, options.n))
+        if (schedule_buffer_bytes(schedule, shape, q, k, sram.params().alignment_bytes) <=
+            sram.params().capacity_bytes)
+          s.fitting.emplace_back(q, k);
+    space.schedules.push_back(std::move(s));
+  }
+  return space;
+}
+
+std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::json* effective_config) {
   if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
     throw InputError("attnsim compare", {}, "--N, --d, --heads and --batch must be positive");
   // Bounds that keep every tensor's element count (heads x N x N for S) well inside 64 bits.
@@ -120,67 +283,70 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
                      "--block-q and --block-k go together (or with --block for the other)");
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
+  if (effective_config) *effective_config = machine.effective_config();
   if (!machine.has_tile_units())
     throw InputError(options.config_path, {}, "compare needs a tile machine (hbm, sram, dma, mxu, vpu)");
-  const std::vector<ScheduleEntry> available = options.backward ? backward_entries() : forward_entries();
-  std::vector<ScheduleEntry> schedules;
-  if (options.schedules.empty()) {
-    schedules = available;
-  } else {
-    for (const auto& name : options.schedules) {
-      auto it =
-          std::find_if(available.begin(), available.end(), [&](const auto& e) { return e.name == name; });
-      if (it == available.end()) {
-        std::string known;
-        for (const auto& e : available) known += (known.empty() ? "" : ", ") + e.name;
-        throw InputError("attnsim compare", {}, "unknown schedule '" + name + "' (here: " + known + ")");
-      }
-      schedules.push_back(*it);
-    }
-  }
+  const std::vector<ScheduleEntry> schedules = selected_schedules(options);
   const int64_t heads = options.heads * options.batch;
-  traces::AttentionShape shape;
-  shape.n = options.n;
-  shape.d = options.d;
-  shape.causal = options.causal;
-  shape.dtype = options.dtype;
-  shape.double_buffer = options.double_buffer;
+  const traces::AttentionShape shape = base_shape(options);
   const bool values = options.values_enabled();
   const Sram& sram = *machine.sram();
 
+  std::string planner = options.planner.empty() ? machine.planner() : options.planner;
+  if (!traces::find_planner_rule(planner))
+    throw InputError("attnsim compare", {}, "--planner must be paper or hardware, not '" + planner + "'");
+  const int64_t tile_rows = machine.mxu() ? machine.mxu()->params().geometry.rows : 1;
+  const int64_t tile_cols = machine.mxu() ? machine.mxu()->params().geometry.cols : 1;
+
   std::vector<CompareRow> rows;
+  CompareProgress progress(options, schedules.size());
   for (const auto& schedule : schedules) {
     CompareRow row;
     row.schedule = schedule.name;
+    progress.start(schedule.name, rows.size());
     if (options.block > 0 || options.block_q > 0) {
       row.block_q = options.block_q > 0 ? options.block_q : options.block;
       row.block_k = options.block_k > 0 ? options.block_k : options.block;
+      row.planner = "given";
       row.plan.push_back(fmt::format("B_r = {}, B_c = {} (given)", row.block_q, row.block_k));
     } else {
-      traces::BlockPlan plan = traces::plan_for_sram(
-          sram.params().capacity_bytes, options.d, dtype_bytes(options.dtype), [&](int64_t bq, int64_t bk) {
-            return schedule_buffer_bytes(schedule, shape, bq, bk, sram.params().alignment_bytes);
-          });
-      if (!plan.fits)
-        throw InputError(options.config_path, {},
-                         row.schedule + ": no block size fits the SRAM (" + plan.reasoning.back() + ")");
-      row.block_q = plan.block_q;
-      row.block_k = plan.block_k;
-      row.plan = plan.reasoning;
+      row.planner = planner;
+      row.rules = plan_rules(options, schedule, shape, sram, tile_rows, tile_cols);
+      const RuleChoice& chosen = row.rules[planner == "paper" ? 0 : 1];
+      row.block_q = chosen.block_q;
+      row.block_k = chosen.block_k;
+      row.plan = chosen.reasoning;
+      if (!chosen.fits)
+        row.error = "no block size fits the SRAM (" + planner +
+                    " rule: " + (chosen.reasoning.empty() ? std::string("-") : chosen.reasoning.back()) + ")";
     }
     // A block longer than the sequence only reserves SRAM it never fills.
-    if (row.block_q > options.n || row.block_k > options.n) {
+    if (row.ran() && (row.block_q > options.n || row.block_k > options.n)) {
       row.block_q = std::min(row.block_q, options.n);
       row.block_k = std::min(row.block_k, options.n);
       row.plan.push_back(
           fmt::format("capped at N = {}: B_r = {}, B_c = {}", options.n, row.block_q, row.block_k));
+    }
+    if (!row.ran()) {
+      progress.finish(row);
+      rows.push_back(std::move(row));
+      continue;
     }
     traces::AttentionShape run_shape = shape;
     run_shape.block_q = row.block_q;
     run_shape.block_k = row.block_k;
     isa::Program program = traces::stream_program([&] { return schedule.make(run_shape, heads, values); });
     const auto started = std::chrono::steady_clock::now();
-    machine.load(program, false, !values);
+    // The buffers are laid out in SRAM here, before anything runs: a schedule that does not fit leaves the
+    // machine as it was, and the next schedule loads afresh.
+    try {
+      machine.load(program, false, !values);
+    } catch (const InputError& e) {
+      row.error = e.what();
+      progress.finish(row);
+      rows.push_back(std::move(row));
+      continue;
+    }
     if (options.record_blocks) {
       if (!machine.chip_loaded())
         throw InputError(options.config_path, {},
@@ -210,6 +376,7 @@ std::vector<CompareRow> run_compare(const CompareOptions& options) {
         row.passed = row.passed.value_or(true) && r.passed;
       }
     }
+    progress.finish(row);
     rows.push_back(std::move(row));
   }
   return rows;
@@ -248,32 +415,46 @@ std::string error_cell(const CompareRow& r) {
                          : std::string("-");
 }
 
+// The row the ratio columns divide by: the first schedule that ran.
+const CompareRow* base_row(const std::vector<CompareRow>& rows) {
+  for (const auto& r : rows)
+    if (r.ran()) return &r;
+  return nullptr;
+}
+
+std::string blocks_cell(const CompareRow& r) {
+  return r.block_q > 0 ? fmt::format("{}x{}", r.block_q, r.block_k) : std::string("-");
+}
+
 // A whole chip: each level named, bytes for the whole chip, time in microseconds.
 void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
-  const ChipSummary& first = *rows.front().chip;
+  const CompareRow* base = base_row(rows);
+  const ChipSummary& first = *base->chip;
   out << fmt::format("whole chip: {} cores; L2 {} between kernels; bytes are whole-chip totals\n",
                      first.cores, first.l2_flushed_between_kernels ? "flushed" : "kept");
   out << fmt::format("{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
                      "schedule", "Br x Bc", "SM<-L2 rd", "SM->L2 wr", "DRAM rd", "DRAM wr", "L2 hit", "waves",
                      "time us", "FLOP/B", "max err", "DRAM/base", "time/base");
-  const CompareRow& base = rows.front();
   const auto dram = [](const CompareRow& r) {
     return total(r.chip->dram_read) + total(r.chip->dram_written);
   };
   for (const auto& r : rows) {
+    if (!r.ran()) {
+      out << fmt::format("{:16} {:>9} did not run: {}\n", r.schedule, blocks_cell(r), short_reason(r.error));
+      continue;
+    }
     const ChipSummary& c = *r.chip;
     const uint64_t hit = total(c.l2_read_hit), miss = total(c.l2_read_miss);
     double waves = 0;
     for (const auto& k : c.kernels) waves += k.waves;
     out << fmt::format(
         "{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7.2f} {:>10.1f} {:>9.1f} {:>9} {:>9.3f} {:>9.3f}\n",
-        r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
-        human_bytes(double(r.hbm_written)), human_bytes(double(total(c.dram_read))),
-        human_bytes(double(total(c.dram_written))),
+        r.schedule, blocks_cell(r), human_bytes(double(r.hbm_read)), human_bytes(double(r.hbm_written)),
+        human_bytes(double(total(c.dram_read))), human_bytes(double(total(c.dram_written))),
         hit + miss ? fmt::format("{:.1f}%", 100.0 * double(hit) / double(hit + miss)) : std::string("-"),
         waves, c.seconds * 1e6, dram(r) ? double(r.mxu_flops) / double(dram(r)) : 0.0, error_cell(r),
-        dram(base) ? double(dram(r)) / double(dram(base)) : 0.0,
-        base.seconds > 0 ? r.seconds / base.seconds : 0.0);
+        dram(*base) ? double(dram(r)) / double(dram(*base)) : 0.0,
+        base->seconds > 0 ? r.seconds / base->seconds : 0.0);
   }
   out << fmt::format(
       "SM<-L2 / SM->L2: bytes the thread blocks load and store; DRAM: what reached DRAM (wr: evictions "
@@ -281,7 +462,56 @@ void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::v
       "kernels; dirty lines left in L2 at a kernel's end are not counted, as Nsight Compute); time: the "
       "whole "
       "chip at the config's clock; FLOP/B: MXU FLOPs per DRAM byte; base = {}{}\n",
-      base.schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
+      base->schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
+}
+
+// --per-tensor: one line per schedule and tensor, every level the machine has.
+void print_per_tensor(std::ostream& out, const std::vector<CompareRow>& rows) {
+  const CompareRow* base = base_row(rows);
+  const bool chip = base->chip.has_value();
+  out << "\nbytes per tensor\n";
+  if (chip)
+    out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10}\n", "schedule", "tensor", "SM<-L2 rd",
+                       "SM->L2 wr", "DRAM rd", "DRAM wr");
+  else
+    out << fmt::format("{:16} {:8} {:>10} {:>10}\n", "schedule", "tensor", "HBM read", "HBM write");
+  const auto at = [](const std::map<std::string, uint64_t>& m, const std::string& k) {
+    const auto it = m.find(k);
+    return double(it == m.end() ? 0 : it->second);
+  };
+  for (const auto& r : rows) {
+    if (!r.ran()) continue;
+    for (const auto& [tensor, read] : r.bytes_read) {
+      const double written = at(r.bytes_written, tensor);
+      if (chip)
+        out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10}\n", r.schedule, tensor,
+                           human_bytes(double(read)), human_bytes(written),
+                           human_bytes(at(r.chip->dram_read, tensor)),
+                           human_bytes(at(r.chip->dram_written, tensor)));
+      else
+        out << fmt::format("{:16} {:8} {:>10} {:>10}\n", r.schedule, tensor, human_bytes(double(read)),
+                           human_bytes(written));
+    }
+  }
+}
+
+// --plan: what each rule chose, and the reasoning of the one used.
+void print_plans(std::ostream& out, const std::vector<CompareRow>& rows) {
+  for (const auto& r : rows) {
+    out << fmt::format("\nblocks for {} ({}):\n", r.schedule,
+                       r.planner == "given" ? "given" : r.planner + " rule");
+    for (const auto& rule : r.rules)
+      out << fmt::format("  {:8} rule: {}{}\n", rule.rule,
+                         rule.fits ? fmt::format("B_r = {}, B_c = {}", rule.block_q, rule.block_k)
+                                   : std::string("nothing fits"),
+                         rule.rule == r.planner ? "  <- used" : "");
+    for (const auto& line : r.plan) out << "    " << line << "\n";
+    for (const auto& rule : r.rules)
+      if (rule.rule != r.planner) {
+        out << fmt::format("  the {} rule's reasoning:\n", rule.rule);
+        for (const auto& line : rule.reasoning) out << "    " << line << "\n";
+      }
+  }
 }
 
 }  // namespace
@@ -291,36 +521,43 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
                      o.backward ? "backward" : "forward", o.n, o.d, o.batch, o.heads,
                      o.causal ? "causal" : "not causal", dtype_name(o.dtype),
                      o.values_enabled() ? "" : ", timing-only (no values)");
-  if (!rows.empty() && rows.front().chip) {
+  const CompareRow* base = base_row(rows);
+  if (base && base->chip) {
     print_chip_compare(out, o, rows);
-    return;
-  }
-  const CompareRow* base = rows.empty() ? nullptr : &rows.front();
-  out << fmt::format("{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
-                     "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
-                     "cycles", "FLOP/byte", "max err", "bytes/base", "cyc/base");
-  for (const auto& r : rows) {
-    const uint64_t total = r.hbm_read + r.hbm_written;
-    const uint64_t base_total = base->hbm_read + base->hbm_written;
-    out << fmt::format(
-        "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
-        r.schedule, fmt::format("{}x{}", r.block_q, r.block_k), human_bytes(double(r.hbm_read)),
-        human_bytes(double(r.hbm_written)), human_bytes(double(total)), human_bytes(double(r.sram_peak)),
-        double(r.mxu_flops), r.cycles, total ? double(r.mxu_flops) / double(total) : 0.0,
-        r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
-                        : std::string("-"),
-        base_total ? double(total) / double(base_total) : 0.0,
-        base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
-  }
-  out << fmt::format(
-      "base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
-      base ? base->schedule : "-", dtype_name(o.dtype),
-      o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
-  if (o.show_plan)
+  } else {
+    out << fmt::format("{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
+                       "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
+                       "cycles", "FLOP/byte", "max err", "bytes/base", "cyc/base");
     for (const auto& r : rows) {
-      out << fmt::format("\nblocks for {}:\n", r.schedule);
-      for (const auto& line : r.plan) out << "  " << line << "\n";
+      if (!r.ran()) {
+        out << fmt::format("{:16} {:>9} did not run: {}\n", r.schedule, blocks_cell(r),
+                           short_reason(r.error));
+        continue;
+      }
+      const uint64_t total = r.hbm_read + r.hbm_written;
+      const uint64_t base_total = base->hbm_read + base->hbm_written;
+      out << fmt::format(
+          "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
+          r.schedule, blocks_cell(r), human_bytes(double(r.hbm_read)), human_bytes(double(r.hbm_written)),
+          human_bytes(double(total)), human_bytes(double(r.sram_peak)), double(r.mxu_flops), r.cycles,
+          total ? double(r.mxu_flops) / double(total) : 0.0, error_cell(r),
+          base_total ? double(total) / double(base_total) : 0.0,
+          base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
     }
+    out << fmt::format(
+        "base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
+        base ? base->schedule : "-", dtype_name(o.dtype),
+        o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
+  }
+  if (o.per_tensor && base) print_per_tensor(out, rows);
+  if (o.show_plan) print_plans(out, rows);
+}
+
+std::vector<std::string> compare_failures(const std::vector<CompareRow>& rows) {
+  std::vector<std::string> out;
+  for (const auto& r : rows)
+    if (!r.ran()) out.push_back(r.schedule + " did not run: " + r.error);
+  return out;
 }
 
 nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRow>& rows) {
@@ -333,21 +570,28 @@ nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRo
                         {"values", o.values_enabled()},
                         {"schedules", nlohmann::json::array()}};
   for (const auto& r : rows) {
-    nlohmann::json j = {{"schedule", r.schedule},
-                        {"block_q", r.block_q},
-                        {"block_k", r.block_k},
-                        {"plan", r.plan},
-                        {"hbm_bytes_read", r.hbm_read},
-                        {"hbm_bytes_written", r.hbm_written},
-                        {"hbm_bytes_read_per_tensor", r.bytes_read},
-                        {"hbm_bytes_written_per_tensor", r.bytes_written},
-                        {"sram_peak_bytes", r.sram_peak},
-                        {"mxu_flops", r.mxu_flops},
-                        {"vpu_element_ops", r.vpu_element_ops},
-                        {"cycles", r.cycles},
-                        {"instructions", r.instructions},
-                        {"simulated_seconds", r.seconds},
-                        {"host_seconds", r.host_seconds}};
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& rule : r.rules)
+      rules.push_back(
+          {{"rule", rule.rule}, {"block_q", rule.block_q}, {"block_k", rule.block_k}, {"fits", rule.fits}});
+    nlohmann::json j = {{"schedule", r.schedule}, {"block_q", r.block_q}, {"block_k", r.block_k},
+                        {"planner", r.planner},   {"rules", rules},       {"plan", r.plan}};
+    if (!r.ran()) {  // no figures: a reader tells a row that did not run by `error`
+      j["error"] = r.error;
+      out["schedules"].push_back(j);
+      continue;
+    }
+    j.update({{"hbm_bytes_read", r.hbm_read},
+              {"hbm_bytes_written", r.hbm_written},
+              {"hbm_bytes_read_per_tensor", r.bytes_read},
+              {"hbm_bytes_written_per_tensor", r.bytes_written},
+              {"sram_peak_bytes", r.sram_peak},
+              {"mxu_flops", r.mxu_flops},
+              {"vpu_element_ops", r.vpu_element_ops},
+              {"cycles", r.cycles},
+              {"instructions", r.instructions},
+              {"simulated_seconds", r.seconds},
+              {"host_seconds", r.host_seconds}});
     if (r.chip) {
       j["whole_chip"] = chip_summary_json(*r.chip);
       j["sm_l2_bytes_read"] = j["hbm_bytes_read"];
@@ -367,6 +611,37 @@ nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRo
     out["schedules"].push_back(j);
   }
   return out;
+}
+
+std::string compare_csv(const CompareOptions& o, const std::vector<CompareRow>& rows,
+                        const nlohmann::json& config) {
+  const CompareRow* base = base_row(rows);
+  const bool chip = base && base->chip;
+  if (o.per_tensor) {
+    std::string csv = chip ? "schedule,tensor,sm_l2_read_bytes,sm_l2_write_bytes,dram_read_bytes,"
+                             "dram_write_bytes\n"
+                           : "schedule,tensor,hbm_read_bytes,hbm_write_bytes\n";
+    const auto at = [](const std::map<std::string, uint64_t>& m, const std::string& k) {
+      const auto it = m.find(k);
+      return it == m.end() ? uint64_t{0} : it->second;
+    };
+    for (const auto& r : rows) {
+      if (!r.ran()) continue;
+      for (const auto& [tensor, read] : r.bytes_read) {
+        csv += fmt::format("{},{},{},{}", r.schedule, tensor, read, at(r.bytes_written, tensor));
+        if (chip)
+          csv += fmt::format(",{},{}", at(r.chip->dram_read, tensor), at(r.chip->dram_written, tensor));
+        csv += "\n";
+      }
+    }
+    return csv;
+  }
+  // The sweep's rows for a record of this one point: the same columns and the same arithmetic.
+  nlohmann::json record = {{"point", nlohmann::json::object()},
+                           {"status", "ok"},
+                           {"config", config},
+                           {"compare", compare_json(o, rows)}};
+  return csv_header({}, chip) + csv_rows(record, {}, chip);
 }
 
 }  // namespace attnsim

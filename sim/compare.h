@@ -1,8 +1,10 @@
 // `attnsim compare`: every forward attention schedule on one machine, side by side — HBM bytes, SRAM
 // peak, FLOPs, cycles, arithmetic intensity, max error — relative to the naive schedule. One Machine runs
-// all of them in turn (programs are streamed, so memory does not grow with N).
+// all of them in turn (programs are streamed, so memory does not grow with N). A schedule whose buffers do
+// not fit the SRAM gets a row with the reason; the others still run.
 #pragma once
 
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -32,13 +34,34 @@ struct CompareOptions {
   bool show_plan = false;              // print the block planner's reasoning per schedule
   bool backward = false;               // the backward schedules (dQ, dK, dV) instead of the forward ones
   bool record_blocks = false;          // whole chip: keep when and where each thread block ran
+  // The block planner when no block size is given: "paper" or "hardware"; empty: the config's `planner:`
+  // key (hardware on the GPU presets, paper elsewhere).
+  std::string planner;
+  bool keys_descending = false;  // flash2: each query block walks its key blocks from the last one down
+  bool per_tensor = false;       // print: each schedule's bytes per tensor
+  // Progress lines on `progress_out` as schedules start and end. Auto: only for a run past its first second
+  // (one line redrawn when stderr is a terminal, plain lines otherwise); On: plain lines from the start.
+  enum class Progress { Off, Auto, On } progress = Progress::Off;
+  std::ostream* progress_out = &std::cerr;
   bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
+};
+
+// What one planner rule chose for a schedule (both rules are worked out; --plan shows them side by side).
+struct RuleChoice {
+  std::string rule;  // "paper", "hardware"
+  int64_t block_q = 0, block_k = 0;
+  bool fits = false;
+  std::vector<std::string> reasoning;
 };
 
 struct CompareRow {
   std::string schedule;
   int64_t block_q = 0, block_k = 0;
+  std::string planner;  // the rule that chose the blocks ("paper", "hardware"), or "given"
   std::vector<std::string> plan;
+  std::vector<RuleChoice> rules;  // both rules' choices, when the blocks were planned
+  std::string error;              // non-empty: the schedule did not run (its buffers do not fit), and why
+  bool ran() const { return error.empty(); }
   std::map<std::string, uint64_t> bytes_read, bytes_written;  // per tensor
   uint64_t hbm_read = 0, hbm_written = 0;
   uint64_t sram_peak = 0;
@@ -55,7 +78,32 @@ struct CompareRow {
   std::vector<BlockRecord> blocks;  // record_blocks
 };
 
-std::vector<CompareRow> run_compare(const CompareOptions& options);
+// What `attnsim plan` needs to know before it simulates: per schedule, both rules' choices and the pairs
+// of the hardware rule's block sizes whose buffers fit the SRAM (the machine is built, nothing runs).
+struct BlockSpace {
+  bool chip = false;                     // a whole-chip config: DRAM is a level of its own
+  std::string planner;                   // the config's rule
+  int64_t tile_rows = 1, tile_cols = 1;  // the MXU tile
+  struct Schedule {
+    std::string name;
+    std::vector<RuleChoice> rules;
+    std::vector<std::pair<int64_t, int64_t>> fitting;  // (B_r, B_c), before capping at N
+  };
+  std::vector<Schedule> schedules;
+};
+BlockSpace block_space(const CompareOptions& options);
+
+// Rows for every schedule; rows that did not run carry `error`. Throws InputError for bad options.
+// `effective_config`, when given, receives the machine's effective config (for compare_csv).
+std::vector<CompareRow> run_compare(const CompareOptions& options,
+                                    nlohmann::json* effective_config = nullptr);
+// The rows that did not run, as one line each ("flash1: buffers need ..."), for stderr.
+std::vector<std::string> compare_failures(const std::vector<CompareRow>& rows);
+// CSV with the sweep's columns (docs/sweep.md), one line per schedule; with per_tensor, one line per
+// schedule and tensor instead.
+// `config` (the effective config) fills the SRAM size and the peaks, as in a sweep's CSV.
+std::string compare_csv(const CompareOptions& options, const std::vector<CompareRow>& rows,
+                        const nlohmann::json& config);
 // One CSV line per thread block of every row (record_blocks): schedule, kernel launch, blockIdx, core,
 // start and end in cycles and microseconds.
 std::string block_times_csv(const std::vector<CompareRow>& rows);

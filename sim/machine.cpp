@@ -32,6 +32,10 @@ Machine::Machine(const MachineConfig& config) {
   dtype_ = *parse_dtype(dtype);
   clock_ghz_ =
       top.get<double>("clock_ghz", 1.0, "GHz", "core clock: converts cycles to seconds", 1e-6, 1000.0);
+  planner_ =
+      top.choice("planner", "paper", {"paper", "hardware"},
+                 "block sizes compare plans when none are given: paper (B_c = M/4d, B_r = min(B_c, d)) "
+                 "or hardware (powers of two, multiples of the MXU tile, the largest that fit)");
 
   const BuildContext context{clock_ghz_};
   // A machine has the units its config names: the toy machines dram/regfile/mac/alu, the tile machines

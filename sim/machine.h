@@ -26,6 +26,8 @@ class Machine {
   const std::string& name() const { return name_; }
   Dtype dtype() const { return dtype_; }
   double clock_ghz() const { return clock_ghz_; }
+  // The block planner compare uses when no block size is given: "paper" or "hardware" (traces/planner.h).
+  const std::string& planner() const { return planner_; }
 
   // The machine keeps a reference: `program` must outlive run(). A temporary would dangle, so it is refused.
   void load(const isa::Program& program, bool symbolic, bool timing_only = false);
@@ -56,6 +58,7 @@ class Machine {
   std::string name_;
   Dtype dtype_ = Dtype::F32;
   double clock_ghz_ = 1.0;
+  std::string planner_ = "paper";
   std::unique_ptr<Dram> dram_;
   std::unique_ptr<RegisterFile> regfile_;
   std::unique_ptr<MacUnit> mac_;

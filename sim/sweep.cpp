@@ -445,6 +445,41 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, const std::v
 
 }  // namespace
 
+std::vector<CommandResult> run_commands(const std::vector<std::vector<std::string>>& commands, int jobs,
+                                        const std::function<void(size_t, const CommandResult&)>& finished) {
+  std::vector<CommandResult> results(commands.size());
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("attnsim-commands-{}", ::getpid());
+  std::atomic<size_t> next{0};
+  std::mutex lock;
+  std::exception_ptr error;
+  const int slots = std::max(1, std::min<int>(jobs, int(commands.size())));
+  std::vector<std::atomic<pid_t>> running(static_cast<size_t>(slots));
+  ForwardSignals forwarding(running);
+  const auto worker = [&](int slot) {
+    try {
+      const fs::path dir = scratch / std::to_string(slot);
+      fs::create_directories(dir);
+      for (size_t i; !g_stop_signal && (i = next++) < commands.size();) {
+        const Child child = run_child(commands[i], dir, &running[slot]);
+        std::lock_guard guard(lock);
+        results[i] = {child.exit_status, child.signal, child.out, child.err_line};
+        if (finished) finished(i, results[i]);
+      }
+    } catch (...) {
+      std::lock_guard guard(lock);
+      error = std::current_exception();
+      next = commands.size();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (int slot = 0; slot < slots; ++slot) workers.emplace_back(worker, slot);
+  for (auto& w : workers) w.join();
+  std::error_code ignored;
+  fs::remove_all(scratch, ignored);
+  if (error) std::rethrow_exception(error);
+  return results;
+}
+
 std::pair<int, int> parse_shard(const std::string& text) {
   const size_t slash = text.find('/');
   const auto whole = [](const std::string& s) {

@@ -4,6 +4,7 @@
 // OUT.csv (one row per point x schedule); a rerun skips the points OUT.jsonl already holds.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -77,6 +78,21 @@ void read_sweep_spec(const std::string& path, SweepSpec& spec);
 // Every point: the axes' values, the first axis varying slowest. Each point is {key: value} in axis order.
 std::vector<std::vector<std::pair<std::string, std::string>>> sweep_points(
     const std::vector<SweepAxis>& axes);
+
+// One finished child of run_commands: its exit status (-1 when killed by `signal`), stdout and the last
+// line of its stderr.
+struct CommandResult {
+  int exit_status = -1;
+  int signal = 0;
+  std::string out, err_line;
+};
+
+// Runs each argument list (argv[0] the binary) as a child process, `jobs` at a time, as sweep points run;
+// `finished(index, result)` is called under a lock as each one ends. A SIGINT/SIGTERM/SIGHUP is passed on to
+// the running children and no new one starts; the results of commands never started have exit_status -1 and
+// signal 0.
+std::vector<CommandResult> run_commands(const std::vector<std::vector<std::string>>& commands, int jobs,
+                                        const std::function<void(size_t, const CommandResult&)>& finished);
 
 // Checks the spec (keys, conflicts, the config through a child `attnsim config`) before anything is written,
 // then runs the points not already in OUT.jsonl. Returns the exit status: 0 when every point succeeded, 1

@@ -203,29 +203,38 @@ std::string csv_header(const std::vector<std::string>& keys, bool chip) {
 std::string csv_rows(const nlohmann::json& record, const std::vector<std::string>& keys, bool chip) {
   std::vector<std::string> lead;
   for (const auto& key : lead_keys(keys)) lead.push_back(cell(record["point"].value(key, nlohmann::json())));
-  const std::string status = record.value("status", "");
-  const std::string reason = record.value("reason", "");
+  const std::string point_status = record.value("status", "");
+  const std::string point_reason = record.value("reason", "");
+  // A schedule that did not run (compare's row with `error`) is failed with its own reason, whatever the
+  // point's status; its figures are left empty.
   const auto line = [&](const std::string& schedule, const std::vector<nlohmann::json>& figures,
-                        const nlohmann::json* s) {
+                        const nlohmann::json* s, const nlohmann::json* error) {
     std::string out;
     for (const auto& v : lead) out += csv_field(v) + ",";
-    out += csv_field(schedule) + "," + status;
+    out += csv_field(schedule) + "," + (error ? std::string("failed") : point_status);
     for (const auto& f : figures) out += "," + csv_field(cell(f));
     for (size_t i = figures.size(); i < figure_columns(chip).size(); ++i) out += ",";
-    out += "," + csv_field(reason);
+    out += "," + csv_field(error ? error->get<std::string>() : point_reason);
     for (const auto& e : extra_cells(record, keys, s)) out += "," + csv_field(cell(e));
     return out + "\n";
   };
   const nlohmann::json* schedules = record.contains("compare") ? &record["compare"]["schedules"] : nullptr;
-  if (!schedules || schedules->empty()) return line(cell(record["point"].value("schedule", "")), {}, nullptr);
+  if (!schedules || schedules->empty())
+    return line(cell(record["point"].value("schedule", "")), {}, nullptr, nullptr);
+  const nlohmann::json* base = nullptr;  // the ratios divide by the first schedule that ran
+  for (const auto& s : *schedules)
+    if (!base && !s.contains("error")) base = &s;
   std::string out;
   for (const auto& s : *schedules) {
     std::vector<nlohmann::json> figures = {s["block_q"], s["block_k"]};
+    if (s.contains("error")) {
+      out += line(s["schedule"].get<std::string>(), figures, nullptr, &s["error"]);
+      continue;
+    }
     const bool is_chip = s.contains("whole_chip");
-    for (auto& f : is_chip ? chip_figures(s, schedules->front()) : core_figures(s, schedules->front()))
-      figures.push_back(std::move(f));
+    for (auto& f : is_chip ? chip_figures(s, *base) : core_figures(s, *base)) figures.push_back(std::move(f));
     if (is_chip != chip) figures.resize(2);  // columns of the other kind would mislead: blocks only
-    out += line(s["schedule"].get<std::string>(), figures, &s);
+    out += line(s["schedule"].get<std::string>(), figures, &s, nullptr);
   }
   return out;
 }

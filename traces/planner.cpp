@@ -65,4 +65,87 @@ BlockPlan plan_for_sram(uint64_t sram_bytes, int64_t d, int element_bytes,
   }
 }
 
+std::string_view planner_rule_name(PlannerRule rule) {
+  return rule == PlannerRule::Paper ? "paper" : "hardware";
+}
+
+std::optional<PlannerRule> find_planner_rule(std::string_view name) {
+  if (name == "paper") return PlannerRule::Paper;
+  if (name == "hardware") return PlannerRule::Hardware;
+  return std::nullopt;
+}
+
+std::vector<int64_t> hardware_block_sizes(int64_t tile, int64_t n) {
+  std::vector<int64_t> sizes;
+  if (tile < 1 || n < 1) return sizes;
+  // 2^24 bounds N (compare's limit), so the ladder stops long before it could overflow.
+  for (int64_t b = tile; b <= (int64_t{1} << 40); b *= 2) {
+    sizes.push_back(b);
+    if (b >= n) break;
+  }
+  return sizes;
+}
+
+BlockPlan plan_hardware(uint64_t sram_bytes, int64_t n, int64_t tile_q, int64_t tile_k,
+                        const std::function<uint64_t(int64_t, int64_t)>& buffer_bytes) {
+  BlockPlan plan;
+  const auto power_of_two = [](int64_t t) { return t > 0 && (t & (t - 1)) == 0; };
+  const auto ladder = [&](int64_t tile, const char* what) {
+    return power_of_two(tile) ? fmt::format("{}, {}, {}, ... (powers of two, multiples of the MXU's {} {})",
+                                            tile, 2 * tile, 4 * tile, tile, what)
+                              : fmt::format(
+                                    "{}, {}, {}, ... (the MXU's {} {} is no power of two: its "
+                                    "multiples times powers of two)",
+                                    tile, 2 * tile, 4 * tile, tile, what);
+  };
+  plan.reasoning.push_back("hardware rule: B_r and B_c apart, each the largest that fits");
+  plan.reasoning.push_back("B_r from " + ladder(tile_q, "rows"));
+  plan.reasoning.push_back("B_c from " + ladder(tile_k, "columns"));
+  const std::vector<int64_t> rows = hardware_block_sizes(tile_q, n), cols = hardware_block_sizes(tile_k, n);
+  // Buffers grow with either block, so for each B_r only the largest B_c that fits can win, and once the
+  // smallest B_c stops fitting no larger B_r will.
+  struct Best {
+    int64_t q = 0, k = 0;
+    uint64_t bytes = 0;
+  } best;
+  const auto better = [](int64_t q1, int64_t k1, int64_t q2, int64_t k2) {
+    if (q1 * k1 != q2 * k2) return q1 * k1 > q2 * k2;
+    const int64_t hi1 = std::max(q1, k1), lo1 = std::min(q1, k1), hi2 = std::max(q2, k2),
+                  lo2 = std::min(q2, k2);
+    if (hi1 * lo2 != hi2 * lo1) return hi1 * lo2 < hi2 * lo1;  // hi1/lo1 < hi2/lo2: squarer
+    return q1 > q2;
+  };
+  for (int64_t q : rows) {
+    int64_t fit_k = 0;
+    uint64_t fit_bytes = 0, over_bytes = 0;
+    for (int64_t k : cols) {
+      const uint64_t need = buffer_bytes(q, k);
+      if (need > sram_bytes) {
+        over_bytes = need;
+        break;
+      }
+      fit_k = k;
+      fit_bytes = need;
+    }
+    if (fit_k == 0) {
+      plan.reasoning.push_back(fmt::format("B_r = {}: not even B_c = {} fits ({} bytes > {})", q,
+                                           cols.front(), over_bytes, sram_bytes));
+      break;
+    }
+    plan.reasoning.push_back(
+        fmt::format("B_r = {}: largest B_c = {} ({} bytes <= {}{})", q, fit_k, fit_bytes, sram_bytes,
+                    over_bytes ? fmt::format("; {} needs {}", 2 * fit_k, over_bytes) : ""));
+    if (best.q == 0 || better(q, fit_k, best.q, best.k)) best = {q, fit_k, fit_bytes};
+  }
+  if (best.q == 0) return plan;
+  plan.block_q = best.q;
+  plan.block_k = best.k;
+  plan.fits = true;
+  plan.reasoning.push_back(fmt::format(
+      "chosen B_r = {}, B_c = {}: the largest B_r x B_c that fits (ties: the squarer, then the larger B_r); "
+      "the schedule's buffers need {} bytes <= {}",
+      best.q, best.k, best.bytes, sram_bytes));
+  return plan;
+}
+
 }  // namespace attnsim::traces

@@ -19,6 +19,7 @@
 #include "sim/cli/gen_kinds.h"
 #include "sim/compare.h"
 #include "sim/machine.h"
+#include "sim/plan.h"
 #include "sim/plot.h"
 #include "sim/run.h"
 #include "sim/sweep.h"
@@ -45,6 +46,7 @@ const char* kUsage = R"(usage: attnsim <command> [options]
 commands:
   run      run a trace on a machine config and print cycles, counts and checks
   compare  run every forward attention schedule on a machine and compare HBM traffic, cycles, errors
+  plan     search block sizes and loop orders by simulation for the least DRAM bytes, SM<->L2 bytes or cycles
   sweep    run compare over the cartesian product of config keys and options, in parallel, to CSV and JSONL
   plot     draw a sweep's CSV as an SVG chart (any columns, or the named plots: sram, n, roofline, units)
   gen      generate a trace (scalar softmax labs, online attention, tiled attention)
@@ -53,7 +55,8 @@ commands:
   validate hold the simulator's predictions against GPU measurements (validation/data/*.csv)
   probe    stream a buffer through a whole chip's L2 as validation/l2_probe.cu does, print every level
 
-`attnsim <command> --help` describes each command's options.
+`attnsim <command> --help` describes each command's options. The sequence length is --N everywhere (--n is
+accepted too).
 )";
 
 struct Parsed {
@@ -175,18 +178,20 @@ int cmd_gen(const std::vector<std::string>& args) {
   std::string kind, output, x_values, v_values;
   cli::GenInputs in;
   int64_t block = 0;
+  bool single_buffer = false;
   std::string dtype = "f16";
   po::options_description desc("gen options");
   desc.add_options()("kind", po::value(&kind)->required(), "generator name")(
       "n", po::value(&in.scalar.n)->default_value(8),
-      "number of elements (scalar kinds) or sequence length (tile kinds) or rows (lab 7 kinds)")(
-      "d", po::value(&in.shape.d)->default_value(64),
-      "tile kinds: head dimension (lab 7 kinds: 4 unless given)")(
+      "number of elements (scalar kinds) or sequence length (tile kinds) or rows (lab 7 kinds); --N is the "
+      "same")("d", po::value(&in.shape.d)->default_value(64),
+              "tile kinds: head dimension (lab 7 kinds: 4 unless given)")(
       "block", po::value(&block)->default_value(64), "tile kinds: B_r = B_c")(
       "block-q", po::value(&in.shape.block_q), "tile kinds: B_r, query rows per tile (overrides --block)")(
       "block-k", po::value(&in.shape.block_k), "tile kinds: B_c, key rows per tile (overrides --block)")(
       "causal", po::bool_switch(&in.shape.causal), "tile kinds: causal mask")(
       "double-buffer", po::bool_switch(&in.shape.double_buffer), "tile kinds: prefetch the next K/V block")(
+      "single-buffer", po::bool_switch(&single_buffer), "tile kinds: no prefetch (the default here)")(
       "dtype", po::value(&dtype)->default_value("f16"),
       "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
       "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(
@@ -213,6 +218,8 @@ int cmd_gen(const std::vector<std::string>& args) {
     in.scalar.n = static_cast<int64_t>(in.scalar.x->size());
   }
   if (!v_values.empty()) in.scalar.v = split_numbers(v_values);
+  if (single_buffer && in.shape.double_buffer)
+    throw InputError("attnsim gen", {}, "--single-buffer and --double-buffer contradict each other");
   in.d_given = !parsed.vars["d"].defaulted();
   in.dtype_given = !parsed.vars["dtype"].defaulted();
   isa::Program program;
@@ -239,13 +246,13 @@ int cmd_gen(const std::vector<std::string>& args) {
 
 int cmd_compare(const std::vector<std::string>& args) {
   CompareOptions options;
-  std::string dtype = "f16", values = "auto";
-  bool json = false, single_buffer = false;
+  std::string dtype = "f16", values = "auto", progress = "auto";
+  bool json = false, csv = false, single_buffer = false, double_buffer = false, timing_only = false;
   std::string json_file, block_times;
   po::options_description desc("compare options");
   desc.add_options()("config,c", po::value(&options.config_path)->required(),
                      "tile machine YAML (configs/h100.yaml, ...)")(
-      "N", po::value(&options.n)->default_value(4096), "sequence length")(
+      "N", po::value(&options.n)->default_value(4096), "sequence length (--n is the same)")(
       "d", po::value(&options.d)->default_value(64), "head dimension")(
       "heads", po::value(&options.heads)->default_value(1), "heads per batch element")(
       "batch", po::value(&options.batch)->default_value(1), "batch size")(
@@ -256,15 +263,29 @@ int cmd_compare(const std::vector<std::string>& args) {
       "block-q", po::value(&options.block_q)->default_value(0),
       "B_r, query rows per tile (overrides --block)")(
       "block-k", po::value(&options.block_k)->default_value(0), "B_c, key rows per tile (overrides --block)")(
+      "planner", po::value(&options.planner),
+      "how blocks are planned without --block: paper (B_c = M/4d, B_r = min(B_c, d)) or hardware (powers "
+      "of two, multiples of the MXU tile, the largest that fit double-buffered); default: the config's "
+      "planner: key (hardware on the a100/h100/h200 presets)")(
       "values", po::value(&values)->default_value("auto"),
       "compute values and check them: on, off (timing-only), auto (on for N <= 2048)")(
+      "timing-only", po::bool_switch(&timing_only), "the same as --values off (as in attnsim run)")(
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
+      "double-buffer", po::bool_switch(&double_buffer), "prefetch the next K/V block (the default here)")(
+      "keys-descending", po::bool_switch(&options.keys_descending),
+      "flash2: each query block walks its key blocks from the last one down (FlashAttention-2's order)")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
-      "plan", po::bool_switch(&options.show_plan), "print how the block sizes were chosen and that they fit")(
+      "plan", po::bool_switch(&options.show_plan),
+      "print both planner rules' blocks per schedule, how they were chosen and that they fit")(
       "backward", po::bool_switch(&options.backward),
       "compare the backward schedules (flash2-bwd, flash2-bwd-no-d, naive-bwd) instead")(
-      "json", po::bool_switch(&json), "print JSON instead of the table")("json-file", po::value(&json_file),
-                                                                         "also write the JSON here")(
+      "per-tensor", po::bool_switch(&options.per_tensor), "also each schedule's bytes per tensor")(
+      "json", po::bool_switch(&json), "print JSON instead of the table")(
+      "csv", po::bool_switch(&csv),
+      "print CSV instead of the table: the sweep's columns (docs/sweep.md); with --per-tensor a line per "
+      "schedule and tensor")("json-file", po::value(&json_file), "also write the JSON here")(
+      "progress", po::value(&progress)->default_value("auto"),
+      "progress lines on stderr: auto (once a schedule runs past a second; redrawn on a terminal), on, off")(
       "block-times", po::value(&block_times),
       "whole chip: write when and on which core each thread block ran (CSV, one line a block)")(
       "param,p", po::value(&options.overrides)->composing(),
@@ -273,7 +294,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   auto parsed =
       parse("compare", desc, pos, args,
             "-c CONFIG [--N 4096] [--d 64] [--heads H] [--batch B] [--causal] [--dtype f16] [--block B] "
-            "[--values auto|on|off] [--json]");
+            "[--planner paper|hardware] [--values auto|on|off] [--json | --csv] [--per-tensor]");
   if (parsed.help) return 0;
   auto parsed_dtype = parse_dtype(dtype);
   if (!parsed_dtype) throw InputError("attnsim compare", {}, "unknown dtype '" + dtype + "'");
@@ -284,11 +305,27 @@ int cmd_compare(const std::vector<std::string>& args) {
     options.values = CompareOptions::Values::Off;
   else if (values != "auto")
     throw InputError("attnsim compare", {}, "--values must be auto, on or off");
+  if (timing_only) {
+    if (values == "on") throw InputError("attnsim compare", {}, "--timing-only contradicts --values on");
+    options.values = CompareOptions::Values::Off;
+  }
+  if (single_buffer && double_buffer)
+    throw InputError("attnsim compare", {}, "--single-buffer and --double-buffer contradict each other");
+  if (json && csv) throw InputError("attnsim compare", {}, "--json and --csv: choose one");
+  if (progress == "auto")
+    options.progress = CompareOptions::Progress::Auto;
+  else if (progress == "on")
+    options.progress = CompareOptions::Progress::On;
+  else if (progress == "off")
+    options.progress = CompareOptions::Progress::Off;
+  else
+    throw InputError("attnsim compare", {}, "--progress must be auto, on or off");
   options.double_buffer = !single_buffer;
   options.record_blocks = !block_times.empty();
   std::vector<CompareRow> rows;
+  nlohmann::json effective;
   try {
-    rows = run_compare(options);
+    rows = run_compare(options, &effective);
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim compare", {}, e.what());
   }
@@ -299,11 +336,83 @@ int cmd_compare(const std::vector<std::string>& args) {
   write_files_atomically(files);
   if (json)
     std::cout << j.dump(2) << "\n";
+  else if (csv)
+    std::cout << compare_csv(options, rows, effective);
   else
     print_compare(std::cout, options, rows);
+  std::cout << std::flush;
+  // A schedule that did not run is named on stderr (its reason last, for a sweep's record); the others'
+  // figures are printed. Exit 2 when none ran (nothing to compare), 1 when some did not or a check failed.
+  const std::vector<std::string> failures = compare_failures(rows);
+  for (const auto& line : failures) std::cerr << "attnsim compare: " << line << "\n";
+  if (failures.size() == rows.size() && !rows.empty()) return kExitInputError;
+  if (!failures.empty()) return kExitCheckFailed;
   for (const auto& r : rows)
     if (r.passed && !*r.passed) return kExitCheckFailed;
   return 0;
+}
+
+int cmd_plan(const std::vector<std::string>& args) {
+  PlanSearchOptions options;
+  CompareOptions& c = options.compare;
+  std::string dtype = "f16";
+  bool single_buffer = false, quiet = false;
+  po::options_description desc("plan options (docs/planner.md)");
+  desc.add_options()("config,c", po::value(&c.config_path)->required(),
+                     "tile machine YAML (configs/h100.yaml, ...)")("N", po::value(&c.n)->default_value(4096),
+                                                                   "sequence length (--n is the same)")(
+      "d", po::value(&c.d)->default_value(64), "head dimension")(
+      "heads", po::value(&c.heads)->default_value(1), "heads per batch element")(
+      "batch", po::value(&c.batch)->default_value(1), "batch size")(
+      "causal", po::bool_switch(&c.causal), "causal mask")("dtype", po::value(&dtype)->default_value("f16"),
+                                                           "storage dtype of Q, K, V, O: f16, bf16, f32")(
+      "objective", po::value(&options.objective),
+      "dram (whole-chip configs; the default there), sm_l2 (SM<->L2 bytes, HBM bytes on one core; the "
+      "default there) or cycles")("schedule", po::value(&c.schedules)->composing(),
+                                  "schedules to try (repeatable); default flash1 and flash2")(
+      "backward", po::bool_switch(&c.backward), "plan the backward (flash2-bwd unless --schedule)")(
+      "single-buffer", po::bool_switch(&single_buffer), "no K/V prefetch")(
+      "top", po::value(&options.top)->default_value(10), "rows to print")(
+      "jobs,j", po::value(&options.jobs)->default_value(0), "candidates at once; 0: all cores")(
+      "quiet,q", po::bool_switch(&quiet), "no progress lines on stderr")(
+      "param,p", po::value(&c.overrides)->composing(),
+      "override a config key: -p sram.capacity_bytes=128KiB");
+  po::positional_options_description pos;
+  auto parsed = parse("plan", desc, pos, args,
+                      "-c CONFIG [--N 4096] [--d 64] [--heads H] [--causal] [--objective dram|sm_l2|cycles] "
+                      "[--schedule S]... [--jobs J] [--top K]");
+  if (parsed.help) return 0;
+  auto parsed_dtype = parse_dtype(dtype);
+  if (!parsed_dtype) throw InputError("attnsim plan", {}, "unknown dtype '" + dtype + "'");
+  c.dtype = *parsed_dtype;
+  c.double_buffer = !single_buffer;
+  options.progress = !quiet;
+  if (options.top < 1) throw InputError("attnsim plan", {}, "--top must be at least 1");
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  PlanResult result;
+  try {
+    result = search_plans(options, self);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim plan", {}, e.what());
+  }
+  print_plan(std::cout, options, result);
+  for (const auto& candidate : result.candidates)
+    if (candidate.ok) return 0;
+  return kExitInputError;
+}
+
+// One spelling per option across subcommands: the sequence length is --N (compare, sweep, plan) and --n
+// (gen) historically; each accepts the other.
+std::vector<std::string> canonical_spellings(const std::string& command, std::vector<std::string> args) {
+  const std::string from = command == "gen" ? "--N" : "--n", to = command == "gen" ? "--n" : "--N";
+  if (command != "gen" && command != "compare" && command != "sweep" && command != "plan") return args;
+  for (auto& a : args) {
+    if (a == from)
+      a = to;
+    else if (a.rfind(from + "=", 0) == 0)
+      a = to + a.substr(from.size());
+  }
+  return args;
 }
 
 // The compare options a sweep fixes, in the order sweep_option_keys() lists them, then -p overrides.
@@ -550,19 +659,21 @@ int sc_main(int argc, char** argv) {
     std::cout << "attnsim " << ATTNSIM_VERSION << " (SystemC " << sc_core::sc_release() << ")\n";
     return 0;
   }
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> args =
+      canonical_spellings(command, std::vector<std::string>(argv + 2, argv + argc));
   try {
     if (command == "run") return cmd_run(args);
     if (command == "gen") return cmd_gen(args);
     if (command == "compare") return cmd_compare(args);
     if (command == "sweep") return cmd_sweep(args);
+    if (command == "plan") return cmd_plan(args);
     if (command == "validate") return cmd_validate(args);
     if (command == "plot") return cmd_plot(args);
     if (command == "probe") return cmd_probe(args);
     if (command == "disasm") return cmd_disasm(args);
     if (command == "config") return cmd_config(args);
     std::cerr << "attnsim: error: unknown command '" << command << "'"
-              << did_you_mean(command, {"run", "compare", "sweep", "plot", "gen", "disasm", "config",
+              << did_you_mean(command, {"run", "compare", "plan", "sweep", "plot", "gen", "disasm", "config",
                                         "validate", "probe"})
               << "\n"
               << kUsage;

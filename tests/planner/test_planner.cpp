@@ -57,5 +57,62 @@ TEST(Planner, ShrinksUntilTheRealBuffersFit) {
   EXPECT_GT(plan.reasoning.size(), 3u);
 }
 
+// The hardware rule's ladders: powers of two from the MXU tile up to the first that covers N.
+TEST(HardwarePlanner, BlockSizesArePowersOfTwoFromTheTileToN) {
+  EXPECT_EQ(hardware_block_sizes(16, 4096),
+            (std::vector<int64_t>{16, 32, 64, 128, 256, 512, 1024, 2048, 4096}));
+  EXPECT_EQ(hardware_block_sizes(32, 100), (std::vector<int64_t>{32, 64, 128}));  // 128 covers 100
+  EXPECT_EQ(hardware_block_sizes(128, 64), (std::vector<int64_t>{128}));          // the tile, even past N
+  EXPECT_EQ(hardware_block_sizes(48, 200), (std::vector<int64_t>{48, 96, 192, 384}));  // no power of two
+}
+
+// FlashAttention-2's buffers at d = 64, f16, K/V double-buffered, in closed form (no alignment): Q_i, two
+// K_j and two V_j, S (f32) and P (f16), the f32 accumulator O_i, six f32 row statistics.
+uint64_t flash2_buffers(int64_t bq, int64_t bk) {
+  const int64_t d = 64;
+  return uint64_t(bq * d * 2 + 4 * bk * d * 2 + bq * bk * (4 + 2) + bq * d * 4 + 6 * bq * 4);
+}
+
+// The H100's 227 KB (232,448 bytes) and its 16 x 32 MXU tile. By hand: 128 x 128 needs 216,064 bytes and
+// fits; 128 x 256 needs 379,904; 256 x 64 needs 235,520 > 232,448; 256 x 32 fits (169,984) but is half
+// the area; 64 x 256 needs 255,488. So B_r = B_c = 128, which is also FlashAttention-2's own choice at d
+// = 64.
+TEST(HardwarePlanner, H100Flash2IsOneTwentyEightSquare) {
+  EXPECT_EQ(flash2_buffers(128, 128), 216064u);
+  EXPECT_EQ(flash2_buffers(256, 64), 235520u);
+  BlockPlan plan = plan_hardware(232448, 4096, 16, 32, flash2_buffers);
+  ASSERT_TRUE(plan.fits);
+  EXPECT_EQ(plan.block_q, 128);
+  EXPECT_EQ(plan.block_k, 128);
+  // The largest: doubling either block no longer fits.
+  EXPECT_GT(flash2_buffers(2 * plan.block_q, plan.block_k), 232448u);
+  EXPECT_GT(flash2_buffers(plan.block_q, 2 * plan.block_k), 232448u);
+  EXPECT_NE(plan.reasoning.back().find("216064 bytes <= 232448"), std::string::npos) << plan.reasoning.back();
+}
+
+// Ties: an inventory that only counts the area B_r x B_c, room for 8192: 16x512, 32x256, 64x128, 128x64
+// and 256x32 all fill it; the squarest are 64x128 and 128x64, and the larger B_r wins.
+TEST(HardwarePlanner, TiesGoToTheSquarerPairThenTheLargerBr) {
+  auto area = [](int64_t bq, int64_t bk) { return uint64_t(bq * bk); };
+  BlockPlan plan = plan_hardware(8192, 4096, 16, 32, area);
+  ASSERT_TRUE(plan.fits);
+  EXPECT_EQ(plan.block_q, 128);
+  EXPECT_EQ(plan.block_k, 64);
+}
+
+TEST(HardwarePlanner, NothingFits) {
+  auto huge = [](int64_t, int64_t) { return uint64_t{1} << 40; };
+  BlockPlan plan = plan_hardware(232448, 4096, 16, 32, huge);
+  EXPECT_FALSE(plan.fits);
+  EXPECT_NE(plan.reasoning.back().find("not even B_c = 32 fits"), std::string::npos) << plan.reasoning.back();
+}
+
+TEST(HardwarePlanner, RuleNames) {
+  EXPECT_EQ(find_planner_rule("paper"), PlannerRule::Paper);
+  EXPECT_EQ(find_planner_rule("hardware"), PlannerRule::Hardware);
+  EXPECT_FALSE(find_planner_rule("Hardware").has_value());
+  EXPECT_EQ(planner_rule_name(PlannerRule::Hardware), "hardware");
+}
+
 }  // namespace
 }  // namespace attnsim::traces

@@ -71,6 +71,32 @@ std::string article(const std::string& noun) {
   return (noun[0] == 'i' ? "an " : "a ") + noun;
 }
 
+// Every string read here goes into the effective config, which is written as JSON (--stats-json, sweeps),
+// and nlohmann::json refuses to write a string that is not UTF-8. Overlong forms, surrogates and code
+// points past U+10FFFF are refused as it refuses them.
+bool is_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    // How many continuation bytes the lead byte announces; -1: not a lead byte.
+    const int extra = lead < 0x80             ? 0
+                      : (lead & 0xE0) == 0xC0 ? 1
+                      : (lead & 0xF0) == 0xE0 ? 2
+                      : (lead & 0xF8) == 0xF0 ? 3
+                                              : -1;
+    if (extra < 0 || s.size() - i <= static_cast<size_t>(extra)) return false;
+    uint32_t code = extra == 0 ? lead : lead & (0x7F >> (extra + 1));
+    for (int k = 1; k <= extra; ++k) {
+      const auto next = static_cast<unsigned char>(s[i + k]);
+      if ((next & 0xC0) != 0x80) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    static constexpr uint32_t kSmallest[] = {0, 0x80, 0x800, 0x10000};
+    if (code < kSmallest[extra] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += 1 + static_cast<size_t>(extra);
+  }
+  return true;
+}
+
 template <class T>
 std::string show(const T& v) {
   if constexpr (std::is_same_v<T, bool>)
@@ -109,6 +135,9 @@ T ParamReader::get(const std::string& name, T default_value, std::string_view un
       fail_node(value, path_of(name),
                 "expected " + article(type_name<T>()) + ", found '" + value.Scalar() + "'");
     }
+  }
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!is_utf8(result)) fail_node(value, path_of(name), "is not valid UTF-8 text");
   }
   if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
     if (std::isnan(static_cast<double>(result))) fail_node(value, path_of(name), "must be a number");

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,21 @@ TEST_F(FuzzRegression, IndexAtInt64MaxIsOutOfRange) {
   expect_input_error({"disasm", trace}, trace + ":2:8: error: ", "index 9223372036854775807 out of range");
   expect_input_error({"run", "-c", kToy3, trace},
                      trace + ":2:8: error: ", "index 9223372036854775807 out of range");
+}
+
+// fuzz_config: a config string that is not UTF-8 (here the machine's name) reached the stats JSON, whose
+// writer threw: "internal error", exit 3, after the run. Now the config loader names the key.
+TEST_F(FuzzRegression, ConfigStringThatIsNotUtf8IsAnInputError) {
+  std::ifstream in(kToy3);
+  std::string config((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t name = config.find("name: toy-3reg");
+  ASSERT_NE(name, std::string::npos);
+  config.replace(name, 14, "name: toy\xff");
+  const std::string path = write("bad.yaml", config);
+  const std::string trace = std::string(ATTNSIM_SOURCE_DIR) + "/labs/01-c00/c00.trace";
+  const std::string stats = (root_ / "stats.json").string();
+  expect_input_error({"run", "-c", path, trace, "--stats-json", stats}, path + ":", "not valid UTF-8");
+  EXPECT_FALSE(fs::exists(stats));
 }
 
 }  // namespace

@@ -312,13 +312,22 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::jso
     } else {
       row.planner = planner;
       row.rules = plan_rules(options, schedule, shape, sram, tile_rows, tile_cols);
-      const RuleChoice& chosen = row.rules[planner == "paper" ? 0 : 1];
-      row.block_q = chosen.block_q;
-      row.block_k = chosen.block_k;
-      row.plan = chosen.reasoning;
-      if (!chosen.fits)
+      const RuleChoice* chosen = &row.rules[planner == "paper" ? 0 : 1];
+      row.plan = chosen->reasoning;
+      // An SRAM too small for the smallest hardware tile (32 KiB for flash1 on an H100 SM) still runs, on
+      // the paper's blocks, which go down to 1 x 1.
+      if (!chosen->fits && planner == "hardware" && row.rules[0].fits) {
+        chosen = &row.rules[0];
+        row.planner = "paper";
+        row.plan.push_back("the hardware rule finds no pair that fits: the paper rule's blocks instead");
+        row.plan.insert(row.plan.end(), chosen->reasoning.begin(), chosen->reasoning.end());
+      }
+      row.block_q = chosen->block_q;
+      row.block_k = chosen->block_k;
+      if (!chosen->fits)
         row.error = "no block size fits the SRAM (" + planner +
-                    " rule: " + (chosen.reasoning.empty() ? std::string("-") : chosen.reasoning.back()) + ")";
+                    " rule: " + (chosen->reasoning.empty() ? std::string("-") : chosen->reasoning.back()) +
+                    ")";
     }
     // A block longer than the sequence only reserves SRAM it never fills.
     if (row.ran() && (row.block_q > options.n || row.block_k > options.n)) {

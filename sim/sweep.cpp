@@ -143,7 +143,8 @@ std::vector<std::string> compare_args(const Plan& plan, const Point& point) {
   args.insert(args.end(), plan.fixed_args.begin(), plan.fixed_args.end());
   for (const auto& [key, value] : point)
     for (auto& a : option_args(key, value)) args.push_back(std::move(a));
-  args.push_back("--json");
+  // The child's last stderr line is the point's reason: no progress lines after it.
+  args.insert(args.end(), {"--json", "--progress", "off"});
   return args;
 }
 

@@ -91,9 +91,9 @@ TEST(Compare, BlockTimesRecordEveryBlockOfTheGrid) {
 // Issue 9's "done when": the default compare on a GPU preset plans hardware-shaped blocks (powers of two,
 // multiples of the MXU tile: 16 x 32 on H100/H200, 16 x 16 on A100), and there FlashAttention-2 moves fewer
 // bytes than FlashAttention-1, at SM<->L2 and at DRAM. By hand for flash2 at d = 64, f16 on 227 KB: Q_i
-// 16,384 + two K_j and two V_j 65,536 + S (f32) 65,536 + P 32,768 + six f32 row statistics 3,072 = 183,296
-// bytes at 128 x 128 (O_i is in registers); 256 x 64 (169,984) has the same area and is less square;
-// doubling either of 128 x 128 overflows 227 KB. One machine per process, so one preset per test.
+// 16,384 + two K_j and two V_j 65,536 + S (f32) 65,536 + P 32,768 + the f32 accumulator O_i 32,768 + six
+// f32 row statistics 3,072 = 216,064 bytes at 128 x 128; 256 x 64 needs 235,520 > 232,448 and 256 x 32
+// has half the area. One machine per process, so one preset per test.
 class GpuPreset : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GpuPreset, PlansHardwareBlocksAndFlash2MovesLessThanFlash1) {
@@ -163,6 +163,27 @@ TEST(Compare, NonGpuPresetKeepsThePaperRule) {
   auto rows = run_compare(o);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].planner, "paper");
+}
+
+// 32 KiB is too small for flash1's smallest hardware tile (16 x 32, two K/V pairs, two Q_i and O_i, S, P):
+// the paper's rule, which halves down to 1 x 1, plans it instead and says so.
+TEST(Compare, HardwareRuleFallsBackToThePapersWhenNoTileFits) {
+  CompareOptions o;
+  o.config_path = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  o.overrides = {"sram.capacity_bytes=32768"};
+  o.n = 256;
+  o.schedules = {"flash1"};
+  o.values = CompareOptions::Values::On;
+  auto rows = run_compare(o);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_TRUE(rows[0].ran()) << rows[0].error;
+  EXPECT_EQ(rows[0].planner, "paper");
+  EXPECT_FALSE(rows[0].rules[1].fits);
+  EXPECT_LT(rows[0].block_k, 32);
+  EXPECT_TRUE(rows[0].passed.value_or(false));
+  EXPECT_NE(std::find(rows[0].plan.begin(), rows[0].plan.end(),
+                      "the hardware rule finds no pair that fits: the paper rule's blocks instead"),
+            rows[0].plan.end());
 }
 
 // A schedule that does not fit gets a row with the reason and the others still run (h100-sm at 128 x 128:

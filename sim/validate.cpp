@@ -41,6 +41,13 @@ double nrmse(const std::vector<double>& predicted, const std::vector<double>& me
   return std::sqrt(sum_sq / static_cast<double>(measured.size())) / mean;
 }
 
+// Mean absolute percentage error, as a fraction.
+double mape(const std::vector<double>& predicted, const std::vector<double>& measured) {
+  double sum = 0;
+  for (size_t i = 0; i < measured.size(); ++i) sum += std::abs(predicted[i] - measured[i]) / measured[i];
+  return measured.empty() ? 0 : sum / static_cast<double>(measured.size());
+}
+
 double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   const double n = static_cast<double>(x.size());
   if (x.size() < 2) return 0;
@@ -242,7 +249,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
                            const std::vector<std::string>& overrides) {
   Machine machine(gpu_config(config_path, overrides));
   ValidationSummary summary;
-  std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw;
+  std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
+  summary.clock_ghz = machine.clock_ghz();
   for (const auto& m : measurements) {
     if (!m.not_simulated.empty()) {
       summary.not_simulated.push_back(m);
@@ -271,12 +279,17 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
       row.predicted_cycles = machine.sequencer().cycles();
     }
+    row.predicted_ns = static_cast<double>(row.predicted_cycles) / machine.clock_ghz();
+    if (m.time_ns > 0) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
     pr.push_back(row.predicted_read);
     mr.push_back(m.l1_read_bytes);
     pw.push_back(row.predicted_write);
     mw.push_back(m.l1_write_bytes);
     summary.rows.push_back(row);
   }
+  summary.timed_rows = pt.size();
+  summary.time_mape = mape(pt, mt);
+  summary.time_pearson = pearson(pt, mt);
   summary.read_nrmse = nrmse(pr, mr);
   summary.write_nrmse = nrmse(pw, mw);
   summary.read_pearson = pearson(pr, mr);
@@ -296,7 +309,7 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   if (s.chip)
     out << fmt::format(" {:>13} {:>13} {:>6} {:>11} {:>11}", "DRAM rd pred", "DRAM rd meas", "ratio",
                        "DRAM wr pred", "DRAM wr meas");
-  out << fmt::format(" {:>10}\n", "GPU us");
+  out << fmt::format(" {:>10} {:>10} {:>6}\n", "pred us", "GPU us", "ratio");
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
@@ -308,15 +321,25 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       out << fmt::format(" {:>13.0f} {:>13.0f} {:>6.3f} {:>11.0f} {:>11.0f}", r.predicted_dram_read,
                          m.dram_read_bytes, ratio(r.predicted_dram_read, m.dram_read_bytes),
                          r.predicted_dram_written, m.dram_write_bytes);
-    out << fmt::format(" {:>10.1f}\n", m.time_ns / 1e3);
+    out << fmt::format(" {:>10.1f} {:>10.1f} {:>6.3f}\n", r.predicted_ns / 1e3, m.time_ns / 1e3,
+                       ratio(r.predicted_ns, m.time_ns));
   }
   out << (s.chip
               ? "bytes are whole-chip totals: SM<-L2 / SM->L2 what the thread blocks loaded and stored "
-                "(measured: "
-                "L1 <-> L2), DRAM rd / wr what reached DRAM (wr: evictions while kernels ran); GPU us: the "
-                "measured kernel time\n"
+                "(measured: L1 <-> L2), DRAM rd / wr what reached DRAM (wr: evictions while kernels ran)\n"
               : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
-                "traffic; GPU us: the measured kernel time\n");
+                "traffic\n");
+  out << fmt::format(
+      "pred us: the simulated kernels' cycles at the config's clock ({} GHz; {}); GPU us: the measured time "
+      "(gpu__time_duration, summed over the pass's kernels)\n",
+      s.clock_ghz,
+      s.chip ? "the whole chip" : "one core doing the whole problem, not comparable with the GPU's time");
+  for (const auto& r : s.rows)
+    if (r.measured.label.empty()) {
+      out << "the project's kernels (validation/kernels.cu) multiply with FFMA on the CUDA cores, the "
+             "config's MXU stands for tensor cores: their predicted and measured times are not comparable\n";
+      break;
+    }
   for (const auto& r : s.rows)
     if (r.measured.dynamic_tiles) {
       out << "persistent grids with a dynamic tile scheduler (cuDNN): work tiles go to SMs as they free up, "
@@ -331,6 +354,10 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
   out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
   if (!s.chip) return;
+  out << fmt::format(
+      "Kernel time:         MAPE {:.1f}%, Pearson r {:.5f} over {} rows (not yet calibrated: "
+      "docs/calibration.md)\n",
+      100 * s.time_mape, s.time_pearson, s.timed_rows);
   out << fmt::format("DRAM read bytes:     NRMSE {:.4f}, Pearson r {:.5f} (whole chip)\n", s.dram_read_nrmse,
                      s.dram_read_pearson);
   out << fmt::format(

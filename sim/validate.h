@@ -45,6 +45,7 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
+  double predicted_ns = 0;             // predicted_cycles at the config's clock
   double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
 };
@@ -57,6 +58,10 @@ struct ValidationSummary {
   std::vector<Measurement> not_simulated;
   double dram_read_nrmse = 0, dram_read_pearson = 0;
   double dram_write_nrmse = 0, dram_write_pearson = 0;
+  double clock_ghz = 0;  // the config's clock, which turns predicted cycles into time
+  // Kernel time, predicted / measured, over the rows with a measured time.
+  double time_mape = 0, time_pearson = 0;
+  size_t timed_rows = 0;
 };
 
 // Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.

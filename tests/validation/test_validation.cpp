@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <ostream>
@@ -156,6 +157,15 @@ TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
       rows.push_back(m);
   ASSERT_EQ(rows.size(), 9u);
   ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  // Predicted time: the chip's cycles at the config's clock (1.83 GHz), and the error over the rows.
+  ASSERT_EQ(s.timed_rows, 9u);
+  double error_sum = 0;
+  for (const auto& row : s.rows) {
+    EXPECT_DOUBLE_EQ(row.predicted_ns, static_cast<double>(row.predicted_cycles) / 1.83);
+    EXPECT_GT(row.measured.time_ns, 0);
+    error_sum += std::abs(row.predicted_ns / row.measured.time_ns - 1);
+  }
+  EXPECT_NEAR(s.time_mape, error_sum / 9, 1e-12);
   for (const auto& row : s.rows) {
     const auto& m = row.measured;
     const std::string what =

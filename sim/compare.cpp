@@ -391,8 +391,6 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::jso
   return rows;
 }
 
-namespace {
-
 std::string human_bytes(double bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};
   int u = 0;
@@ -400,7 +398,7 @@ std::string human_bytes(double bytes) {
   return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 1, units[u]);
 }
 
-}  // namespace
+namespace {}  // namespace
 
 std::string block_times_csv(const std::vector<CompareRow>& rows) {
   std::string csv =

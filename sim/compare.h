@@ -108,6 +108,8 @@ std::string compare_csv(const CompareOptions& options, const std::vector<Compare
 // start and end in cycles and microseconds.
 std::string block_times_csv(const std::vector<CompareRow>& rows);
 void print_compare(std::ostream& out, const CompareOptions& options, const std::vector<CompareRow>& rows);
+// Bytes in decimal units with one decimal ("34.6 MB"), as compare's and plan's tables print them.
+std::string human_bytes(double bytes);
 nlohmann::json compare_json(const CompareOptions& options, const std::vector<CompareRow>& rows);
 
 }  // namespace attnsim

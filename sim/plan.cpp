@@ -9,18 +9,12 @@
 #include <thread>
 
 #include "isa/diagnostics.h"
+#include "sim/compare.h"
 #include "sim/sweep.h"
 
 namespace attnsim {
 
 namespace {
-
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  int u = 0;
-  while (bytes >= 1000 && u < 4) bytes /= 1000, ++u;
-  return fmt::format("{:.{}f} {}", bytes, u == 0 ? 0 : 1, units[u]);
-}
 
 uint64_t sum(const nlohmann::json& j, const char* a, const char* b) {
   return (j.contains(a) ? j[a].get<uint64_t>() : 0) + (j.contains(b) ? j[b].get<uint64_t>() : 0);

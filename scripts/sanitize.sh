@@ -4,7 +4,7 @@
 # as well, so the CLI's code is checked too. Every report is written to a file, not only to stderr, so a
 # report from a child process whose exit status a test expects to be non-zero still fails this script.
 #   scripts/sanitize.sh [--all] [ctest arguments...]     e.g. -R Cli to run some tests only
-# By default the whole-chip tests that take minutes each under the sanitizers are left out (the list
+# By default 56 whole-chip tests that take minutes each under the sanitizers are left out (the list
 # below, docs/reliability.md says why); every source file is still run by the cheaper tests. --all: every test.
 # Environment: ATTNSIM_ASAN_BUILD (default build-asan), JOBS (build and test jobs, default: all cores).
 set -euo pipefail
@@ -15,7 +15,7 @@ bash scripts/deps.sh --sanitize --tests
 export ASAN_SYMBOLIZER_PATH="${ASAN_SYMBOLIZER_PATH:-/usr/bin/llvm-symbolizer-16}"
 bash scripts/asan-build.sh
 
-# Whole-chip runs of 132 cores (H100/H200 sweeps, the L2 probe, chip golden files): 0.5-87 s each in the
+# Whole-chip runs of 132 cores (H100/H200 sweeps, the L2 probe, PyTorch's rows, chip golden files): 0.5-87 s each in the
 # Release build, 100-250 times that here. The chip, L2, NoC, probe and validation code they run is also
 # run by the Chip.*, L2.*, StoreAddOnChip.*, Compare.*, Validation.* and golden tests that stay.
 heavy='^(L2Probe\.(MatchesTheH100Measurements|StoresAndTwoBlocksPerSmMatchTheH100Measurements|ManyWavesOfReadersMatchTheH100Measurements)'
@@ -24,7 +24,8 @@ heavy+='|PersistentGridMovesTheOrdinaryGridsBytes|TheSameRunTwiceGivesTheSameNum
 heavy+='|Validation\.(WholeChipDramBytesMatchTheH100Sweep|PyTorchFlashForwardOnTheWholeChip|CoResidentBlocksDriftApartAsOnTheH100'
 heavy+='|PredictedBytesEqualMeasuredSmToL2Traffic|FirstComeFirstServedBlocksStayInStep)'
 heavy+='|HtmlPage\.LargeRunShowsTheFirstTenThousandAndSaysSo|Sweep\.InterruptedSweepResumes'
-heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*)$'
+heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*'
+heavy+='|H100/SdpaRowOnTheWholeChip\..*)$'  # 36 measured PyTorch rows, whole chip, N up to 32,768
 exclude=(-E "$heavy")
 if [ "${1:-}" = "--all" ]; then
   exclude=()

@@ -187,7 +187,6 @@ class Chip : public Component {
   bool start_pending_ = false;
   std::exception_ptr error_;
   sc_core::sc_time period_;
-  double clock_ghz_ = 1.0;
   uint64_t limit_ = 0;  // end of the quantum the cores are running
 };
 

@@ -169,8 +169,8 @@ class Assembler {
       SourceLoc where = c.loc();
       c.accept('.');
       std::string directive = c.identifier();
-      if (directive == "tensor") return parse_tensor(c, where);
-      if (directive == "check") return parse_check(c, where);
+      if (directive == "tensor") return parse_tensor(c);
+      if (directive == "check") return parse_check(c);
       if (directive == "buffer") return parse_buffer(c);
       if (directive == "kernel") return parse_kernel(c);
       if (directive == "block") return parse_block(c);
@@ -180,7 +180,7 @@ class Assembler {
     parse_instruction(c);
   }
 
-  void parse_tensor(LineCursor& c, SourceLoc where) {
+  void parse_tensor(LineCursor& c) {
     TensorDecl decl;
     decl.loc = c.loc();
     decl.name = c.identifier();
@@ -527,7 +527,7 @@ class Assembler {
                        std::to_string(decl.init.values.size()) + " values are given");
   }
 
-  void parse_check(LineCursor& c, SourceLoc where) {
+  void parse_check(LineCursor& c) {
     Check check;
     check.loc = c.loc();
     check.target = tensor_ref(c, "check target");

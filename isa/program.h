@@ -153,7 +153,7 @@ class ChunkSource {
   // Replaces the chunk's contents with the next chunk; false when the program has ended.
   virtual bool next(Chunk& chunk) = 0;
   // A chunk the simulator is done with; its vectors may be reused for a later chunk.
-  virtual void recycle(Chunk&& used) {}
+  virtual void recycle(Chunk&& /*used*/) {}
 };
 
 struct Program {

@@ -3,7 +3,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --tests
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+# CI (CI=true, or ATTNSIM_WERROR=ON from .ci/run) builds with -Werror; elsewhere warnings stay warnings.
+werror="${ATTNSIM_WERROR:-$([ "${CI:-}" = true ] && echo ON || echo OFF)}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DATTNSIM_WERROR="$werror"
 cmake --build build
 cd build
 ctest --output-on-failure -j "$(nproc)" --timeout 300

@@ -184,7 +184,7 @@ TEST(VpuValues, BroadcastsRowColumnAndScalar) {
   Matrix s(2, 3, {1, 2, 3, 4, 5, 6});
   Matrix row_max(2, 1, {10, 20});          // r x 1: one per row
   Matrix col_bias(1, 3, {100, 200, 300});  // 1 x c: one per column
-  Matrix scale(1, 1, {0.5});               // 1 x 1
+  Matrix scale(1, 1, 0.5);                 // 1 x 1
   Matrix d(2, 3);
   VpuUnit::elementwise(VpuOp::Sub, s.view(), row_max.pointer(), d.view(), Dtype::F64);
   EXPECT_EQ(d.data, (std::vector<double>{1 - 10, 2 - 10, 3 - 10, 4 - 20, 5 - 20, 6 - 20}));
@@ -204,7 +204,7 @@ TEST(VpuValues, InPlaceAndTransposedViews) {
   // A 2x3 tile stored transposed (3x2 row-major), updated in place: s = s * 2.
   std::vector<double> stored = {1, 4, 2, 5, 3, 6};  // logical rows {1, 2, 3}, {4, 5, 6}
   const TileView s{stored.data(), 2, 3, 2, true};
-  Matrix two(1, 1, {2});
+  Matrix two(1, 1, 2.0);
   VpuUnit::elementwise(VpuOp::Mul, s, two.pointer(), s, Dtype::F64);
   EXPECT_EQ(stored, (std::vector<double>{2, 8, 4, 10, 6, 12}));
 }

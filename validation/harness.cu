@@ -6,6 +6,11 @@
 //   --flash1-groups G       flash1: G blocks per (launch, head), each loading K_j and V_j once for a run
 //                           of query blocks; 0 (default) = one block per visible query block
 //   --dry-run               print the expected bytes (exp_* below) without touching a GPU
+//   --kernel ffma|tc        flash2 only: ffma (default) = sched_flash2_fwd (kernels.cu); tc = sched_flash2_tc
+//                           (kernels_tc.cu, mma.sync tensor cores, same tiles and traffic)
+//   --block-q BR --block-k BC   B_r and B_c separately (tc: 64x64, 128x64, 128x128); --block B sets both
+//   --tc-padded             tc: shared-memory rows padded by 16 bytes instead of swizzled (reads 1.5x the
+//                           schedule's bytes; only to show that)
 //
 // For the configuration it: draws Q, K, V (fp16, uniform in [-1, 1) from the seed, Q then scaled by
 // 1/sqrt(d)); poisons O (NaN) and runs the schedule once; checks every O element was written and compares
@@ -51,6 +56,8 @@ struct Options {
   uint64_t seed = 20240607;
   bool flush = true;
   bool dry_run = false;
+  std::string kernel = "ffma";  // flash2: ffma (sched_flash2_fwd) or tc (sched_flash2_tc)
+  bool tc_padded = false;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -58,6 +65,7 @@ struct Options {
       stderr,
       "error: %s\nusage: harness --schedule naive-safe|flash1|flash2 --n N --d D --heads H --block B "
       "[--causal] [--reps R] [--warmup W] [--seed S] [--no-flush] [--flash1-groups G] [--dry-run]\n       "
+      "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded]\n       "
       "harness --list\n",
       msg);
   std::exit(2);
@@ -103,6 +111,14 @@ Options parse(int argc, char** argv) {
       o.dims.heads = integer(i);
     } else if (a == "--block") {
       o.dims.br = o.dims.bc = integer(i);
+    } else if (a == "--block-q") {
+      o.dims.br = integer(i);
+    } else if (a == "--block-k") {
+      o.dims.bc = integer(i);
+    } else if (a == "--kernel") {
+      o.kernel = value(i);
+    } else if (a == "--tc-padded") {
+      o.tc_padded = true;
     } else if (a == "--causal") {
       o.dims.causal = true;
     } else if (a == "--reps") {
@@ -126,8 +142,18 @@ Options parse(int argc, char** argv) {
   if (o.schedule != "naive-safe" && o.schedule != "flash1" && o.schedule != "flash2")
     usage("--schedule must be naive-safe, flash1 or flash2");
   const Dims& d = o.dims;
-  if (!attnval::supported(d.d, d.br)) usage("supported: --d 64|128, --block 32|64");
-  if (d.n <= 0 || d.n % d.br != 0) usage("--n must be a positive multiple of --block (no ragged tiles)");
+  if (o.tc_padded && o.kernel != "tc") usage("--tc-padded: --kernel tc only");
+  if (o.kernel == "tc") {
+    if (o.schedule != "flash2") usage("--kernel tc: flash2 only");
+    if (!attnval::tc_supported(d.d, d.br, d.bc))
+      usage("--kernel tc supports --d 64|128 with B_r x B_c = 64x64, 128x64, 128x128");
+  } else if (o.kernel == "ffma") {
+    if (d.br != d.bc || !attnval::supported(d.d, d.br)) usage("supported: --d 64|128, --block 32|64");
+  } else {
+    usage("--kernel must be ffma or tc");
+  }
+  if (d.n <= 0 || d.n % d.br != 0 || d.n % d.bc != 0)
+    usage("--n must be a positive multiple of the blocks (no ragged tiles)");
   if (d.heads <= 0) usage("--heads must be positive");
   return o;
 }
@@ -280,6 +306,7 @@ void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const Dims& g = o.dims;
+  attnval::set_tc_padded(o.tc_padded);
   if (o.dry_run) {
     const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
     std::printf(
@@ -343,6 +370,7 @@ int main(int argc, char** argv) {
   auto run = [&]() -> int {
     if (o.schedule == "naive-safe") return attnval::launch_naive_safe(g, q, k, v, s, p, out, st);
     if (o.schedule == "flash1") return attnval::launch_flash1(g, q, k, v, out, l, m, st);
+    if (o.kernel == "tc") return attnval::launch_flash2_tc(g, q, k, v, out, st);
     return attnval::launch_flash2(g, q, k, v, out, st);
   };
   auto prepare = [&](bool flush_l2) {
@@ -396,7 +424,9 @@ int main(int argc, char** argv) {
     CHECK(cudaEventDestroy(stop));
   }
 
-  write_block_times(o, g, run, st);
+  if (o.kernel == "ffma") write_block_times(o, g, run, st);
+  attnval::TcKernelInfo tci;
+  if (o.kernel == "tc") tci = attnval::flash2_tc_info(g);
   const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
   const bool ok = c.nonfinite == 0 && c.max_rel <= tolerance && deterministic != 0;
   std::printf(
@@ -404,10 +434,15 @@ int main(int argc, char** argv) {
       "reps=%d time_ns_median=%.0f time_ns_min=%.0f max_rel_error=%.3e max_abs_error=%.3e nonfinite=%lld "
       "deterministic=%d ok=%d exp_sched_read_bytes=%.0f exp_sched_write_bytes=%.0f "
       "exp_kernel_read_bytes=%.0f "
-      "exp_kernel_write_bytes=%.0f flash1_groups=%d gpu=\"%s\" cuda_runtime=%d\n",
+      "exp_kernel_write_bytes=%.0f flash1_groups=%d gpu=\"%s\" cuda_runtime=%d kernel=%s",
       o.schedule.c_str(), g.n, g.d, g.heads, g.br, g.bc, g.causal ? 1 : 0, kernels, o.reps, median_ns, min_ns,
       c.max_rel, c.max_abs, static_cast<long long>(c.nonfinite), deterministic, ok ? 1 : 0, sched.read,
-      sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime);
+      sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime, o.kernel.c_str());
+  if (o.kernel == "tc")
+    std::printf(" registers=%d local_bytes=%d smem_bytes=%d threads=%d blocks_per_sm=%d tc_layout=%s",
+                tci.registers, tci.local_bytes, tci.smem_bytes, tci.threads, tci.blocks_per_sm,
+                o.tc_padded ? "padded" : "swizzled");
+  std::printf("\n");
   if (!ok)
     std::fprintf(stderr,
                  "CHECK FAILED: max_rel_error %.3e (tolerance %.1e), %lld non-finite, deterministic %d\n",

@@ -47,6 +47,18 @@ int launch_flash1(const Dims&, const __half* q, const __half* k, const __half* v
 // flash2: one sched_flash2_fwd launch. Returns 1.
 int launch_flash2(const Dims&, const __half* q, const __half* k, const __half* v, __half* o, cudaStream_t);
 
+// flash2 on the tensor cores (kernels_tc.cu): one sched_flash2_tc launch, the same tiles, loop order and
+// global traffic as sched_flash2_fwd; B_r x B_c in {64x64, 128x64, 128x128}, d in {64, 128}. Returns 1.
+bool tc_supported(int d, int br, int bc);
+int launch_flash2_tc(const Dims&, const __half* q, const __half* k, const __half* v, __half* o, cudaStream_t);
+struct TcKernelInfo {
+  int registers = 0, local_bytes = 0, smem_bytes = 0, threads = 0, blocks_per_sm = 0;
+};
+TcKernelInfo flash2_tc_info(const Dims&);  // the instantiation's resources (cudaFuncGetAttributes)
+// Shared-memory layout of the tc kernel: false (default) XOR-swizzled rows; true rows padded by 16 bytes,
+// which makes cp.async read 1.5x the bytes (kept only to measure that; see kernels_tc.cu).
+void set_tc_padded(bool padded);
+
 // Helpers (not counted): fill with a NaN pattern; read a buffer larger than L2 to evict everything.
 void launch_poison(__half* p, size_t count, cudaStream_t);
 // flash2 records each block's SM, start and end (%globaltimer) into times[3 * block] when set; null: off.

@@ -90,6 +90,8 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
 }
 
 void L2Cache::reset(const std::vector<std::string>& names) {
+  if (names.size() > static_cast<size_t>(INT16_MAX))
+    throw std::invalid_argument(fmt::format("{}: more than {} tensors", name(), INT16_MAX));
   tensor_names = names;
   for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
@@ -97,6 +99,8 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = eager_writebacks = 0;
   std::fill(tags_.begin(), tags_.end(), 0);
   std::fill(lines_.begin(), lines_.end(), Line{});
+  records_.clear();
+  free_records_.clear();
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
     calendars_.emplace_back(params_.bytes_per_cycle, static_cast<uint64_t>(params_.window_cycles));
@@ -172,15 +176,97 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   }
   hit = false;
   int64_t victim = 0;  // the first invalid way, else the oldest
-  for (int64_t w = 0; w < params_.ways && tags[victim] != 0; ++w)
-    if (tags[w] == 0 || ways[w].stamp < ways[victim].stamp) victim = w;
+  uint64_t oldest = UINT64_MAX;
+  for (int64_t w = 0; w < params_.ways; ++w) {
+    if (tags[w] == 0) {
+      victim = w;
+      oldest = 0;
+      break;
+    }
+    const uint64_t stamp = stamp_of(ways[w], tags[w] - 1);
+    if (stamp < oldest) victim = w, oldest = stamp;
+  }
   if (tags[victim] != 0) {
     ++evictions;
+    if (ways[victim].record) drop_record(ways[victim].record);
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
   tags[victim] = line_index + 1;
-  ways[victim] = Line{++clock_, 0, 0, tensor};
+  ways[victim] = Line{++clock_, 0, static_cast<int16_t>(tensor), 0, 0};
   return ways[victim];
+}
+
+uint64_t L2Cache::stamp_of(const Line& line, uint64_t line_index) const {
+  if (!line.record) return line.stamp;
+  const uint64_t base = records_[line.record - 1].base;
+  return base ? std::max(line.stamp, base + (line_index & (kPageLines - 1)) + 1) : line.stamp;
+}
+
+L2Cache::Line* L2Cache::find_line(int partition, uint64_t line_index) {
+  const uint64_t first = first_way(partition, line_index);
+  const int64_t w = find_way(&tags_[first], line_index + 1);
+  return w < 0 ? nullptr : &lines_[first + static_cast<uint64_t>(w)];
+}
+
+uint64_t L2Cache::page_key(int near, uint64_t first_line) const {
+  const uint64_t group = params_.far_data == FarData::Copy ? static_cast<uint64_t>(near) : 0;
+  return (first_line >> kPageShift) << 8 | group;
+}
+
+bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor) {
+  const Line* first = find_line(serving_partition(near, first_line), first_line);
+  if (!first || !first->record) return false;
+  PageRecord& record = records_[first->record - 1];
+  if (record.key != page_key(near, first_line)) return false;
+  if (params_.replacement == Replacement::Lru) {
+    record.base = clock_;
+    clock_ += kPageLines;
+  }
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  if (params_.far_data == FarData::Copy)
+    partition_bytes_[static_cast<size_t>(near)] += kPageLines * line_bytes;
+  else
+    for (uint64_t k = 0; k < kPageLines; ++k)
+      partition_bytes_[static_cast<size_t>(home_of_line(first_line + k))] += line_bytes;
+  if (tensor >= 0) {
+    const uint64_t count = kPageLines * sectors_per_line_;
+    read_sectors[tensor] += count, read_hit_sectors[tensor] += count;
+  }
+  return true;
+}
+
+void L2Cache::record_page(int near, uint64_t first_line) {
+  const uint8_t all = static_cast<uint8_t>((1u << sectors_per_line_) - 1);
+  std::array<Line*, kPageLines> page{};
+  for (uint64_t k = 0; k < kPageLines; ++k) {
+    Line* line = find_line(serving_partition(near, first_line + k), first_line + k);
+    if (!line || line->valid != all || line->record) return;
+    page[k] = line;
+  }
+  uint32_t index = static_cast<uint32_t>(records_.size());
+  if (free_records_.empty()) {
+    records_.emplace_back();
+  } else {
+    index = free_records_.back();
+    free_records_.pop_back();
+  }
+  records_[index] = PageRecord{page_key(near, first_line), 0};
+  for (Line* line : page) line->record = index + 1;
+}
+
+// Writes the stamps the record implies into its page's lines, which then stand on their own.
+void L2Cache::drop_record(uint32_t record) {
+  const PageRecord r = records_[record - 1];
+  const uint64_t first_line = (r.key >> 8) << kPageShift;
+  const int group = static_cast<int>(r.key & 0xff);
+  for (uint64_t k = 0; k < kPageLines; ++k) {
+    const uint64_t li = first_line + k;
+    Line* line = find_line(params_.far_data == FarData::Copy ? group : home_of_line(li), li);
+    if (!line || line->record != record) continue;
+    line->stamp = stamp_of(*line, li);
+    line->record = 0;
+  }
+  free_records_.push_back(record - 1);
 }
 
 uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
@@ -219,7 +305,7 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
   const bool was_dirty = l.dirty != 0;
   l.valid |= mask;
   l.dirty |= mask;
-  l.tensor = tensor;
+  l.tensor = static_cast<int16_t>(tensor);
   if (!was_dirty) limit_dirty_lines(first_way(home, line_index), l);
   if (tensor < 0) return;
   const uint64_t count = sectors(mask);
@@ -235,11 +321,14 @@ void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
   Line* ways = &lines_[first];
   int64_t dirty = 0;
   int64_t oldest = -1;
+  uint64_t oldest_stamp = 0;
   for (int64_t w = 0; w < params_.ways; ++w) {
     const Line& l = ways[w];
     if (!tags[w] || !l.dirty) continue;
     ++dirty;
-    if (&l != &written && (oldest < 0 || l.stamp < ways[oldest].stamp)) oldest = w;
+    if (&l == &written) continue;
+    const uint64_t stamp = stamp_of(l, tags[w] - 1);
+    if (oldest < 0 || stamp < oldest_stamp) oldest = w, oldest_stamp = stamp;
   }
   if (dirty <= params_.max_dirty_ways || oldest < 0) return;
   write_to_dram(ways[oldest], tags[oldest] - 1, now_);
@@ -249,44 +338,89 @@ void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
 
 uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   now_ = issue_cycle;
-  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
-  const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
-  const uint64_t miss_at = issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles);
+  miss_ =
+      MissRuns{a.tensor, a.core, issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles), 0, 0, 0};
   const int near = near_partition(a.core);
   partition_bytes_.assign(static_cast<size_t>(params_.partitions), 0);
-  uint64_t dram_done = 0;
-  uint64_t run_begin = 0, run_end = 0;  // contiguous missed sectors, fetched together
-  auto fetch_run = [&] {
-    if (run_end == run_begin) return;
-    MemAccess m{a.tensor, run_begin, 1, run_end - run_begin, run_end - run_begin, false, a.core};
-    dram_done = std::max(dram_done, next_->access(m, miss_at));
-    run_begin = run_end = 0;
-  };
-  for (uint64_t r = 0; r < a.rows; ++r) {
-    const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
-    for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
-      const uint64_t lb = li * line_bytes;
-      const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) >> sector_shift_);
-      const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) >> sector_shift_);
-      const uint8_t mask = static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
-      const int serving = a.is_write ? home_of_line(li) : serving_partition(near, li);
-      partition_bytes_[static_cast<size_t>(serving)] += sectors(mask) * sector;
-      if (a.is_write) {
-        write_line(near, li, mask, a.tensor);
-        continue;
-      }
-      const uint8_t missing = read_line(near, li, mask, a.tensor);
-      if (!missing) continue;
-      for (uint32_t s = first; s <= last; ++s) {
-        if (!(missing >> s & 1)) continue;
-        const uint64_t at = lb + s * sector;
-        if (at != run_end) fetch_run(), run_begin = at;
-        run_end = at + sector;
-      }
+  // Rows of whole lines without gaps are one range: the same lines in the same order, and whole pages.
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  if (!a.is_write && a.stride_bytes == a.row_bytes && a.addr % line_bytes == 0 &&
+      a.row_bytes % line_bytes == 0) {
+    read_range(near, a.tensor, a.addr, a.addr + a.bytes());
+  } else {
+    for (uint64_t r = 0; r < a.rows; ++r) {
+      const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
+      if (a.is_write)
+        write_range(near, a.tensor, begin, end);
+      else
+        read_range(near, a.tensor, begin, end);
     }
   }
   fetch_run();
-  return std::max(partition_done(near, issue_cycle), dram_done);
+  return std::max(partition_done(near, issue_cycle), miss_.done);
+}
+
+uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  const uint64_t lb = line_index * line_bytes;
+  const uint32_t first = static_cast<uint32_t>((std::max(begin, lb) - lb) >> sector_shift_);
+  const uint32_t last = static_cast<uint32_t>((std::min(end, lb + line_bytes) - 1 - lb) >> sector_shift_);
+  return static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
+}
+
+void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  uint64_t li = begin >> line_shift_;
+  while (li * line_bytes < end) {
+    const bool whole_page =
+        (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin && (li + kPageLines) * line_bytes <= end;
+    if (!whole_page) {
+      read_one(near, tensor, li++, begin, end);
+      continue;
+    }
+    if (!read_recorded_page(near, li, tensor)) {
+      for (uint64_t k = 0; k < kPageLines; ++k) read_one(near, tensor, li + k, begin, end);
+      record_page(near, li);
+    }
+    li += kPageLines;
+  }
+}
+
+void L2Cache::read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end) {
+  const uint8_t mask = sector_mask(line_index, begin, end);
+  partition_bytes_[static_cast<size_t>(serving_partition(near, line_index))] +=
+      sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
+  add_missing(line_index, read_line(near, line_index, mask, tensor));
+}
+
+void L2Cache::write_range(int near, int tensor, uint64_t begin, uint64_t end) {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
+    const uint8_t mask = sector_mask(li, begin, end);
+    partition_bytes_[static_cast<size_t>(home_of_line(li))] +=
+        sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
+    write_line(near, li, mask, tensor);
+  }
+}
+
+void L2Cache::add_missing(uint64_t line_index, uint8_t missing) {
+  if (!missing) return;
+  const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
+  const uint64_t lb = line_index * static_cast<uint64_t>(params_.line_bytes);
+  for (uint32_t s = 0; s < sectors_per_line_; ++s) {
+    if (!(missing >> s & 1)) continue;
+    const uint64_t at = lb + s * sector;
+    if (at != miss_.end) fetch_run(), miss_.begin = at;
+    miss_.end = at + sector;
+  }
+}
+
+void L2Cache::fetch_run() {
+  if (miss_.end == miss_.begin) return;
+  const uint64_t bytes = miss_.end - miss_.begin;
+  MemAccess m{miss_.tensor, miss_.begin, 1, bytes, bytes, false, miss_.core};
+  miss_.done = std::max(miss_.done, next_->access(m, miss_.issue_cycle));
+  miss_.begin = miss_.end = 0;
 }
 
 // When the partitions the access touched have served their bytes (booked on their calendars).
@@ -324,6 +458,8 @@ void L2Cache::flush() {
   for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
   std::fill(tags_.begin(), tags_.end(), 0);
   std::fill(lines_.begin(), lines_.end(), Line{});
+  records_.clear();
+  free_records_.clear();
 }
 
 void register_l2_models() {

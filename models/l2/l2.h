@@ -13,6 +13,14 @@
 // partition and far cores reach it there. `max_dirty_ways` bounds the dirty lines per set (measured on the
 // H100: about 43% of the L2 stays dirty, whichever SMs write).
 //
+// Pages: a read that covers an aligned page of kPageLines lines, all of them present and fully valid in
+// the partitions that serve it, is a hit on every line and changes nothing but their LRU stamps. After one
+// such page has been read line by line it gets a record (the lines point to it); later reads of the whole
+// page update the record's stamp once instead of searching a set per line (a host-cache miss each: the
+// L2's state is megabytes). A line's LRU stamp is the later of its own and the one its record implies, the
+// very value the line-by-line path would have written; evicting a line writes the implied stamps back into
+// the page's lines and drops the record. Every figure is the same as without records, only faster.
+//
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
 // time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
 // latency when the core is attached to the other partition), and waits for its missed sectors from DRAM.
@@ -83,9 +91,40 @@ class L2Cache : public Component, public MemoryLevel {
   // lines instead of the whole state of every way.
   struct Line {
     uint64_t stamp = 0;
+    uint32_t record = 0;           // 1 + index into records_ of the page record covering it; 0: none
+    int16_t tensor = -1;           // reset() bounds the tensor count
     uint8_t valid = 0, dirty = 0;  // sector masks
-    int32_t tensor = -1;
   };
+  static constexpr int kPageShift = 4;  // pages of 16 lines: a 2 KiB page at 128-byte lines
+  static constexpr uint64_t kPageLines = uint64_t{1} << kPageShift;
+  struct PageRecord {
+    uint64_t key = 0;   // page_key(): the page and the partition group it was read through
+    uint64_t base = 0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
+  };
+  uint64_t page_key(int near, uint64_t first_line) const;
+  // The partition that serves a read of the line for a core attached to `near`; its slot, or null.
+  Line* find_line(int partition, uint64_t line_index);
+  uint64_t stamp_of(const Line& line, uint64_t line_index) const;
+  // Reads a whole page through its record; false (nothing done) when it has none.
+  bool read_recorded_page(int near, uint64_t first_line, int tensor);
+  // After a whole page was read line by line: gives it a record when all its lines are present and valid.
+  void record_page(int near, uint64_t first_line);
+  void drop_record(uint32_t record);
+  // Reads the bytes [begin, end), whole pages through their records.
+  void read_range(int near, int tensor, uint64_t begin, uint64_t end);
+  void read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end);
+  void write_range(int near, int tensor, uint64_t begin, uint64_t end);
+  // The sectors of the line that [begin, end) covers.
+  uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;
+  // Missed sectors of one access, fetched from DRAM as contiguous runs.
+  struct MissRuns {
+    int tensor = -1, core = 0;
+    uint64_t issue_cycle = 0;  // when the misses go to DRAM
+    uint64_t begin = 0, end = 0;
+    uint64_t done = 0;  // when the last run fetched so far is back
+  };
+  void add_missing(uint64_t line_index, uint8_t missing);
+  void fetch_run();
   // The line's slot in its set of `partition` (allocating, and evicting a victim, if absent); `hit` tells
   // which.
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
@@ -93,6 +132,7 @@ class L2Cache : public Component, public MemoryLevel {
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
+  // (Its DRAM runs are collected by the access: see access().)
   uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   // The partition a core's request for the line is served by.
@@ -111,6 +151,9 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
   std::vector<uint64_t> tags_;             // [partition][set][way]: line index + 1; 0 = invalid
   std::vector<Line> lines_;                // same layout
+  MissRuns miss_;
+  std::vector<PageRecord> records_;
+  std::vector<uint32_t> free_records_;  // indices into records_ that are unused
   std::vector<BandwidthCalendar> calendars_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
   uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps

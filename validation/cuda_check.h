@@ -1,5 +1,5 @@
-// CHECK(call): a CUDA runtime call that fails prints where and why, and the program exits 1. Shared by the
-// stand-alone device programs (l2_probe.cu, microbench.cu).
+// CHECK(call): a CUDA runtime call that fails prints where, what and why, and the program exits 2. Shared by
+// every device program here (the harness and its kernels, l2_probe.cu, microbench.cu).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(call)                                                                      \
-  do {                                                                                   \
-    cudaError_t err_ = (call);                                                           \
-    if (err_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(err_)); \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define CHECK(call)                                                                                 \
+  do {                                                                                              \
+    cudaError_t err_ = (call);                                                                      \
+    if (err_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+      std::exit(2);                                                                                 \
+    }                                                                                               \
   } while (0)

@@ -34,16 +34,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda_check.h"
 #include "kernels.h"
 
-#define CHECK(call)                                                                                 \
-  do {                                                                                              \
-    cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
 
 namespace {
 

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_check.h"
 #include "kernels.h"
 
 namespace attnval {
@@ -22,14 +23,6 @@ namespace {
 
 constexpr int NT = 256;  // threads per block: a 16 x 16 grid of threads over every tile
 
-#define KCHECK(call)                                                                                \
-  do {                                                                                              \
-    cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
 
 // Shared-memory row strides (floats). +1 keeps the 16 rows a half-warp reads in one column on 16 banks;
 // V is read along rows, +4 keeps its rows 16-byte aligned.
@@ -611,34 +604,34 @@ struct Instance {
                     __half* o, cudaStream_t st) {
     const dim3 grid(g.n / B, g.heads);
     constexpr size_t s1 = smem_naive_qk<B, B, D>(), s3 = smem_naive_pv<B, B, D>();
-    KCHECK(cudaFuncSetAttribute(sched_naive_qk<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, s1));
-    KCHECK(cudaFuncSetAttribute(sched_naive_pv<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, s3));
+    CHECK(cudaFuncSetAttribute(sched_naive_qk<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, s1));
+    CHECK(cudaFuncSetAttribute(sched_naive_pv<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, s3));
     sched_naive_qk<B, B, D><<<grid, NT, s1, st>>>(q, k, s, g.n, g.causal);
-    KCHECK(cudaGetLastError());
+    CHECK(cudaGetLastError());
     sched_naive_softmax<B, B><<<grid, NT, 0, st>>>(s, p, g.n);
-    KCHECK(cudaGetLastError());
+    CHECK(cudaGetLastError());
     sched_naive_pv<B, B, D><<<grid, NT, s3, st>>>(p, v, o, g.n);
-    KCHECK(cudaGetLastError());
+    CHECK(cudaGetLastError());
   }
   static int flash1(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o, float* l,
                     float* m, cudaStream_t st) {
     constexpr size_t sm = smem_flash1<B, B, D>();
-    KCHECK(cudaFuncSetAttribute(sched_flash1_step<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    CHECK(cudaFuncSetAttribute(sched_flash1_step<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
     const int tc = g.n / B;
     for (int j = 0; j < tc; ++j) {
       const Flash1Grid fg = flash1_grid(g, j);
       sched_flash1_step<B, B, D>
           <<<dim3(fg.blocks, g.heads), NT, sm, st>>>(q, k, v, o, l, m, g.n, g.causal, j, fg.chunk);
-      KCHECK(cudaGetLastError());
+      CHECK(cudaGetLastError());
     }
     return tc;
   }
   static void flash2(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o,
                      cudaStream_t st) {
     constexpr size_t sm = smem_flash2<B, B, D>();
-    KCHECK(cudaFuncSetAttribute(sched_flash2_fwd<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    CHECK(cudaFuncSetAttribute(sched_flash2_fwd<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
     sched_flash2_fwd<B, B, D><<<dim3(g.n / B, g.heads), NT, sm, st>>>(q, k, v, o, g.n, g.causal);
-    KCHECK(cudaGetLastError());
+    CHECK(cudaGetLastError());
   }
 };
 
@@ -679,7 +672,7 @@ int launch_naive_safe(const Dims& g, const __half* q, const __half* k, const __h
 void launch_flash1_init(const Dims& g, __half* o, float* l, float* m, cudaStream_t st) {
   aux_flash1_init<<<1024, 256, 0, st>>>(o, static_cast<size_t>(g.heads) * g.n * g.d, l, m,
                                         static_cast<size_t>(g.heads) * g.n);
-  KCHECK(cudaGetLastError());
+  CHECK(cudaGetLastError());
 }
 
 int launch_flash1(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o, float* l,
@@ -696,17 +689,17 @@ int launch_flash2(const Dims& g, const __half* q, const __half* k, const __half*
 }
 
 void set_block_times(unsigned long long* times) {
-  KCHECK(cudaMemcpyToSymbol(g_block_times, &times, sizeof(times)));
+  CHECK(cudaMemcpyToSymbol(g_block_times, &times, sizeof(times)));
 }
 
 void launch_poison(__half* p, size_t count, cudaStream_t st) {
   aux_poison<<<1024, 256, 0, st>>>(p, count);
-  KCHECK(cudaGetLastError());
+  CHECK(cudaGetLastError());
 }
 
 void launch_l2_flush(const float4* buf, size_t count4, float* sink, cudaStream_t st) {
   aux_l2_flush<<<1024, 256, 0, st>>>(buf, count4, sink);
-  KCHECK(cudaGetLastError());
+  CHECK(cudaGetLastError());
 }
 
 }  // namespace attnval

@@ -30,20 +30,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "cuda_check.h"
 #include "kernels.h"
 
 namespace attnval {
 
 namespace {
 
-#define TCCHECK(call)                                                                               \
-  do {                                                                                              \
-    cudaError_t err_ = (call);                                                                      \
-    if (err_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-      std::exit(2);                                                                                 \
-    }                                                                                               \
-  } while (0)
 
 template <int BR, int BC, int D, bool PAD>
 struct TcShape {
@@ -283,21 +276,21 @@ void tc_launch_layout(const Dims& g, const __half* q, const __half* k, const __h
                       cudaStream_t st, TcKernelInfo* info) {
   using S = TcShape<BR, BC, D, PAD>;
   auto* fn = sched_flash2_tc<BR, BC, D, PAD>;
-  TCCHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(S::smem)));
+  CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(S::smem)));
   if (info) {
     cudaFuncAttributes a{};
-    TCCHECK(cudaFuncGetAttributes(&a, fn));
+    CHECK(cudaFuncGetAttributes(&a, fn));
     info->registers = a.numRegs;
     info->local_bytes = static_cast<int>(a.localSizeBytes);
     info->smem_bytes = static_cast<int>(S::smem);
     info->threads = S::threads;
     int blocks = 0;
-    TCCHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, S::threads, S::smem));
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, S::threads, S::smem));
     info->blocks_per_sm = blocks;
     return;
   }
   fn<<<dim3(g.n / BR, g.heads), S::threads, S::smem, st>>>(q, k, v, o, g.n, g.causal);
-  TCCHECK(cudaGetLastError());
+  CHECK(cudaGetLastError());
 }
 
 template <int BR, int BC, int D>

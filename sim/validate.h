@@ -14,6 +14,9 @@ struct Measurement {
   std::string gpu, schedule, dtype;
   std::string label;          // how the row is printed, when not by its schedule (e.g. a PyTorch backend)
   std::string not_simulated;  // set: the row is listed with this reason and not simulated
+  // The project's kernel variant (column `kernel`, default ffma): ffma multiplies on the CUDA cores, tc on
+  // the tensor cores (validation/kernels_tc.cu), whose time the MXU model can be held against.
+  std::string kernel = "ffma";
   int64_t n = 0, d = 0, heads = 0, block_q = 0, block_k = 0;
   bool causal = false;
   double time_ns = 0;

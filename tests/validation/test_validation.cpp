@@ -258,6 +258,53 @@ TEST(Validation, UnsimulatedSdpaRowsSayWhy) {
   EXPECT_EQ(left, 24u);
 }
 
+// The tensor-core flash2 (validation/kernels_tc.cu, validation/data/h100_tc_flash2.csv) at n = 1,024:
+// SM<->L2 bytes exact on every tile that fits the model's SRAM, its times counted in the kernel-time
+// figures; the tile the model cannot hold (128 x 128 at d = 128: S and P in SRAM) is listed with the reason.
+TEST(Validation, TensorCoreFlash2OnTheWholeChip) {
+  const std::string data = kRoot + "/validation/data/h100_tc_flash2.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.n == 1024 && m.kernel == "tc") rows.push_back(m);
+  ASSERT_EQ(rows.size(), 12u);
+  for (const auto& m : rows) EXPECT_LE(m.max_rel_error, tolerance_for(Dtype::F16));
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 10u);
+  ASSERT_EQ(s.not_simulated.size(), 2u);
+  for (const auto& m : s.not_simulated) {
+    EXPECT_EQ(m.d, 128);
+    EXPECT_EQ(m.block_q, 128);
+    EXPECT_EQ(m.block_k, 128);
+    EXPECT_NE(m.not_simulated.find("sram.capacity_bytes"), std::string::npos) << m.not_simulated;
+  }
+  EXPECT_EQ(s.timed_rows, 10u);
+  for (const auto& row : s.rows) {
+    EXPECT_EQ(row.measured.label, "flash2 tc");
+    EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes) << row.measured.line;
+    EXPECT_EQ(row.predicted_write, row.measured.l1_write_bytes) << row.measured.line;
+  }
+}
+
+// The FFMA kernels' times are not held against the MXU; the padded variant's bytes are not the schedule's.
+TEST(Validation, FfmaTimesAndPaddedRowsAreLeftOut) {
+  const std::string data = kRoot + "/validation/data/h100_tc_flash2.csv";
+  std::vector<Measurement> rows;
+  size_t padded = 0;
+  for (const Measurement& m : read_measurements(data)) {
+    if (m.kernel == "tc-padded") {
+      ++padded;
+      EXPECT_FALSE(m.not_simulated.empty());
+    }
+    if (m.kernel == "ffma" && m.d == 64 && !m.causal) rows.push_back(m);
+  }
+  EXPECT_EQ(padded, 2u);
+  ASSERT_EQ(rows.size(), 1u);
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 1u);
+  EXPECT_EQ(s.rows[0].predicted_read, rows[0].l1_read_bytes);
+  EXPECT_EQ(s.timed_rows, 0u);
+}
+
 // The GPU kernels were themselves checked against a float64 reference on the device.
 TEST(Validation, KernelsWereCorrect) {
   for (const auto& m : read_measurements(kRoot + "/validation/data/h200_measurements.csv")) {

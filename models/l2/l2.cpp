@@ -216,8 +216,8 @@ uint64_t L2Cache::page_key(int near, uint64_t first_line) const {
 bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor) {
   const Line* first = find_line(serving_partition(near, first_line), first_line);
   if (!first || !first->record) return false;
+  // A record covers its whole page in the partitions of one group: the first line's is this page's.
   PageRecord& record = records_[first->record - 1];
-  if (record.key != page_key(near, first_line)) return false;
   if (params_.replacement == Replacement::Lru) {
     record.base = clock_;
     clock_ += kPageLines;

@@ -102,7 +102,7 @@ class L2Cache : public Component, public MemoryLevel {
     uint64_t base = 0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
   };
   uint64_t page_key(int near, uint64_t first_line) const;
-  // The partition that serves a read of the line for a core attached to `near`; its slot, or null.
+  // The line's slot in `partition`, or null when it is not there.
   Line* find_line(int partition, uint64_t line_index);
   uint64_t stamp_of(const Line& line, uint64_t line_index) const;
   // Reads a whole page through its record; false (nothing done) when it has none.
@@ -132,7 +132,6 @@ class L2Cache : public Component, public MemoryLevel {
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
-  // (Its DRAM runs are collected by the access: see access().)
   uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   // The partition a core's request for the line is served by.

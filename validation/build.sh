@@ -14,8 +14,11 @@ flags=(-O3 -std=c++17 -arch=sm_90 -lineinfo -Xptxas -v)
 # The tensor-core flash2 (kernels_tc.cu); its report is appended to the same ptxas.txt.
 "$NVCC" "${flags[@]}" -c "$here/kernels_tc.cu" -o "$out/kernels_tc.o" 2>> "$out/ptxas.txt" || {
   cat "$out/ptxas.txt" >&2; exit 1; }
+# The other tensor-core forward schedules (kernels_tc_fwd.cu); report appended too.
+"$NVCC" "${flags[@]}" -c "$here/kernels_tc_fwd.cu" -o "$out/kernels_tc_fwd.o" 2>> "$out/ptxas.txt" || {
+  cat "$out/ptxas.txt" >&2; exit 1; }
 "$NVCC" -O3 -std=c++17 -arch=sm_90 -lineinfo -c "$here/harness.cu" -o "$out/harness.o"
-"$NVCC" -arch=sm_90 "$out/kernels.o" "$out/kernels_tc.o" "$out/harness.o" -o "$out/harness"
+"$NVCC" -arch=sm_90 "$out/kernels.o" "$out/kernels_tc.o" "$out/kernels_tc_fwd.o" "$out/harness.o" -o "$out/harness"
 # Anything but ptxas's info lines (a warning) is shown.
 grep -v -e '^ptxas info' -e 'bytes stack frame' -e '^$' "$out/ptxas.txt" >&2 || true
 if grep -E 'bytes stack frame' "$out/ptxas.txt" | grep -vqE '0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads'; then
@@ -25,12 +28,13 @@ fi
 # PTX always (build/ptx_summary.txt); SASS too where cuobjdump exists (build/sass_summary.txt).
 "$NVCC" -O3 -std=c++17 -arch=sm_90 -ptx "$here/kernels.cu" -o "$out/kernels.ptx"
 "$NVCC" -O3 -std=c++17 -arch=sm_90 -ptx "$here/kernels_tc.cu" -o "$out/kernels_tc.ptx"
+"$NVCC" -O3 -std=c++17 -arch=sm_90 -ptx "$here/kernels_tc_fwd.cu" -o "$out/kernels_tc_fwd.ptx"
 awk '/^\.visible \.entry/ { fn = $3; sub(/\($/, "", fn) }
      /ld\.global|st\.global|ld\.local|st\.local|cp\.async\.c/ { c[fn " " $1]++ }
-     END { for (k in c) print k, c[k] }' "$out/kernels.ptx" "$out/kernels_tc.ptx" | sort > "$out/ptx_summary.txt"
+     END { for (k in c) print k, c[k] }' "$out/kernels.ptx" "$out/kernels_tc.ptx" "$out/kernels_tc_fwd.ptx" | sort > "$out/ptx_summary.txt"
 CUOBJDUMP="$(command -v cuobjdump || echo "$(dirname "$NVCC")/cuobjdump")"
 if [ -x "$CUOBJDUMP" ]; then
-  "$CUOBJDUMP" -sass "$out/kernels.o" "$out/kernels_tc.o" | awk '
+  "$CUOBJDUMP" -sass "$out/kernels.o" "$out/kernels_tc.o" "$out/kernels_tc_fwd.o" | awk '
     /Function :/ { fn = $3 }
     { for (i = 1; i <= NF; ++i) if ($i ~ /^(LDG|STG|LDL|STL|LDGSTS)(\.|$)/) c[fn " " $i]++ }
     END { for (k in c) print k, c[k] }' | sort > "$out/sass_summary.txt"

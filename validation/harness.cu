@@ -1,13 +1,20 @@
 // Harness for the attnsim cross-validation kernels (kernels.cu): one configuration per process.
 //
-//   harness --schedule naive-safe|flash1|flash2 --n N --d D --heads H --block B [--causal] [--reps R]
+//   harness --schedule naive-safe|naive-online|two-pass|flash1|flash2 --n N --d D --heads H --block B
+//   [--causal] [--reps R]
 //           [--warmup W] [--seed S] [--no-flush]
 //   harness --list          the default sweep, one configuration (its arguments) per line
 //   --flash1-groups G       flash1: G blocks per (launch, head), each loading K_j and V_j once for a run
 //                           of query blocks; 0 (default) = one block per visible query block
 //   --dry-run               print the expected bytes (exp_* below) without touching a GPU
-//   --kernel ffma|tc        flash2 only: ffma (default) = sched_flash2_fwd (kernels.cu); tc = sched_flash2_tc
-//                           (kernels_tc.cu, mma.sync tensor cores, same tiles and traffic)
+//   --kernel ffma|tc        ffma (default): the FFMA kernels of kernels.cu (naive-safe, flash1, flash2); tc:
+//   the
+//                           mma.sync tensor-core kernels, same tiles and traffic: sched_flash2_tc
+//                           (kernels_tc.cu) and naive-safe, naive-online, two-pass, flash1
+//                           (kernels_tc_fwd.cu). naive-online and two-pass exist only as tc. The tc RESULT
+//                           line adds registers, smem_bytes, threads, blocks_per_sm... per distinct kernel in
+//                           launch order, '/'-separated (naive: qk/softmax/ pv; two-pass: stats/output;
+//                           flash1 and flash2: one kernel)
 //   --block-q BR --block-k BC   B_r and B_c separately (tc: 64x64, 128x64, 128x128); --block B sets both
 //   --tc-padded             tc: shared-memory rows padded by 16 bytes instead of swizzled (reads 1.5x the
 //                           schedule's bytes; only to show that)
@@ -37,7 +44,6 @@
 #include "cuda_check.h"
 #include "kernels.h"
 
-
 namespace {
 
 using attnval::Dims;
@@ -56,7 +62,8 @@ struct Options {
 [[noreturn]] void usage(const char* msg) {
   std::fprintf(
       stderr,
-      "error: %s\nusage: harness --schedule naive-safe|flash1|flash2 --n N --d D --heads H --block B "
+      "error: %s\nusage: harness --schedule naive-safe|naive-online|two-pass|flash1|flash2 --n N --d D "
+      "--heads H --block B "
       "[--causal] [--reps R] [--warmup W] [--seed S] [--no-flush] [--flash1-groups G] [--dry-run]\n       "
       "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded]\n       "
       "harness --list\n",
@@ -132,15 +139,19 @@ Options parse(int argc, char** argv) {
       usage(("unknown argument " + a).c_str());
     }
   }
-  if (o.schedule != "naive-safe" && o.schedule != "flash1" && o.schedule != "flash2")
-    usage("--schedule must be naive-safe, flash1 or flash2");
+  if (o.schedule != "naive-safe" && o.schedule != "naive-online" && o.schedule != "two-pass" &&
+      o.schedule != "flash1" && o.schedule != "flash2")
+    usage("--schedule must be naive-safe, naive-online, two-pass, flash1 or flash2");
   const Dims& d = o.dims;
   if (o.tc_padded && o.kernel != "tc") usage("--tc-padded: --kernel tc only");
   if (o.kernel == "tc") {
-    if (o.schedule != "flash2") usage("--kernel tc: flash2 only");
-    if (!attnval::tc_supported(d.d, d.br, d.bc))
-      usage("--kernel tc supports --d 64|128 with B_r x B_c = 64x64, 128x64, 128x128");
+    if (o.tc_padded && o.schedule != "flash2") usage("--tc-padded: flash2 only");
+    const bool ok = o.schedule == "flash2" ? attnval::tc_supported(d.d, d.br, d.bc)
+                                           : attnval::tc_fwd_supported(o.schedule.c_str(), d.d, d.br, d.bc);
+    if (!ok) usage("--kernel tc supports --d 64|128 with B_r x B_c = 64x64, 128x64, 128x128");
   } else if (o.kernel == "ffma") {
+    if (o.schedule == "naive-online" || o.schedule == "two-pass")
+      usage("naive-online and two-pass: --kernel tc only (no FFMA kernel)");
     if (d.br != d.bc || !attnval::supported(d.d, d.br)) usage("supported: --d 64|128, --block 32|64");
   } else {
     usage("--kernel must be ffma or tc");
@@ -168,9 +179,12 @@ Bytes schedule_ledger(const std::string& s, const Dims& g) {
   }
   for (int64_t j = 0; j < tc; ++j) rq += g.causal ? n - br * std::floor(j * bc / br) : n;
   Bytes b;
-  if (s == "naive-safe") {
-    b.read = n * d * e + 2 * tr * n * d * e + 3 * n * n * f + n * n * e;
+  if (s == "naive-safe" || s == "naive-online") {  // S read by 3 softmax passes (safe) or 2 (online)
+    b.read = n * d * e + 2 * tr * n * d * e + (s == "naive-safe" ? 3 : 2) * n * n * f + n * n * e;
     b.write = n * n * f + n * n * e + n * d * e;
+  } else if (s == "two-pass") {  // Q twice, K 2 R_K, V R_K; m, l read and written once each
+    b.read = 2 * n * d * e + 3 * rk * d * e + 2 * n * f;
+    b.write = n * d * e + 2 * n * f;
   } else if (s == "flash1") {
     b.read = 2 * n * d * e + 2 * rq * d * e + 2 * rq * f;  // K, V once; Q, O; l, m
     b.write = rq * d * e + 2 * rq * f;
@@ -341,11 +355,12 @@ int main(int argc, char** argv) {
   CHECK(cudaMemcpy(q, hq.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(k, hk.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(v, hv.data(), qkv * sizeof(__half), cudaMemcpyHostToDevice));
-  if (o.schedule == "naive-safe") {
+  const bool naive = o.schedule == "naive-safe" || o.schedule == "naive-online";
+  if (naive) {
     CHECK(cudaMalloc(&s, nn * sizeof(float)));
     CHECK(cudaMalloc(&p, nn * sizeof(__half)));
   }
-  if (o.schedule == "flash1") {
+  if (o.schedule == "flash1" || o.schedule == "two-pass") {
     CHECK(cudaMalloc(&l, rows * sizeof(float)));
     CHECK(cudaMalloc(&m, rows * sizeof(float)));
   }
@@ -361,6 +376,11 @@ int main(int argc, char** argv) {
 
   // One run of the schedule's counted kernels (flash1's initialiser is not one of them).
   auto run = [&]() -> int {
+    if (o.kernel == "tc" && naive)
+      return attnval::launch_naive_tc(g, o.schedule == "naive-online", q, k, v, s, p, out, st);
+    if (o.schedule == "two-pass") return attnval::launch_two_pass_tc(g, q, k, v, l, m, out, st);
+    if (o.kernel == "tc" && o.schedule == "flash1")
+      return attnval::launch_flash1_tc(g, q, k, v, out, l, m, st);
     if (o.schedule == "naive-safe") return attnval::launch_naive_safe(g, q, k, v, s, p, out, st);
     if (o.schedule == "flash1") return attnval::launch_flash1(g, q, k, v, out, l, m, st);
     if (o.kernel == "tc") return attnval::launch_flash2_tc(g, q, k, v, out, st);
@@ -418,8 +438,23 @@ int main(int argc, char** argv) {
   }
 
   if (o.kernel == "ffma") write_block_times(o, g, run, st);
-  attnval::TcKernelInfo tci;
-  if (o.kernel == "tc") tci = attnval::flash2_tc_info(g);
+  // tc: the resources of each distinct kernel in launch order, '/'-separated (sim/validate.cpp reads
+  // blocks_per_sm as one value per program kernel, or one for all: flash1's T_c launches are one kernel).
+  attnval::TcKernelInfo tci[3];
+  int tc_kernels = 0;
+  if (o.kernel == "tc") {
+    if (o.schedule == "flash2") {
+      tci[0] = attnval::flash2_tc_info(g);
+      tc_kernels = 1;
+    } else {
+      tc_kernels = attnval::tc_fwd_info(o.schedule.c_str(), g, tci);
+    }
+  }
+  auto joined = [&](int attnval::TcKernelInfo::*field) {
+    std::string out;
+    for (int x = 0; x < tc_kernels; ++x) out += (x ? "/" : "") + std::to_string(tci[x].*field);
+    return out;
+  };
   const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
   const bool ok = c.nonfinite == 0 && c.max_rel <= tolerance && deterministic != 0;
   std::printf(
@@ -432,9 +467,12 @@ int main(int argc, char** argv) {
       c.max_rel, c.max_abs, static_cast<long long>(c.nonfinite), deterministic, ok ? 1 : 0, sched.read,
       sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime, o.kernel.c_str());
   if (o.kernel == "tc")
-    std::printf(" registers=%d local_bytes=%d smem_bytes=%d threads=%d blocks_per_sm=%d tc_layout=%s",
-                tci.registers, tci.local_bytes, tci.smem_bytes, tci.threads, tci.blocks_per_sm,
-                o.tc_padded ? "padded" : "swizzled");
+    std::printf(" registers=%s local_bytes=%s smem_bytes=%s threads=%s blocks_per_sm=%s tc_layout=%s",
+                joined(&attnval::TcKernelInfo::registers).c_str(),
+                joined(&attnval::TcKernelInfo::local_bytes).c_str(),
+                joined(&attnval::TcKernelInfo::smem_bytes).c_str(),
+                joined(&attnval::TcKernelInfo::threads).c_str(),
+                joined(&attnval::TcKernelInfo::blocks_per_sm).c_str(), o.tc_padded ? "padded" : "swizzled");
   std::printf("\n");
   if (!ok)
     std::fprintf(stderr,

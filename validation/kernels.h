@@ -59,6 +59,22 @@ TcKernelInfo flash2_tc_info(const Dims&);  // the instantiation's resources (cud
 // which makes cp.async read 1.5x the bytes (kept only to measure that; see kernels_tc.cu).
 void set_tc_padded(bool padded);
 
+// The other forward schedules on the tensor cores (kernels_tc_fwd.cu): the same tiles, loop order and global
+// traffic as the simulator's programs; tiles as tc_supported. naive-safe / naive-online: sched_naive_qk_tc,
+// sched_naive_softmax_tc, sched_naive_pv_tc (returns 3); two-pass: sched_two_pass_stats_tc,
+// sched_two_pass_output_tc (l, m: heads*n floats; returns 2); flash1: one sched_flash1_tc launch per key
+// block (flash1_grid's blocks; launch_flash1_init first; returns T_c).
+bool tc_fwd_supported(const char* schedule, int d, int br, int bc);
+int launch_naive_tc(const Dims&, bool online, const __half* q, const __half* k, const __half* v, float* s,
+                    __half* p, __half* o, cudaStream_t);
+int launch_two_pass_tc(const Dims&, const __half* q, const __half* k, const __half* v, float* l, float* m,
+                       __half* o, cudaStream_t);
+int launch_flash1_tc(const Dims&, const __half* q, const __half* k, const __half* v, __half* o, float* l,
+                     float* m, cudaStream_t);
+// Resources of each distinct kernel of the schedule, in launch order (flash1: its one kernel); returns how
+// many.
+int tc_fwd_info(const char* schedule, const Dims&, TcKernelInfo (&info)[3]);
+
 // Helpers (not counted): fill with a NaN pattern; read a buffer larger than L2 to evict everything.
 void launch_poison(__half* p, size_t count, cudaStream_t);
 // flash2 records each block's SM, start and end (%globaltimer) into times[3 * block] when set; null: off.

@@ -32,93 +32,9 @@
 
 #include "cuda_check.h"
 #include "kernels.h"
+#include "tc_common.cuh"
 
 namespace attnval {
-
-namespace {
-
-
-template <int BR, int BC, int D, bool PAD>
-struct TcShape {
-  static constexpr int warps = BR / 16;
-  static constexpr int threads = warps * 32;
-  static constexpr int ld = PAD ? D + 8 : D;  // shared-memory row stride, halves
-  static constexpr size_t smem = sizeof(__half) * static_cast<size_t>(ld) * (BR + 4 * BC);
-  static_assert(BR % 16 == 0 && BC % 16 == 0 && D % 64 == 0, "mma tiles; the swizzle needs 8 chunks a row");
-  // Offset (halves) of element (r, c) of a tile in shared memory.
-  static __device__ __forceinline__ int off(int r, int c) {
-    if constexpr (PAD) return r * ld + c;
-    else return r * D + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
-  }
-};
-
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
-// R x D fp16 tile (rows contiguous in global memory, stride D) -> shared memory (layout S::off), 16 bytes
-// per thread per step: each warp instruction covers 512 contiguous bytes, whole 32-byte sectors.
-template <typename S, int R, int D>
-__device__ __forceinline__ void cp_tile(const __half* __restrict__ g, __half* s) {
-  constexpr int CH = D / 8;
-  static_assert((R * CH) % S::threads == 0, "whole steps");
-#pragma unroll
-  for (int it = 0; it < R * CH / S::threads; ++it) {
-    const int idx = threadIdx.x + it * S::threads;
-    const int r = idx / CH, c = (idx % CH) * 8;
-    cp_async16(s + S::off(r, c), g + static_cast<size_t>(r) * D + c);
-  }
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const __half* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-
-// c += a b for one m16n8k16 tile: a row-major (4 x f16x2), b col-major (2 x f16x2), c f32.
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t pack_half2(float lo, float hi, float& sum) {
-  const __half2 h = __floats2half2_rn(lo, hi);
-  const float2 f = __half22float2(h);
-  sum += f.x + f.y;  // l sums the fp16-rounded P, as the FFMA kernel does
-  return *reinterpret_cast<const uint32_t*>(&h);
-}
-
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
-constexpr float kLog2e = 1.4426950408889634f;
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------------
 template <int BR, int BC, int D, bool PAD>
@@ -138,7 +54,7 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
   const int g = lane >> 2, t = lane & 3;  // mma fragment row group and column pair
   const int tc = n / BC;
   const int jend = causal ? min(tc, (q0 + BR - 1) / BC + 1) : tc;  // as sched_flash2_fwd
-  const int wrow0 = q0 + warp * 16;                                  // this warp's first query row
+  const int wrow0 = q0 + warp * 16;                                // this warp's first query row
 
   // Q_i, K_0, V_0.
   cp_tile<S, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
@@ -184,7 +100,8 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
 #pragma unroll
       for (int nb = 0; nb < BC / 16; ++nb) {
         uint32_t b[4];  // b0, b1 of n tile 2nb, then of 2nb + 1
-        ldmatrix_x4(b, sKb + S::off(nb * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
+        ldmatrix_x4(b,
+                    sKb + S::off(nb * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
         mma16816(s[2 * nb], qf[kk], b[0], b[1]);
         mma16816(s[2 * nb + 1], qf[kk], b[2], b[3]);
       }
@@ -233,7 +150,8 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
 #pragma unroll
       for (int db = 0; db < D / 16; ++db) {
         uint32_t b[4];  // b0, b1 of d tile 2db, then of 2db + 1
-        ldmatrix_x4_trans(b, sVb + S::off(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, db * 16 + (lane >> 4) * 8));
+        ldmatrix_x4_trans(
+            b, sVb + S::off(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, db * 16 + (lane >> 4) * 8));
         mma16816(o[2 * db], a, b[0], b[1]);
         mma16816(o[2 * db + 1], a, b[2], b[3]);
       }
@@ -325,7 +243,8 @@ void set_tc_padded(bool padded) {
 }
 
 bool tc_supported(int d, int br, int bc) {
-  return (d == 64 || d == 128) && ((br == 64 && bc == 64) || (br == 128 && bc == 64) || (br == 128 && bc == 128));
+  return (d == 64 || d == 128) &&
+         ((br == 64 && bc == 64) || (br == 128 && bc == 64) || (br == 128 && bc == 128));
 }
 
 int launch_flash2_tc(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o,

@@ -40,3 +40,19 @@ if [ -x "$CUOBJDUMP" ]; then
     END { for (k in c) print k, c[k] }' | sort > "$out/sass_summary.txt"
 fi
 echo "built $out/harness"
+# The tensor-core backward kernels (kernels_tc_bwd.cu) -> build/harness_bwd; report appended to ptxas.txt,
+# global memory instructions of its kernels in build/ptx_summary_bwd.txt.
+"$NVCC" "${flags[@]}" -c "$here/kernels_tc_bwd.cu" -o "$out/kernels_tc_bwd.o" 2> "$out/ptxas_bwd.txt" || {
+  cat "$out/ptxas_bwd.txt" >&2; exit 1; }
+cat "$out/ptxas_bwd.txt" >> "$out/ptxas.txt"
+"$NVCC" -O3 -std=c++17 -arch=sm_90 -lineinfo -c "$here/harness_bwd.cu" -o "$out/harness_bwd.o"
+"$NVCC" -arch=sm_90 "$out/kernels_tc_bwd.o" "$out/harness_bwd.o" -o "$out/harness_bwd"
+grep -v -e '^ptxas info' -e 'bytes stack frame' -e '^$' "$out/ptxas_bwd.txt" >&2 || true
+if grep -E 'bytes stack frame' "$out/ptxas_bwd.txt" | grep -vqE '0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads'; then
+  echo "build.sh: WARNING: a backward kernel uses local memory (stack or spills); see build/ptxas_bwd.txt" >&2
+fi
+"$NVCC" -O3 -std=c++17 -arch=sm_90 -ptx "$here/kernels_tc_bwd.cu" -o "$out/kernels_tc_bwd.ptx"
+awk '/^\.visible \.entry/ { fn = $3; sub(/\($/, "", fn) }
+     /ld\.global|st\.global|red\.global|atom\.global|ld\.local|st\.local|cp\.async\.c/ { c[fn " " $1]++ }
+     END { for (k in c) print k, c[k] }' "$out/kernels_tc_bwd.ptx" | sort > "$out/ptx_summary_bwd.txt"
+echo "built $out/harness_bwd"

@@ -13,7 +13,7 @@ struct Tiles {
 // flash_fwd_kernel: Flash_fwd_kernel_traits<head dim;kBlockM;kBlockN;warps;...>.
 std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string& kernel_template) {
   std::smatch m;
-  static const std::regex flash(R"(Flash_fwd_kernel_traits<(\d+);(\d+);(\d+);)");
+  static const std::regex flash(R"(Flash_fwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});)");
   if (kernel == "flash_fwd_kernel" && std::regex_search(kernel_template, m, flash))
     return Tiles{std::stoll(m[2]), std::stoll(m[3])};
   return std::nullopt;
@@ -32,7 +32,7 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 // taken from the measurements as the flash backward's spill stores are.
 std::optional<Tiles> mem_efficient_tiles(const std::string& kernel) {
   std::smatch m;
-  static const std::regex name(R"(^fmha_cutlassF_\w+?_(\d+)x(\d+)_rf_sm80$)");
+  static const std::regex name(R"(^fmha_cutlassF_\w+?_(\d{1,6})x(\d{1,6})_rf_sm80$)");
   if (std::regex_search(kernel, m, name)) return Tiles{std::stoll(m[1]), std::stoll(m[2])};
   return std::nullopt;
 }
@@ -44,7 +44,7 @@ bool is_cudnn_forward(const std::string& kernel) {
 // flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel: Flash_bwd_kernel_traits<head dim;kBlockM;kBlockN;...>.
 std::optional<Tiles> backward_tiles(const std::string& kernel, const std::string& kernel_template) {
   std::smatch m;
-  static const std::regex flash(R"(Flash_bwd_kernel_traits<(\d+);(\d+);(\d+);)");
+  static const std::regex flash(R"(Flash_bwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});)");
   if (kernel == "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" &&
       std::regex_search(kernel_template, m, flash))
     return Tiles{std::stoll(m[2]), std::stoll(m[3])};

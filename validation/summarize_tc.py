@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
-"""Joins run_tc_flash2.sh's timing runs and ncu counters into one CSV row per configuration.
+"""Joins run_tc.sh's timing runs and ncu counters into one CSV row per configuration.
 
     summarize_tc.py --raw-dir DIR --gpu NAME --driver VER --cuda VER --ncu VER --date YYYY-MM-DD
                     --clock-control base|none --out FILE.csv
 
 DIR holds, per configuration TAG: timing_TAG.txt (the harness's RESULT line of the timed run), result_TAG.txt
 (the RESULT line of the profiled run, --reps 0) and ncu_TAG.csv (ncu --import --csv --page raw
---print-units base). Counters are summed over the configuration's sched_* launches (one here). Standard
-library only; reuses summarize_ncu.py's readers.
+--print-units base). Counters and times are summed over the configuration's sched_* launches (naive-safe
+three, two-pass two, flash1 one per key block, the backward two or one; the harnesses' own fill/flush
+kernels are not sched_*); grid_blocks is the blocks of all of them. Per-kernel resources (registers,
+blocks_per_sm, ...) stay as the harness prints them, '/'-separated in launch order. Standard library only;
+reuses summarize_ncu.py's readers.
 """
 import argparse
 import csv
@@ -55,9 +58,10 @@ def ncu_column(path, name):
 
 
 def flops(res):
-    """Useful FLOPs: 4 n^2 d per head, half of it causal (the usual convention)."""
+    """Useful FLOPs: 4 n^2 d per head forward, 10 n^2 d backward (five n x n x d products with the
+    recomputed S), half of it causal (the usual convention)."""
     n, d, h = int(res["n"]), int(res["d"]), int(res["heads"])
-    f = 4.0 * n * n * d * h
+    f = (10.0 if res["schedule"].endswith("-bwd") or "-bwd-" in res["schedule"] else 4.0) * n * n * d * h
     return f / 2 if res.get("causal") == "1" else f
 
 
@@ -91,7 +95,8 @@ def main():
         row["ok"] = "1" if prof.get("ok", "1") == "1" and timing.get("ok", "1") == "1" else "0"
         row["event_time_ns_median"] = timing.get("time_ns_median", "")
         row["event_time_ns_min"] = timing.get("time_ns_min", "")
-        row["grid_blocks"] = str(int(res["n"]) // int(res["block_q"]) * int(res["heads"]))
+        if res.get("kernel") == "tc" and res["schedule"] == "flash2" or res.get("kernel", "ffma") == "ffma":
+            row["grid_blocks"] = str(int(res["n"]) // int(res["block_q"]) * int(res["heads"]))
         ncu_path = os.path.join(args.raw_dir, f"ncu_{tag}.csv")
         if os.path.exists(ncu_path):
             try:
@@ -107,6 +112,9 @@ def main():
                                     ("l1_write_over_exp", "exp_kernel_write_bytes")):
                     src = "l1_read_bytes" if "read" in column else "l1_write_bytes"
                     row[column] = "%.6f" % (float(row[src]) / float(res[exp])) if float(res[exp]) else ""
+                grids = ncu_column(ncu_path, "launch__grid_size")
+                if grids:
+                    row["grid_blocks"] = "%.0f" % sum(grids)
                 regs = ncu_column(ncu_path, "launch__registers_per_thread")
                 if regs and not row["registers"]:
                     row["registers"] = "%.0f" % regs[0]

@@ -103,6 +103,47 @@ std::vector<int64_t> occupancy_limits(const std::map<std::string, size_t>& colum
   return out;
 }
 
+// A row of the project's kernels (validation/run_on_device.sh, run_tc.sh), its occupancy aside.
+Measurement project_measurement(const CsvRow& row) {
+  auto text = [&](const char* name) { return row.text(name); };
+  auto number = [&](const char* name) { return row.number(name); };
+  auto size = [&](const char* name) { return row.size(name); };
+  Measurement m;
+  m.gpu = text("gpu");
+  m.schedule = text("schedule");
+  m.dtype = text("dtype");
+  m.n = size("n");
+  m.d = size("d");
+  m.heads = size("heads");
+  m.block_q = size("block_q");
+  m.block_k = size("block_k");
+  m.causal = number("causal") != 0;
+  m.line = row.line;
+  m.path = row.path;
+  m.max_rel_error = number("max_rel_error");
+  if (row.has("kernel")) m.kernel = text("kernel");
+  if (m.kernel != "ffma" && m.kernel != "tc" && m.kernel != "tc-padded")
+    throw InputError(row.path, {row.line, 1},
+                     "column kernel: expected ffma, tc or tc-padded, found '" + m.kernel + "'");
+  // run_tc.sh stops profiling at its deadline; such a row has its check and event time but no counters.
+  if (text("time_ns").empty() && text("l1_read_bytes").empty()) {
+    m.label = m.schedule + " " + m.kernel;
+    m.not_simulated = "not profiled: no Nsight Compute counters (the device run's deadline passed)";
+    return m;
+  }
+  m.time_ns = number("time_ns");
+  m.l1_read_bytes = number("l1_read_bytes");
+  m.l1_write_bytes = number("l1_write_bytes");
+  m.dram_read_bytes = number("dram_read_bytes");
+  m.dram_write_bytes = number("dram_write_bytes");
+  if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
+  if (m.kernel == "tc-padded")
+    m.not_simulated =
+        "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "
+        "the model has no shared-memory layout";
+  return m;
+}
+
 }  // namespace
 
 std::vector<Measurement> read_measurements(const std::string& path) {
@@ -145,43 +186,14 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     const CsvRow row{column, cells, path, line_no};
     if (sdpa) {
       out.push_back(sdpa_measurement(row));
+      out.back().path = path;
       if (out.back().not_simulated.empty())
         out.back().blocks_per_sm = occupancy_limits(column, cells, path, line_no, "main_");
       continue;
     }
-    auto text = [&](const char* name) { return row.text(name); };
-    auto number = [&](const char* name) { return row.number(name); };
-    auto size = [&](const char* name) { return row.size(name); };
-    Measurement m;
-    m.gpu = text("gpu");
-    m.schedule = text("schedule");
-    m.dtype = text("dtype");
-    m.n = size("n");
-    m.d = size("d");
-    m.heads = size("heads");
-    m.block_q = size("block_q");
-    m.block_k = size("block_k");
-    m.causal = number("causal") != 0;
-    m.time_ns = number("time_ns");
-    m.l1_read_bytes = number("l1_read_bytes");
-    m.l1_write_bytes = number("l1_write_bytes");
-    m.dram_read_bytes = number("dram_read_bytes");
-    m.dram_write_bytes = number("dram_write_bytes");
-    m.max_rel_error = number("max_rel_error");
-    m.line = line_no;
-    if (column.count("kernel")) {
-      m.kernel = text("kernel");
-      if (m.kernel != "ffma" && m.kernel != "tc" && m.kernel != "tc-padded")
-        throw InputError(path, {line_no, 1},
-                         "column kernel: expected ffma, tc or tc-padded, found '" + m.kernel + "'");
-      if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
-      if (m.kernel == "tc-padded")
-        m.not_simulated =
-            "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes "
-            "(measured); "
-            "the model has no shared-memory layout";
-    }
-    m.blocks_per_sm = occupancy_limits(column, cells, path, line_no);
+    Measurement m = project_measurement(row);
+    if (m.not_simulated.empty() || m.kernel == "tc-padded")
+      m.blocks_per_sm = occupancy_limits(column, cells, path, line_no);
     out.push_back(m);
   }
   return out;
@@ -276,7 +288,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       summary.not_simulated.push_back(m);
       continue;
     }
-    const isa::Program program = measured_program(m, data_path);
+    const std::string& where = m.path.empty() ? data_path : m.path;
+    const isa::Program program = measured_program(m, where);
     try {
       machine.load(program, false, true);
     } catch (const InputError& e) {  // the model's footprint does not fit (e.g. S and P in SRAM)
@@ -284,7 +297,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       summary.not_simulated.back().not_simulated = "does not fit the config: " + e.message();
       continue;
     }
-    if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, data_path));
+    if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
     machine.run();
     ValidationRow row;
     row.measured = m;
@@ -377,7 +390,7 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       break;
     }
   for (const auto& m : s.not_simulated)
-    out << fmt::format("line {}: {} n={} d={}{}: not simulated: {}\n", m.line,
+    out << fmt::format("{}:{}: {} n={} d={}{}: not simulated: {}\n", m.path, m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",
                        m.not_simulated);
   out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);

@@ -39,6 +39,7 @@ struct Measurement {
   bool store_row_statistic = false;
   bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
   int line = 0;                   // in the CSV, for errors
+  std::string path;               // the CSV it came from (several may be validated together)
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
@@ -67,7 +68,8 @@ struct ValidationSummary {
   size_t timed_rows = 0;
 };
 
-// Throws InputError naming `data_path` and the CSV line for a measurement the simulator cannot run.
+// Throws InputError naming the row's CSV (`data_path` when the row has none) and line for a measurement
+// the simulator cannot run.
 // `overrides` (key=value) apply after the validation's own (noc.atomics=l2 on a chip).
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,

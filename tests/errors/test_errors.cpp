@@ -529,3 +529,23 @@ TEST_F(Cli, MxuGeometryAtItsBoundIsStillExact) {
 }
 
 }  // namespace
+
+namespace {
+
+// `validate` takes several CSV files: all are read before anything is simulated, so a bad row in the second
+// file stops the command at once with that file's name and line, and prints nothing.
+TEST_F(Cli, ValidateReadsEveryFileBeforeSimulating) {
+  const std::string good = std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h100_tc_bwd.csv";
+  std::ifstream in(good);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  std::string broken = row;
+  broken.replace(broken.find(",tc,"), 4, ",tx,");
+  const std::string bad = write("bad.csv", header + "\n" + row + "\n" + broken + "\n");
+  const std::string config = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const Outcome o = run({"validate", "-c", config, good, bad});
+  expect_input_error(o, bad + ":3:1: error: ", {"column kernel"});
+}
+
+}  // namespace

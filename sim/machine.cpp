@@ -32,6 +32,11 @@ Machine::Machine(const MachineConfig& config) {
   dtype_ = *parse_dtype(dtype);
   clock_ghz_ =
       top.get<double>("clock_ghz", 1.0, "GHz", "core clock: converts cycles to seconds", 1e-6, 1000.0);
+  clock_base_ghz_ = top.get<double>(
+      "clock_base_ghz", 0.0, "GHz",
+      "the clock under Nsight Compute's --clock-control base, at which validation data is measured; "
+      "validate converts those rows' cycles with it (0: unknown, clock_ghz is used)",
+      0.0, 1000.0);
   planner_ =
       top.choice("planner", "paper", {"paper", "hardware"},
                  "block sizes compare plans when none are given: paper (B_c = M/4d, B_r = min(B_c, d)) "

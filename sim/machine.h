@@ -26,6 +26,7 @@ class Machine {
   const std::string& name() const { return name_; }
   Dtype dtype() const { return dtype_; }
   double clock_ghz() const { return clock_ghz_; }
+  double clock_base_ghz() const { return clock_base_ghz_; }  // 0 when the config does not say
   // The block planner compare uses when no block size is given: "paper" or "hardware" (traces/planner.h).
   const std::string& planner() const { return planner_; }
 
@@ -58,6 +59,7 @@ class Machine {
   std::string name_;
   Dtype dtype_ = Dtype::F32;
   double clock_ghz_ = 1.0;
+  double clock_base_ghz_ = 0.0;
   std::string planner_ = "paper";
   std::unique_ptr<Dram> dram_;
   std::unique_ptr<RegisterFile> regfile_;

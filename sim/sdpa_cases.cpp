@@ -159,6 +159,9 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   m.max_rel_error = row.number("err_o_maxrel");
   if (row.text("pass") != "fwd") return backward_measurement(row, m);
+  // Every forward kernel here keeps S, P and the O accumulator in registers (the backward's program does
+  // the same with as_flash_attn).
+  m.accumulators_in_registers = true;
   if (is_cudnn_forward(row.text("main_kernel"))) {
     // Its tile order is not documented. A static round robin (ForwardShape::persistent_blocks) lets the 132
     // resident tiles drift apart on causal rows and fetch K, V again (1.8 to 27 times the measured DRAM

@@ -122,6 +122,7 @@ Measurement project_measurement(const CsvRow& row) {
   m.path = row.path;
   m.max_rel_error = number("max_rel_error");
   if (row.has("kernel")) m.kernel = text("kernel");
+  if (row.has("clock_control")) m.clock_control = text("clock_control");
   if (m.kernel != "ffma" && m.kernel != "tc" && m.kernel != "tc-padded")
     throw InputError(row.path, {row.line, 1},
                      "column kernel: expected ffma, tc or tc-padded, found '" + m.kernel + "'");
@@ -137,6 +138,11 @@ Measurement project_measurement(const CsvRow& row) {
   m.dram_read_bytes = number("dram_read_bytes");
   m.dram_write_bytes = number("dram_write_bytes");
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
+  // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
+  // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
+  // cannot express (its double_buffer doubles K/V too); naive's kernels and the FFMA kernels do not.
+  m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  m.accumulators_in_registers = m.kernel == "tc" && m.schedule == "flash2";
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "
@@ -187,6 +193,7 @@ std::vector<Measurement> read_measurements(const std::string& path) {
     if (sdpa) {
       out.push_back(sdpa_measurement(row));
       out.back().path = path;
+      if (row.has("clock_control")) out.back().clock_control = row.text("clock_control");
       if (out.back().not_simulated.empty())
         out.back().blocks_per_sm = occupancy_limits(column, cells, path, line_no, "main_");
       continue;
@@ -240,6 +247,8 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.store_row_statistic = m.store_row_statistic;
       shape.as_mem_efficient = m.as_mem_efficient;
       shape.spill_bytes_per_block = m.spill_bytes_per_block;
+      shape.double_buffer = m.double_buffer;
+      shape.accumulators_in_registers = m.accumulators_in_registers;
       shape.dtype = *dtype;
       return traces::stream_program(
           [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
@@ -283,6 +292,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
   summary.clock_ghz = machine.clock_ghz();
+  summary.clock_base_ghz = machine.clock_base_ghz();
   for (const auto& m : measurements) {
     if (!m.not_simulated.empty()) {
       summary.not_simulated.push_back(m);
@@ -318,7 +328,10 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
       row.predicted_cycles = machine.sequencer().cycles();
     }
-    row.predicted_ns = static_cast<double>(row.predicted_cycles) / machine.clock_ghz();
+    const bool at_base = m.clock_control == "base" && machine.clock_base_ghz() > 0;
+    row.clock_ghz = at_base ? machine.clock_base_ghz() : machine.clock_ghz();
+    summary.base_clock_rows += at_base ? 1 : 0;
+    row.predicted_ns = static_cast<double>(row.predicted_cycles) / row.clock_ghz;
     if (m.time_ns > 0 && time_comparable(m)) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
     pr.push_back(row.predicted_read);
     mr.push_back(m.l1_read_bytes);
@@ -341,6 +354,22 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   }
   return summary;
 }
+
+namespace {
+
+// Which clock turned the rows' cycles into time.
+std::string clock_words(const ValidationSummary& s) {
+  if (s.base_clock_rows == 0) return fmt::format("the config's clock_ghz, {} GHz", s.clock_ghz);
+  if (s.base_clock_rows == s.rows.size())
+    return fmt::format("{} GHz, the config's clock_base_ghz: the rows ran under ncu --clock-control base",
+                       s.clock_base_ghz);
+  return fmt::format(
+      "{} GHz (clock_base_ghz) for the {} rows measured under ncu --clock-control base, else clock_ghz {} "
+      "GHz",
+      s.clock_base_ghz, s.base_clock_rows, s.clock_ghz);
+}
+
+}  // namespace
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
   out << fmt::format("{:24} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>12} {:>12} {:>7}", "schedule", "n", "d",
@@ -369,9 +398,9 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
               : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
                 "traffic\n");
   out << fmt::format(
-      "pred us: the simulated kernels' cycles at the config's clock ({} GHz; {}); GPU us: the measured time "
+      "pred us: the simulated kernels' cycles at {} ({}); GPU us: the measured time "
       "(gpu__time_duration, summed over the pass's kernels)\n",
-      s.clock_ghz,
+      clock_words(s),
       s.chip ? "the whole chip" : "one core doing the whole problem, not comparable with the GPU's time");
   for (const auto& r : s.rows)
     if (!time_comparable(r.measured)) {
@@ -410,6 +439,50 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       "Nsight "
       "Compute counts them)\n",
       s.dram_write_nrmse, s.dram_write_pearson);
+}
+
+namespace {
+
+std::string csv_cell(const std::string& text) {
+  if (text.find_first_of(",\"\n") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+std::string joined(const std::vector<int64_t>& values) {
+  std::string out;
+  for (int64_t v : values) out += (out.empty() ? "" : "/") + std::to_string(v);
+  return out;
+}
+
+std::string measurement_cells(const Measurement& m, bool simulated) {
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(m.path), m.line,
+                     csv_cell(m.label.empty() ? m.schedule : m.label), csv_cell(m.schedule),
+                     csv_cell(m.kernel), m.n, m.d, m.heads, m.block_q, m.block_k, m.causal ? 1 : 0,
+                     joined(m.blocks_per_sm), simulated && m.time_ns > 0 && time_comparable(m) ? 1 : 0);
+}
+
+}  // namespace
+
+std::string validation_csv(const ValidationSummary& s) {
+  std::string out =
+      "file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,blocks_per_sm,timed,"
+      "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
+      "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
+      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,not_simulated\n";
+  auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
+  for (const auto& r : s.rows) {
+    const Measurement& m = r.measured;
+    out += fmt::format(
+        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},\n",
+        measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
+        r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
+        r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz);
+  }
+  for (const auto& m : s.not_simulated)
+    out += fmt::format("{},,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+  return out;
 }
 
 }  // namespace attnsim

@@ -38,8 +38,15 @@ struct Measurement {
   bool dynamic_tiles = false;
   bool store_row_statistic = false;
   bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
-  int line = 0;                   // in the CSV, for errors
-  std::string path;               // the CSV it came from (several may be validated together)
+  // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
+  // simulated program prefetches too (AttentionShape::double_buffer): forward schedules only.
+  bool double_buffer = false;
+  // flash2: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
+  // (ForwardShape::accumulators_in_registers).
+  bool accumulators_in_registers = false;
+  int line = 0;               // in the CSV, for errors
+  std::string path;           // the CSV it came from (several may be validated together)
+  std::string clock_control;  // Nsight Compute's --clock-control of the row ("base", "none"), if given
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
@@ -49,7 +56,8 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
-  double predicted_ns = 0;             // predicted_cycles at the config's clock
+  double predicted_ns = 0;             // predicted_cycles at clock_ghz
+  double clock_ghz = 0;                // the config's clock_base_ghz for rows measured at base clocks
   double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
 };
@@ -62,7 +70,9 @@ struct ValidationSummary {
   std::vector<Measurement> not_simulated;
   double dram_read_nrmse = 0, dram_read_pearson = 0;
   double dram_write_nrmse = 0, dram_write_pearson = 0;
-  double clock_ghz = 0;  // the config's clock, which turns predicted cycles into time
+  double clock_ghz = 0;        // the config's clock, which turns predicted cycles into time
+  double clock_base_ghz = 0;   // the config's clock under --clock-control base (0: not given)
+  size_t base_clock_rows = 0;  // rows measured at base clocks and converted with clock_base_ghz
   // Kernel time, predicted / measured, over the rows with a measured time.
   double time_mape = 0, time_pearson = 0;
   size_t timed_rows = 0;
@@ -75,5 +85,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides = {});
 void print_validation(std::ostream& out, const ValidationSummary& summary);
+// One line per simulated row (its file and line, the configuration, predicted and measured bytes at each
+// level and time, their ratios), then the unsimulated rows with their reason: for plots and analysis.
+std::string validation_csv(const ValidationSummary& summary);
 
 }  // namespace attnsim

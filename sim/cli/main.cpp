@@ -550,24 +550,28 @@ int cmd_plot(const std::vector<std::string>& args) {
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string config_path;
+  std::string config_path, csv_file;
   std::vector<std::string> data, overrides;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
       "data", po::value(&data)->required(),
       "measurements CSV files, figures over all their rows (validation/data/h100_tc_*.csv)")(
       "param,p", po::value(&overrides)->composing(),
-      "override a config key, to see what a parameter moves: -p l2.far_data=copy");
+      "override a config key, to see what a parameter moves: -p l2.far_data=copy")(
+      "csv", po::value(&csv_file),
+      "also write every row's predicted and measured bytes and time here (for attnsim plot)");
   po::positional_options_description pos;
   pos.add("data", -1);
-  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv... [-p key=value]");
+  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv... [-p key=value] [--csv FILE]");
   if (parsed.help) return 0;
   std::vector<Measurement> measurements;
   for (const auto& path : data) {  // every file read (and checked) before anything is simulated
     std::vector<Measurement> rows = read_measurements(path);
     measurements.insert(measurements.end(), rows.begin(), rows.end());
   }
-  print_validation(std::cout, validate(config_path, data.front(), measurements, overrides));
+  const ValidationSummary summary = validate(config_path, data.front(), measurements, overrides);
+  if (!csv_file.empty()) write_files_atomically({{csv_file, validation_csv(summary)}});
+  print_validation(std::cout, summary);
   return 0;
 }
 

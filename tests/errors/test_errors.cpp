@@ -549,3 +549,29 @@ TEST_F(Cli, ValidateReadsEveryFileBeforeSimulating) {
 }
 
 }  // namespace
+
+namespace {
+
+// `validate --csv FILE` writes one line per row (file, line, configuration, predicted and measured bytes and
+// time, the clock used) after the table, for plots.
+TEST_F(Cli, ValidateCsvHasARowPerMeasurement) {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h100_tc_bwd.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::string data = write("one.csv", header + "\n" + row + "\n");
+  const std::string out = (work() / "rows.csv").string();
+  const Outcome o =
+      run({"validate", "-c", std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml", data, "--csv", out});
+  ASSERT_EQ(o.status, 0) << o.err;
+  std::ifstream written(out);
+  std::string first, second, third;
+  std::getline(written, first);
+  std::getline(written, second);
+  EXPECT_FALSE(std::getline(written, third));
+  EXPECT_EQ(first.rfind("file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,", 0), 0u) << first;
+  EXPECT_EQ(second.rfind(data + ",2,flash2-bwd tc,flash2-bwd,tc,1024,64,8,64,64,0,12/2,1,", 0), 0u) << second;
+  EXPECT_NE(second.find(",1.605,"), std::string::npos) << second;  // clock_base_ghz: the row ran at base
+}
+
+}  // namespace

@@ -125,6 +125,14 @@ Quantity describe(const std::string& column) {
       {"dram_write_bytes", {"DRAM written", "bytes", true}},
       {"sram_peak_bytes", {"SRAM peak", "bytes", true}},
       {"compulsory_bytes", {"|Q|+|K|+|V|+|O|", "bytes", true}},
+      {"sm_l2_read_pred_bytes", {"predicted SM <- L2 read", "bytes", true}},
+      {"sm_l2_read_meas_bytes", {"measured SM <- L2 read", "bytes", true}},
+      {"sm_l2_write_pred_bytes", {"predicted SM -> L2 written", "bytes", true}},
+      {"sm_l2_write_meas_bytes", {"measured SM -> L2 written", "bytes", true}},
+      {"dram_read_pred_bytes", {"predicted DRAM read", "bytes", true}},
+      {"dram_read_meas_bytes", {"measured DRAM read", "bytes", true}},
+      {"time_pred_ns", {"predicted kernel time", "ns"}},
+      {"time_meas_ns", {"measured kernel time (gpu__time_duration)", "ns"}},
       {"cycles", {"cycles", "cycles"}},
       {"time_us", {"whole-chip time", "µs"}},
       {"simulated_seconds", {"simulated time", "s"}},
@@ -640,6 +648,41 @@ Chart lines_chart(const Table& t, const PlotOptions& o) {
   return c;
 }
 
+Series overlay(const std::string& label, const std::string& color, const std::string& dash) {
+  Series s;
+  s.label = label;
+  s.color = color;
+  s.dash = dash;
+  s.markers = false;
+  s.width = 1.6;
+  return s;
+}
+
+// --kind scatter: --y against --x as points, one colour per --series, and the line y = x (predicted against
+// measured: a point on the line is exact).
+Chart scatter_chart(const Table& t, const PlotOptions& o) {
+  if (o.y.size() != 1) throw InputError("attnsim plot", {}, "--kind scatter takes one --y column");
+  Chart c = lines_chart(t, o);
+  for (Series& s : c.series) s.line = false;
+  const size_t per = c.subtitle.find("one line per ");
+  if (per != std::string::npos) c.subtitle.replace(per, 13, "one colour per ");
+  const auto xs = all_x(c.series), ys = all_y(c.series);
+  const double lo =
+      std::min(*std::min_element(xs.begin(), xs.end()), *std::min_element(ys.begin(), ys.end()));
+  const double hi =
+      std::max(*std::max_element(xs.begin(), xs.end()), *std::max_element(ys.begin(), ys.end()));
+  Series diagonal = overlay("y = x", "#000000", "4 3");
+  for (int i = 0; i <= 40; ++i) {
+    const double v = o.log_x ? lo * std::pow(hi / lo, i / 40.0) : lo + (hi - lo) * i / 40.0;
+    diagonal.points.emplace_back(v, v);
+  }
+  c.series.push_back(diagonal);
+  c.x = make_axis(all_x(c.series), o.log_x, describe(o.x).bytes, false);
+  c.y = make_axis(all_y(c.series), o.log_y, describe(o.y[0]).bytes, !o.log_y);
+  c.subtitle += (c.subtitle.empty() ? "" : "; ") + std::string("on the dashed line y = x the two agree");
+  return c;
+}
+
 // The levels a named plot draws: HBM on a one-core config, SM <-> L2 and DRAM on a whole chip.
 struct Level {
   std::string name;
@@ -682,16 +725,6 @@ Chart bytes_chart(const Table& t, const std::vector<const Row*>& rows, const std
     ++k;
   }
   return c;
-}
-
-Series overlay(const std::string& label, const std::string& color, const std::string& dash) {
-  Series s;
-  s.label = label;
-  s.color = color;
-  s.dash = dash;
-  s.markers = false;
-  s.width = 1.6;
-  return s;
 }
 
 Chart sram_chart(const Table& t, const PlotOptions& o) {
@@ -866,10 +899,11 @@ void require(const Table& t, const std::string& kind, const std::vector<std::str
 
 void plot_csv(const PlotOptions& o) {
   if (o.output.empty()) throw InputError("attnsim plot", {}, "no output: -o OUT.svg");
-  if (o.kind != "lines" && (!o.x.empty() || !o.y.empty() || !o.series.empty()))
-    throw InputError(
-        "attnsim plot", {},
-        "--kind " + o.kind + " chooses its own columns: --x, --y and --series are for --kind lines");
+  const bool columns_given = o.kind == "lines" || o.kind == "scatter";
+  if (!columns_given && (!o.x.empty() || !o.y.empty() || !o.series.empty()))
+    throw InputError("attnsim plot", {},
+                     "--kind " + o.kind +
+                         " chooses its own columns: --x, --y and --series are for --kind lines and scatter");
   const Table t = read_csv(o.csv_path);
   if (o.kind == "sram" || o.kind == "n")
     require(t, o.kind, {"N", "d", "heads", "batch", "element_bytes", "compulsory_bytes"});
@@ -878,6 +912,8 @@ void plot_csv(const PlotOptions& o) {
   std::string svg;
   if (o.kind == "lines")
     svg = render_lines(lines_chart(t, o));
+  else if (o.kind == "scatter")
+    svg = render_lines(scatter_chart(t, o));
   else if (o.kind == "sram")
     svg = render_lines(sram_chart(t, o));
   else if (o.kind == "n")
@@ -889,8 +925,8 @@ void plot_csv(const PlotOptions& o) {
   else
     throw InputError("attnsim plot", {},
                      "unknown --kind '" + o.kind + "'" +
-                         did_you_mean(o.kind, {"lines", "sram", "n", "roofline", "units"}) +
-                         " (lines, sram, n, roofline, units)");
+                         did_you_mean(o.kind, {"lines", "scatter", "sram", "n", "roofline", "units"}) +
+                         " (lines, scatter, sram, n, roofline, units)");
   write_file_atomically(o.output, svg);
 }
 

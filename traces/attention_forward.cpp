@@ -688,11 +688,11 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.spill_bytes_per_block < 0 || s.spill_bytes_per_block % 4 != 0)
     throw std::invalid_argument("spill bytes per block: a multiple of 4");
   if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient ||
-       s.spill_bytes_per_block > 0) &&
+       s.spill_bytes_per_block > 0 || s.accumulators_in_registers) &&
       schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument(
-        "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "
-        "options");
+        "a persistent grid, a stored row statistic, the memory-efficient loads, spill stores and "
+        "accumulators in registers are flash2 options");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

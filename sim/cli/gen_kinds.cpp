@@ -20,6 +20,7 @@ traces::ForwardShape forward_shape(const GenInputs& in) {
   f.heads = in.heads;
   f.breaks = in.breaks;
   f.qk_range = in.qk_range;
+  f.accumulators_in_registers = in.registers;
   return f;
 }
 

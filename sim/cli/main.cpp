@@ -192,6 +192,9 @@ int cmd_gen(const std::vector<std::string>& args) {
       "causal", po::bool_switch(&in.shape.causal), "tile kinds: causal mask")(
       "double-buffer", po::bool_switch(&in.shape.double_buffer), "tile kinds: prefetch the next K/V block")(
       "single-buffer", po::bool_switch(&single_buffer), "tile kinds: no prefetch (the default here)")(
+      "registers", po::bool_switch(&in.registers),
+      "flash2: keep S, P, O_i and the row statistics in the tile register file, as GPU kernels keep them in "
+      "registers (the config needs tile_regs)")(
       "dtype", po::value(&dtype)->default_value("f16"),
       "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
       "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(
@@ -514,10 +517,12 @@ int cmd_plot(const std::vector<std::string>& args) {
   std::string y;
   std::vector<std::string> where;
   po::options_description desc("plot options (docs/plots.md)");
-  desc.add_options()("csv", po::value(&o.csv_path)->required(), "the CSV (a sweep's OUT.csv)")(
-      "output,o", po::value(&o.output), "the SVG to write")(
+  desc.add_options()("csv", po::value(&o.csv_path)->required(),
+                     "the CSV (a sweep's OUT.csv, or validate --csv's)")("output,o", po::value(&o.output),
+                                                                         "the SVG to write")(
       "kind", po::value(&o.kind)->default_value("lines"),
-      "lines (--x, --y, --series); or a named plot that picks its columns: sram (bytes vs SRAM size with "
+      "lines (--x, --y, --series); scatter (the same as points, with y = x: predicted vs measured); or a "
+      "named plot that picks its columns: sram (bytes vs SRAM size with "
       "N^2 d^2/M and |Q|+|K|+|V|+|O|), n (bytes vs N), roofline, units (busy cycles by unit, stacked; needs "
       "sweep --unit-cycles)")("x", po::value(&o.x), "the x column")(
       "y", po::value(&y), "the y column, or several: COL,COL")("series", po::value(&o.series),
@@ -530,7 +535,7 @@ int cmd_plot(const std::vector<std::string>& args) {
   pos.add("csv", 1);
   auto parsed =
       parse("plot", desc, pos, args,
-            "RESULTS.csv [--kind lines|sram|n|roofline|units] [--x COL --y COL[,COL] [--series COL]] "
+            "RESULTS.csv [--kind lines|scatter|sram|n|roofline|units] [--x COL --y COL[,COL] [--series COL]] "
             "[--log-x] [--log-y] [--where COL=VALUE] [--title TEXT] -o OUT.svg");
   if (parsed.help) return 0;
   for (size_t start = 0; !y.empty() && start <= y.size();) {

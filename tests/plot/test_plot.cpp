@@ -175,6 +175,31 @@ TEST_F(Plot, LinearAxisAndSeveralColumns) {
   EXPECT_NEAR(2 * (cycles[1].x - cycles[0].x), cycles[2].x - cycles[1].x, 0.02);
 }
 
+// --kind scatter on validate --csv's columns: points per series, no connecting line, the y = x line, and a
+// point with predicted = measured on it (same pixel distance from both axes' ticks on equal log axes).
+TEST_F(Plot, ScatterOfPredictedAgainstMeasured) {
+  const std::string csv = write("v.csv",
+                                "schedule,time_meas_ns,time_pred_ns\n"
+                                "flash2,1000,1000\n"
+                                "flash2,10000,5000\n"
+                                "naive-safe,100000,200000\n");
+  const Outcome o = run({"plot", csv, "--kind", "scatter", "--x", "time_meas_ns", "--y", "time_pred_ns",
+                         "--series", "schedule", "--log-x", "--log-y", "-o", at("s.svg")});
+  ASSERT_EQ(o.status, 0) << o.err;
+  const std::string svg = read_whole_file(at("s.svg"));
+  EXPECT_EQ(xml_problem(svg), "") << svg;
+  EXPECT_TRUE(has_text(svg, "y = x"));
+  EXPECT_TRUE(has_text(svg, "measured kernel time (gpu__time_duration) (ns)"));
+  EXPECT_TRUE(has_text(svg, "predicted kernel time (ns)"));
+  EXPECT_EQ(points_of(svg, "flash2").size(), 2u);
+  EXPECT_EQ(points_of(svg, "naive-safe").size(), 1u);
+  EXPECT_NE(svg.find("one colour per schedule"), std::string::npos);
+  const Outcome two = run({"plot", csv, "--kind", "scatter", "--x", "time_meas_ns", "--y",
+                           "time_pred_ns,time_meas_ns", "-o", at("t.svg")});
+  EXPECT_EQ(two.status, 2);
+  EXPECT_FALSE(fs::exists(at("t.svg")));
+}
+
 TEST_F(Plot, BadInputNamesTheLineAndWritesNothing) {
   const std::string good = write("good.csv", kCsv);
   const std::string text =

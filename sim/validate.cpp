@@ -283,15 +283,40 @@ MachineConfig gpu_config(const std::string& config_path, const std::vector<std::
   return load_config(config_path, with_atomics);
 }
 
+// Rows measured under ncu --clock-control base ran with the SM at the config's clock_base_ghz while the
+// memory system kept its own clocks, so they are simulated at that clock (HBM timing is in ns; the cores'
+// cycles are not). Overrides the user gives come after, so -p clock_base_ghz=... still applies.
+std::vector<std::string> base_clock_overrides(const std::string& config_path, const std::string& data_path,
+                                              const std::vector<Measurement>& measurements,
+                                              const std::vector<std::string>& overrides) {
+  size_t base = 0, other = 0;
+  for (const auto& m : measurements)
+    if (m.not_simulated.empty()) (m.clock_control == "base" ? base : other) += 1;
+  // Read off the YAML: a second Machine in one process is not what SystemC allows; the Machine built from
+  // the result checks the value's range.
+  const YAML::Node node = load_config(config_path, overrides).root["clock_base_ghz"];
+  const double clock_base_ghz = node.IsDefined() && node.IsScalar() ? node.as<double>(0.0) : 0.0;
+  if (base == 0 || !(clock_base_ghz > 0)) return overrides;
+  if (other > 0)
+    throw InputError(data_path, {},
+                     fmt::format("{} rows ran under ncu --clock-control base and {} did not: they run at "
+                                 "different clocks, validate them separately",
+                                 base, other));
+  std::vector<std::string> out{fmt::format("clock_ghz={}", clock_base_ghz)};
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
+}
+
 }  // namespace
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides) {
-  Machine machine(gpu_config(config_path, overrides));
+  Machine machine(
+      gpu_config(config_path, base_clock_overrides(config_path, data_path, measurements, overrides)));
   ValidationSummary summary;
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
-  summary.clock_ghz = machine.clock_ghz();
+  summary.clock_ghz = load_config(config_path, overrides).root["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
   for (const auto& m : measurements) {
     if (!m.not_simulated.empty()) {
@@ -328,9 +353,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
       row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
       row.predicted_cycles = machine.sequencer().cycles();
     }
-    const bool at_base = m.clock_control == "base" && machine.clock_base_ghz() > 0;
-    row.clock_ghz = at_base ? machine.clock_base_ghz() : machine.clock_ghz();
-    summary.base_clock_rows += at_base ? 1 : 0;
+    row.clock_ghz = machine.clock_ghz();  // clock_base_ghz for rows measured at base clocks
+    summary.base_clock_rows += m.clock_control == "base" && machine.clock_base_ghz() > 0 ? 1 : 0;
     row.predicted_ns = static_cast<double>(row.predicted_cycles) / row.clock_ghz;
     if (m.time_ns > 0 && time_comparable(m)) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
     pr.push_back(row.predicted_read);

@@ -31,6 +31,7 @@
 
 #include "cuda_check.h"
 #include "kernels_tc_bwd.h"
+#include "tc_common.cuh"
 
 namespace attnval {
 
@@ -43,23 +44,10 @@ __device__ __forceinline__ int swz(int r, int c) {
   return r * LEN + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_addr(dst)), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-}
-
 // R x D fp16 rows (stride D in global memory) -> swizzled shared tile; each warp instruction 512
 // contiguous bytes.
 template <int THREADS, int R, int D>
-__device__ __forceinline__ void cp_tile(const __half* __restrict__ g, __half* s) {
+__device__ __forceinline__ void cp_rows(const __half* __restrict__ g, __half* s) {
   constexpr int CH = D / 8;
   static_assert((R * CH) % THREADS == 0, "whole steps");
 #pragma unroll
@@ -76,24 +64,6 @@ __device__ __forceinline__ void cp_vec(const float* __restrict__ g, float* s) {
   if (threadIdx.x < R / 4) cp_async16(s + 4 * threadIdx.x, g + 4 * threadIdx.x);
 }
 
-__device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], const __half* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-__device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], const __half* p) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(smem_addr(p)));
-}
-// c += a b, m16n8k16, a row-major, b col-major, f16 in, f32 accumulate.
-__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 __device__ __forceinline__ void red_add_v2(float* p, float a, float b) {
   asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(a), "f"(b) : "memory");
 }
@@ -101,12 +71,6 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) {
   const __half2 h = __floats2half2_rn(lo, hi);
   return *reinterpret_cast<const uint32_t*>(&h);
 }
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffffu, v, 1);
-  return v + __shfl_xor_sync(0xffffffffu, v, 2);
-}
-
-constexpr float kLog2e = 1.4426950408889634f;
 
 // Warp tile "16 rows x the whole k range of A" times B: acc (16 x 8*NT, columns col0 ..) += A B where A
 // (16 x K) is stored transposed in shared memory, AT[k][row] (rows of length LA, row index k), and B
@@ -120,11 +84,11 @@ __device__ __forceinline__ void mma_at_b(float (&acc)[NT][4], const __half* sAT,
 #pragma unroll 1
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[4];
-    ldsm_x4_t(a, sAT + swz<LA>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), row0 + ((lane >> 3) & 1) * 8));
+    ldmatrix_x4_trans(a, sAT + swz<LA>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), row0 + ((lane >> 3) & 1) * 8));
 #pragma unroll
     for (int db = 0; db < NT / 2; ++db) {
       uint32_t b[4];
-      ldsm_x4_t(b,
+      ldmatrix_x4_trans(b,
                 sB + swz<LB>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, col0 + db * 16 + (lane >> 4) * 8));
       mma16816(acc[2 * db], a, b[0], b[1]);
       mma16816(acc[2 * db + 1], a, b[2], b[3]);
@@ -142,11 +106,11 @@ __device__ __forceinline__ void mma_a_bt(float (&acc)[NT][4], const __half* sA, 
 #pragma unroll 1
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[4];
-    ldsm_x4(a, sA + swz<K>(row0 + (lane & 15), kk * 16 + (lane >> 4) * 8));
+    ldmatrix_x4(a, sA + swz<K>(row0 + (lane & 15), kk * 16 + (lane >> 4) * 8));
 #pragma unroll
     for (int nb = 0; nb < NT / 2; ++nb) {
       uint32_t b[4];
-      ldsm_x4(b, sB + swz<K>(nb * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
+      ldmatrix_x4(b, sB + swz<K>(nb * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
       mma16816(acc[2 * nb], a, b[0], b[1]);
       mma16816(acc[2 * nb + 1], a, b[2], b[3]);
     }
@@ -164,7 +128,7 @@ __device__ __forceinline__ void mma_frag_b(float (&acc)[D / 8][4], const uint32_
 #pragma unroll
     for (int db = 0; db < D / 16; ++db) {
       uint32_t b[4];
-      ldsm_x4_t(b, sB + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, db * 16 + (lane >> 4) * 8));
+      ldmatrix_x4_trans(b, sB + swz<D>(kk * 16 + (lane & 7) + ((lane >> 3) & 1) * 8, db * 16 + (lane >> 4) * 8));
       mma16816(acc[2 * db], a, b[0], b[1]);
       mma16816(acc[2 * db + 1], a, b[2], b[3]);
     }
@@ -284,13 +248,13 @@ __global__ void __launch_bounds__(DkdvShape<BR, BC, D>::threads)
 
   auto load_q = [&](int i, int buf) {
     const size_t r0 = static_cast<size_t>(i) * BR;
-    cp_tile<T, BR, D>(Q + hoff + r0 * D, sQ + buf * BR * D);
-    cp_tile<T, BR, D>(dO + hoff + r0 * D, sdO + buf * BR * D);
+    cp_rows<T, BR, D>(Q + hoff + r0 * D, sQ + buf * BR * D);
+    cp_rows<T, BR, D>(dO + hoff + r0 * D, sdO + buf * BR * D);
     cp_vec<BR>(L + hrow + r0, sL + buf * BR);
     cp_vec<BR>(Dv + hrow + r0, sDv + buf * BR);
   };
-  cp_tile<T, BC, D>(K + hoff + static_cast<size_t>(k0) * D, sK);
-  cp_tile<T, BC, D>(V + hoff + static_cast<size_t>(k0) * D, sV);
+  cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(k0) * D, sK);
+  cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(k0) * D, sV);
   load_q(ibeg, 0);
   cp_async_commit();
 
@@ -405,11 +369,11 @@ __global__ void __launch_bounds__(NoDShape<BR, BC, D>::threads)
   const int wq = warp * 16;                                        // this warp's rows within the block
 
   auto load_kv = [&](int j, int buf) {
-    cp_tile<T, BC, D>(K + hoff + static_cast<size_t>(j) * BC * D, sK + buf * BC * D);
-    cp_tile<T, BC, D>(V + hoff + static_cast<size_t>(j) * BC * D, sV + buf * BC * D);
+    cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(j) * BC * D, sK + buf * BC * D);
+    cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(j) * BC * D, sV + buf * BC * D);
   };
-  cp_tile<T, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
-  cp_tile<T, BR, D>(dO + hoff + static_cast<size_t>(q0) * D, sdO);
+  cp_rows<T, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
+  cp_rows<T, BR, D>(dO + hoff + static_cast<size_t>(q0) * D, sdO);
   cp_vec<BR>(L + static_cast<size_t>(h) * n + q0, sL);
   load_kv(0, 0);
   cp_async_commit();

@@ -1,5 +1,5 @@
 // Device helpers shared by the tensor-core kernels (kernels_tc.cu: flash2; kernels_tc_fwd.cu: naive-safe,
-// naive-online, two-pass, flash1): cp.async 16-byte copies (L2 only), ldmatrix, mma.sync m16n8k16 (f16 x
+// naive-online, two-pass, flash1; kernels_tc_bwd.cu: the backward): cp.async 16-byte copies (L2 only), ldmatrix, mma.sync m16n8k16 (f16 x
 // f16 + f32), quad reductions, and the XOR-swizzled shared-memory layout (16-byte chunk c of row r stored at
 // c ^ (r & 7), so ldmatrix's eight row reads fall on distinct banks and each 32-byte global sector lands in
 // one 32-byte shared unit: cp.async reads exactly the schedule's bytes; see kernels_tc.cu).

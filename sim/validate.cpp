@@ -309,73 +309,91 @@ std::vector<std::string> base_clock_overrides(const std::string& config_path, co
 
 }  // namespace
 
+namespace {
+
+// Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
+// reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
+std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
+                                          std::string& skipped) {
+  const isa::Program program = measured_program(m, where);
+  try {
+    machine.load(program, false, true);
+  } catch (const InputError& e) {
+    skipped = "does not fit the config: " + e.message();
+    return std::nullopt;
+  }
+  if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
+  machine.run();
+  ValidationRow row;
+  row.measured = m;
+  if (machine.chip_loaded()) {  // SM <-> L2 from the network's ledger; DRAM behind the L2
+    const ChipSummary c = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+    row.predicted_read = static_cast<double>(total(c.sm_l2_read));
+    row.predicted_write = static_cast<double>(total(c.sm_l2_written));
+    row.predicted_cycles = c.cycles;
+    row.predicted_dram_read = static_cast<double>(total(c.dram_read));
+    row.predicted_dram_written = static_cast<double>(total(c.dram_written));
+  } else {
+    row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
+    row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
+    row.predicted_cycles = machine.sequencer().cycles();
+  }
+  row.clock_ghz = machine.clock_ghz();  // clock_base_ghz for rows measured at base clocks
+  row.predicted_ns = static_cast<double>(row.predicted_cycles) / row.clock_ghz;
+  return row;
+}
+
+// NRMSE, Pearson r and the time's MAPE over the simulated rows.
+void summarize_rows(ValidationSummary& s) {
+  std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
+  for (const ValidationRow& row : s.rows) {
+    const Measurement& m = row.measured;
+    pr.push_back(row.predicted_read), mr.push_back(m.l1_read_bytes);
+    pw.push_back(row.predicted_write), mw.push_back(m.l1_write_bytes);
+    if (row.predicted_dram_read >= 0) {
+      pd.push_back(row.predicted_dram_read), md.push_back(m.dram_read_bytes);
+      pdw.push_back(row.predicted_dram_written), mdw.push_back(m.dram_write_bytes);
+      s.chip = true;
+    }
+    if (m.time_ns > 0 && time_comparable(m)) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
+  }
+  s.timed_rows = pt.size();
+  s.time_mape = mape(pt, mt);
+  s.time_pearson = pearson(pt, mt);
+  s.read_nrmse = nrmse(pr, mr);
+  s.write_nrmse = nrmse(pw, mw);
+  s.read_pearson = pearson(pr, mr);
+  s.write_pearson = pearson(pw, mw);
+  if (!s.chip) return;
+  s.dram_read_nrmse = nrmse(pd, md);
+  s.dram_read_pearson = pearson(pd, md);
+  s.dram_write_nrmse = nrmse(pdw, mdw);
+  s.dram_write_pearson = pearson(pdw, mdw);
+}
+
+}  // namespace
+
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides) {
   Machine machine(
       gpu_config(config_path, base_clock_overrides(config_path, data_path, measurements, overrides)));
   ValidationSummary summary;
-  std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
   summary.clock_ghz = load_config(config_path, overrides).root["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
   for (const auto& m : measurements) {
-    if (!m.not_simulated.empty()) {
+    std::string skipped = m.not_simulated;
+    std::optional<ValidationRow> row;
+    if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
+    if (!row) {
       summary.not_simulated.push_back(m);
+      summary.not_simulated.back().not_simulated = skipped;
       continue;
     }
-    const std::string& where = m.path.empty() ? data_path : m.path;
-    const isa::Program program = measured_program(m, where);
-    try {
-      machine.load(program, false, true);
-    } catch (const InputError& e) {  // the model's footprint does not fit (e.g. S and P in SRAM)
-      summary.not_simulated.push_back(m);
-      summary.not_simulated.back().not_simulated = "does not fit the config: " + e.message();
-      continue;
-    }
-    if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
-    machine.run();
-    ValidationRow row;
-    row.measured = m;
-    if (machine.chip_loaded()) {  // SM <-> L2 from the network's ledger; DRAM behind the L2
-      const ChipSummary c = summarize_chip(*machine.chip(), program, machine.clock_ghz());
-      row.predicted_read = static_cast<double>(total(c.sm_l2_read));
-      row.predicted_write = static_cast<double>(total(c.sm_l2_written));
-      row.predicted_cycles = c.cycles;
-      row.predicted_dram_read = static_cast<double>(total(c.dram_read));
-      row.predicted_dram_written = static_cast<double>(total(c.dram_written));
-      pd.push_back(row.predicted_dram_read);
-      md.push_back(m.dram_read_bytes);
-      pdw.push_back(row.predicted_dram_written);
-      mdw.push_back(m.dram_write_bytes);
-      summary.chip = true;
-    } else {
-      row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
-      row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
-      row.predicted_cycles = machine.sequencer().cycles();
-    }
-    row.clock_ghz = machine.clock_ghz();  // clock_base_ghz for rows measured at base clocks
     summary.base_clock_rows += m.clock_control == "base" && machine.clock_base_ghz() > 0 ? 1 : 0;
-    row.predicted_ns = static_cast<double>(row.predicted_cycles) / row.clock_ghz;
-    if (m.time_ns > 0 && time_comparable(m)) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
-    pr.push_back(row.predicted_read);
-    mr.push_back(m.l1_read_bytes);
-    pw.push_back(row.predicted_write);
-    mw.push_back(m.l1_write_bytes);
-    summary.rows.push_back(row);
+    summary.rows.push_back(*row);
   }
-  summary.timed_rows = pt.size();
-  summary.time_mape = mape(pt, mt);
-  summary.time_pearson = pearson(pt, mt);
-  summary.read_nrmse = nrmse(pr, mr);
-  summary.write_nrmse = nrmse(pw, mw);
-  summary.read_pearson = pearson(pr, mr);
-  summary.write_pearson = pearson(pw, mw);
-  if (summary.chip) {
-    summary.dram_read_nrmse = nrmse(pd, md);
-    summary.dram_read_pearson = pearson(pd, md);
-    summary.dram_write_nrmse = nrmse(pdw, mdw);
-    summary.dram_write_pearson = pearson(pdw, mdw);
-  }
+  summarize_rows(summary);
   return summary;
 }
 

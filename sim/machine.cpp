@@ -35,7 +35,7 @@ Machine::Machine(const MachineConfig& config) {
   clock_base_ghz_ = top.get<double>(
       "clock_base_ghz", 0.0, "GHz",
       "the clock under Nsight Compute's --clock-control base, at which validation data is measured; "
-      "validate converts those rows' cycles with it (0: unknown, clock_ghz is used)",
+      "validate simulates those rows at it (0: unknown, clock_ghz is used)",
       0.0, 1000.0);
   planner_ =
       top.choice("planner", "paper", {"paper", "hardware"},

@@ -286,7 +286,7 @@ MachineConfig gpu_config(const std::string& config_path, const std::vector<std::
 // Rows measured under ncu --clock-control base ran with the SM at the config's clock_base_ghz while the
 // memory system kept its own clocks, so they are simulated at that clock (HBM timing is in ns; the cores'
 // cycles are not). Overrides the user gives come after, so -p clock_base_ghz=... still applies.
-std::vector<std::string> base_clock_overrides(const std::string& config_path, const std::string& data_path,
+std::vector<std::string> base_clock_overrides(const YAML::Node& config, const std::string& data_path,
                                               const std::vector<Measurement>& measurements,
                                               const std::vector<std::string>& overrides) {
   size_t base = 0, other = 0;
@@ -294,7 +294,7 @@ std::vector<std::string> base_clock_overrides(const std::string& config_path, co
     if (m.not_simulated.empty()) (m.clock_control == "base" ? base : other) += 1;
   // Read off the YAML: a second Machine in one process is not what SystemC allows; the Machine built from
   // the result checks the value's range.
-  const YAML::Node node = load_config(config_path, overrides).root["clock_base_ghz"];
+  const YAML::Node node = config["clock_base_ghz"];
   const double clock_base_ghz = node.IsDefined() && node.IsScalar() ? node.as<double>(0.0) : 0.0;
   if (base == 0 || !(clock_base_ghz > 0)) return overrides;
   if (other > 0)
@@ -376,10 +376,10 @@ void summarize_rows(ValidationSummary& s) {
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides) {
-  Machine machine(
-      gpu_config(config_path, base_clock_overrides(config_path, data_path, measurements, overrides)));
+  const YAML::Node config = load_config(config_path, overrides).root;
+  Machine machine(gpu_config(config_path, base_clock_overrides(config, data_path, measurements, overrides)));
   ValidationSummary summary;
-  summary.clock_ghz = load_config(config_path, overrides).root["clock_ghz"].as<double>(1.0);
+  summary.clock_ghz = config["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
   for (const auto& m : measurements) {
     std::string skipped = m.not_simulated;

@@ -186,11 +186,6 @@ struct Flash2Plan {
   int dot_do_o = -1, dkdv = -1, convert_dq = -1;  // the kernels (all declared before any instruction)
 };
 
-// The f32 tiles flash-attn's kernel keeps in registers.
-void in_registers(Builder& b, std::initializer_list<int> buffers) {
-  for (int buffer : buffers) b.p.buffers[static_cast<size_t>(buffer)].space = isa::BufferDecl::Space::Regs;
-}
-
 Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   Flash2Plan p;
@@ -205,7 +200,7 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1});
   if (!s.as_flash_attn) return p;
   p.convert_dq = b.kernel("flash2_bwd_convert_dq", {tr, s.heads, 1});
-  in_registers(b, {p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});
+  b.in_registers({p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});  // the f32 tiles flash-attn keeps in registers
   if (s.spill_bytes_per_block > 0) {
     const int64_t words = s.spill_bytes_per_block / 4;
     const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());

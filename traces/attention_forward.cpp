@@ -563,9 +563,8 @@ Flash2Buffers flash2_buffers(Gen& g) {
   f.oi = g.b.buffer("Oi", br, d, kAcc);
   if (s.accumulators_in_registers) {
     // l stays in SRAM when it is stored as the row statistic: the DMA stores from SRAM only.
-    for (int b : {f.sc, f.pb, f.m, f.m_tile, f.m_new, f.alpha, f.l_tile, f.oi})
-      g.b.p.buffers[static_cast<size_t>(b)].space = isa::BufferDecl::Space::Regs;
-    if (!s.store_row_statistic) g.b.p.buffers[static_cast<size_t>(f.l)].space = isa::BufferDecl::Space::Regs;
+    g.b.in_registers({f.sc, f.pb, f.m, f.m_tile, f.m_new, f.alpha, f.l_tile, f.oi});
+    if (!s.store_row_statistic) g.b.in_registers({f.l});
   }
   if (s.store_row_statistic) f.stats = g.row_stat("stats");
   if (s.spill_bytes_per_block > 0) {
@@ -638,12 +637,12 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
         g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
       });
   g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
+  int stored = oi;
   if (s.accumulators_in_registers) {  // staged through Q_i's SRAM, in the storage dtype
     g.emit(Opcode::Mov, {g.buf(oi, rows), g.buf(qi, rows)});
-    g.emit(Opcode::Store, {g.buf(qi, rows), g.at(g.o, h, qb)});
-  } else {
-    g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+    stored = qi;
   }
+  g.emit(Opcode::Store, {g.buf(stored, rows), g.at(g.o, h, qb)});
   if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(l, rows), g.at(f.stats, h, qb)});
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <initializer_list>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -45,6 +46,11 @@ class Builder {
     b.dtype = dtype;
     p.buffers.push_back(std::move(b));
     return static_cast<int>(p.buffers.size()) - 1;
+  }
+  // Moves declared buffers into the tile register file (`.buffer ... regs`), where GPU kernels keep their
+  // accumulators; the DMA cannot load or store them.
+  void in_registers(std::initializer_list<int> buffers) {
+    for (int b : buffers) p.buffers[static_cast<size_t>(b)].space = isa::BufferDecl::Space::Regs;
   }
   // A view of the top-left rows x cols of a buffer (ragged edge tiles use partial views).
   Operand buf(int buffer, int64_t rows = -1, int64_t cols = -1, bool transpose = false) {

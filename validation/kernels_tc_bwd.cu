@@ -37,26 +37,6 @@ namespace attnval {
 
 namespace {
 
-// Offset (halves) of element (r, c) of a swizzled tile whose rows are LEN halves (LEN a multiple of 64).
-template <int LEN>
-__device__ __forceinline__ int swz(int r, int c) {
-  static_assert(LEN % 64 == 0, "the swizzle needs 8 chunks a row");
-  return r * LEN + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
-}
-
-// R x D fp16 rows (stride D in global memory) -> swizzled shared tile; each warp instruction 512
-// contiguous bytes.
-template <int THREADS, int R, int D>
-__device__ __forceinline__ void cp_rows(const __half* __restrict__ g, __half* s) {
-  constexpr int CH = D / 8;
-  static_assert((R * CH) % THREADS == 0, "whole steps");
-#pragma unroll
-  for (int it = 0; it < R * CH / THREADS; ++it) {
-    const int idx = threadIdx.x + it * THREADS;
-    const int r = idx / CH, c = (idx % CH) * 8;
-    cp_async16(s + swz<D>(r, c), g + static_cast<size_t>(r) * D + c);
-  }
-}
 // R f32 values (R a multiple of 4) -> shared, 16 bytes per thread.
 template <int R>
 __device__ __forceinline__ void cp_vec(const float* __restrict__ g, float* s) {
@@ -248,13 +228,13 @@ __global__ void __launch_bounds__(DkdvShape<BR, BC, D>::threads)
 
   auto load_q = [&](int i, int buf) {
     const size_t r0 = static_cast<size_t>(i) * BR;
-    cp_rows<T, BR, D>(Q + hoff + r0 * D, sQ + buf * BR * D);
-    cp_rows<T, BR, D>(dO + hoff + r0 * D, sdO + buf * BR * D);
+    cp_rows<T, BR, D>(Q + hoff + r0 * D, D, sQ + buf * BR * D);
+    cp_rows<T, BR, D>(dO + hoff + r0 * D, D, sdO + buf * BR * D);
     cp_vec<BR>(L + hrow + r0, sL + buf * BR);
     cp_vec<BR>(Dv + hrow + r0, sDv + buf * BR);
   };
-  cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(k0) * D, sK);
-  cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(k0) * D, sV);
+  cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(k0) * D, D, sK);
+  cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(k0) * D, D, sV);
   load_q(ibeg, 0);
   cp_async_commit();
 
@@ -369,11 +349,11 @@ __global__ void __launch_bounds__(NoDShape<BR, BC, D>::threads)
   const int wq = warp * 16;                                        // this warp's rows within the block
 
   auto load_kv = [&](int j, int buf) {
-    cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(j) * BC * D, sK + buf * BC * D);
-    cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(j) * BC * D, sV + buf * BC * D);
+    cp_rows<T, BC, D>(K + hoff + static_cast<size_t>(j) * BC * D, D, sK + buf * BC * D);
+    cp_rows<T, BC, D>(V + hoff + static_cast<size_t>(j) * BC * D, D, sV + buf * BC * D);
   };
-  cp_rows<T, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
-  cp_rows<T, BR, D>(dO + hoff + static_cast<size_t>(q0) * D, sdO);
+  cp_rows<T, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, D, sQ);
+  cp_rows<T, BR, D>(dO + hoff + static_cast<size_t>(q0) * D, D, sdO);
   cp_vec<BR>(L + static_cast<size_t>(h) * n + q0, sL);
   load_kv(0, 0);
   cp_async_commit();

@@ -40,31 +40,11 @@ namespace attnval {
 
 namespace {
 
-// Offset (halves) of element (r, c) of a swizzled fp16 tile with rows of W halves (W a multiple of 64).
-template <int W>
-__device__ __forceinline__ int swz(int r, int c) {
-  static_assert(W % 64 == 0, "the swizzle needs 8 chunks a row");
-  return r * W + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
-}
 // Offset (floats) of element (r, c) of a swizzled f32 tile with rows of W floats (16-byte chunks of 4).
 template <int W>
 __device__ __forceinline__ int swzf(int r, int c) {
   static_assert(W % 32 == 0, "the swizzle needs 8 chunks a row");
   return r * W + ((((c >> 2) ^ (r & 7)) << 2) | (c & 3));
-}
-
-// R x W fp16 tile at g (row stride gstride halves) -> shared memory (swz<W>), by NTH threads, 16 bytes each
-// a step: a warp instruction covers whole rows of 32-byte sectors.
-template <int NTH, int R, int W>
-__device__ __forceinline__ void cp_rows(const __half* __restrict__ g, size_t gstride, __half* s) {
-  constexpr int CH = W / 8;
-  static_assert((R * CH) % NTH == 0, "whole steps");
-#pragma unroll
-  for (int it = 0; it < R * CH / NTH; ++it) {
-    const int idx = threadIdx.x + it * NTH;
-    const int r = idx / CH, c = (idx % CH) * 8;
-    cp_async16(s + swz<W>(r, c), g + static_cast<size_t>(r) * gstride + c);
-  }
 }
 
 // R floats (a slice of l or m) -> shared memory, by threads [first, first + R / 4).

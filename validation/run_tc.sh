@@ -115,12 +115,18 @@ tag_of() {
   printf '%03d_%s%s_%s%s_n%s_d%s_h%s_%sx%s_c%s' "$idx" "$kern" "$pad" "$s" "$nod" "$n" "$d" "$h" "$bq" "$bk" "$c"
 }
 
+# One tag per configuration (file names of its raw results); harness_bwd runs only tensor-core kernels.
+TAGS=()
+for idx in "${!CONFIGS[@]}"; do
+  # shellcheck disable=SC2086
+  TAGS+=("$(tag_of "$idx" "$([ "${BINS[$idx]}" = harness_bwd ] && echo tc || echo ffma)" ${CONFIGS[$idx]})")
+done
+
 echo "=== correctness + timing (CUDA events, reps $REPS, warm-up $WARMUP)"
 fails=0
 idx=0
 for cfg in "${CONFIGS[@]}"; do
-  # shellcheck disable=SC2086
-  tag="$(tag_of "$idx" "$([ "${BINS[$idx]}" = harness_bwd ] && echo tc || echo ffma)" $cfg)"
+  tag="${TAGS[$idx]}"
   H="validation/build/${BINS[$idx]}"
   dir="$RAW/${SETOF[$idx]}"
   idx=$((idx + 1))
@@ -137,8 +143,7 @@ CLOCK=base
 idx=0
 skipped=0
 for cfg in "${CONFIGS[@]}"; do
-  # shellcheck disable=SC2086
-  tag="$(tag_of "$idx" "$([ "${BINS[$idx]}" = harness_bwd ] && echo tc || echo ffma)" $cfg)"
+  tag="${TAGS[$idx]}"
   H="validation/build/${BINS[$idx]}"
   dir="$RAW/${SETOF[$idx]}"
   idx=$((idx + 1))

@@ -59,6 +59,26 @@ __device__ __forceinline__ void cp_tile(const __half* __restrict__ g, __half* s)
   }
 }
 
+// Offset (halves) of element (r, c) of a swizzled fp16 tile with rows of W halves (W a multiple of 64).
+template <int W>
+__device__ __forceinline__ int swz(int r, int c) {
+  static_assert(W % 64 == 0, "the swizzle needs 8 chunks a row");
+  return r * W + ((((c >> 3) ^ (r & 7)) << 3) | (c & 7));
+}
+// R x W fp16 tile at g (row stride gstride halves) -> shared memory (swz<W>), by NTH threads, 16 bytes each
+// a step: a warp instruction covers whole rows of 32-byte sectors.
+template <int NTH, int R, int W>
+__device__ __forceinline__ void cp_rows(const __half* __restrict__ g, size_t gstride, __half* s) {
+  constexpr int CH = W / 8;
+  static_assert((R * CH) % NTH == 0, "whole steps");
+#pragma unroll
+  for (int it = 0; it < R * CH / NTH; ++it) {
+    const int idx = threadIdx.x + it * NTH;
+    const int r = idx / CH, c = (idx % CH) * 8;
+    cp_async16(s + swz<W>(r, c), g + static_cast<size_t>(r) * gstride + c);
+  }
+}
+
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

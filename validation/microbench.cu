@@ -12,6 +12,7 @@
 #include <functional>
 #include <numeric>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "cuda_check.h"
@@ -124,6 +125,96 @@ __global__ void smem_kernel(float* sink, int iters) {
   if (acc.x + acc.y + acc.z + acc.w == 12345) sink[threadIdx.x] = 1;
 }
 
+// mma.sync throughput with CHAINS independent accumulators per warp: how much of the peak a few warps reach.
+template <int CHAINS>
+__global__ void mma_chains_kernel(float* sink, int iters) {
+  unsigned a[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u};
+  unsigned b[2] = {0x3c003c00u, 0x3c003c00u};
+  float acc[CHAINS][4] = {};
+  for (int i = 0; i < iters; ++i) {
+#pragma unroll
+    for (int k = 0; k < CHAINS; ++k)
+      asm volatile(
+          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+          "{%0,%1,%2,%3};"
+          : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
+          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+  float s = 0;
+  for (auto& row : acc)
+    for (float v : row) s += v;
+  if (s == 12345.f) sink[threadIdx.x] = s;
+}
+
+// Latencies: one warp runs `steps` dependent instructions between two clock64 reads; out[0] = cycles per
+// instruction (the loop's few integer instructions run alongside and are included).
+__global__ void mma_latency_kernel(long long* out, float* sink, int steps) {
+  unsigned a[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u};
+  unsigned b[2] = {0x3c003c00u, 0x3c003c00u};
+  float acc[4] = {};
+  const long long c0 = clock64();
+  for (int i = 0; i < steps; ++i)
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) out[0] = (c1 - c0) / steps;
+  if (acc[0] + acc[1] + acc[2] + acc[3] == 12345.f) sink[threadIdx.x] = acc[0];
+}
+
+__global__ void ex2_latency_kernel(long long* out, float* sink, int steps) {
+  float x = -1.0f - threadIdx.x * 1e-6f;
+  const long long c0 = clock64();
+  for (int i = 0; i < steps; ++i) {
+    float y;
+    asm volatile("ex2.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+    x = -y;
+  }
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) out[0] = (c1 - c0) / steps;
+  if (x == 12345.f) sink[threadIdx.x] = x;
+}
+
+__global__ void ffma_latency_kernel(long long* out, float* sink, int steps) {
+  float x = threadIdx.x * 1e-7f;
+  const long long c0 = clock64();
+  for (int i = 0; i < steps; ++i) asm volatile("fma.rn.f32 %0, %0, 0f3F7FFF58, 0f33D6BF95;" : "+f"(x));
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) out[0] = (c1 - c0) / steps;
+  if (x == 12345.f) sink[threadIdx.x] = x;
+}
+
+// A butterfly shuffle whose result feeds the next (the row max and sum of a tiled softmax reduce so).
+__global__ void shfl_latency_kernel(long long* out, float* sink, int steps) {
+  float x = threadIdx.x;
+  const long long c0 = clock64();
+  for (int i = 0; i < steps; ++i) x = __shfl_xor_sync(0xffffffffu, x, 1);
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) out[0] = (c1 - c0) / steps;
+  if (x == 12345.f) sink[threadIdx.x] = x;
+}
+
+// ldmatrix.x4 whose address depends on the value the previous one loaded (always 0 at run time).
+__global__ void ldmatrix_latency_kernel(long long* out, float* sink, int steps) {
+  __shared__ __align__(16) unsigned short tile[64 * 64];
+  for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x) tile[i] = 0;
+  __syncthreads();
+  unsigned r[4] = {0, 0, 0, 0};
+  const unsigned base = static_cast<unsigned>(__cvta_generic_to_shared(tile)) + (threadIdx.x % 32) * 128;
+  const long long c0 = clock64();
+  for (int i = 0; i < steps; ++i) {
+    const unsigned addr = base + (r[0] & 0x70u);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+  }
+  const long long c1 = clock64();
+  if (threadIdx.x == 0) out[0] = (c1 - c0) / steps;
+  if (r[0] + r[1] + r[2] + r[3] == 12345u) sink[threadIdx.x] = 1;
+}
+
 // Streams `n` int4 with ld.global.cg (L2, not L1) `passes` times, grid-stride.
 __global__ void read_kernel(const int4* __restrict__ buffer, size_t n, int passes, unsigned* sink) {
   int4 acc = make_int4(0, 0, 0, 0);
@@ -168,6 +259,43 @@ void compute_rate(const char* metric, void (*kernel)(float*, int), int threads, 
   const double per_sm_per_s = ops_per_thread_iter * threads * iters / (ms * 1e-3);
   emit(metric, per_sm_per_s / (clock_ghz * 1e9), unit, how);
   CHECK(cudaFree(sink));
+}
+
+// Cycles per dependent instruction of one warp (median of 5 launches).
+void op_latency(const char* metric, void (*kernel)(long long*, float*, int), const char* how) {
+  long long* out;
+  float* sink;
+  CHECK(cudaMalloc(&out, sizeof(long long)));
+  CHECK(cudaMalloc(&sink, 32 * sizeof(float)));
+  const int steps = 4096;
+  std::vector<long long> cycles;
+  for (int rep = 0; rep < 6; ++rep) {
+    kernel<<<1, 32>>>(out, sink, steps);
+    CHECK(cudaGetLastError());
+    long long c = 0;
+    CHECK(cudaMemcpy(&c, out, sizeof c, cudaMemcpyDeviceToHost));
+    if (rep > 0) cycles.push_back(c);  // the first launch warms the instruction cache
+  }
+  std::sort(cycles.begin(), cycles.end());
+  emit(metric, static_cast<double>(cycles[cycles.size() / 2]), "clk", how);
+  CHECK(cudaFree(out));
+  CHECK(cudaFree(sink));
+}
+
+// mma.sync rate with few warps and little independent work: what a lone thread block's warps reach.
+void mma_occupancy_rates(double clock_ghz) {
+  char metric[96], how[160];
+  const int warps_per_sm[] = {4, 8, 16};
+  for (int warps : warps_per_sm) {
+    const std::pair<int, void (*)(float*, int)> chains[] = {
+        {1, mma_chains_kernel<1>}, {2, mma_chains_kernel<2>}, {4, mma_chains_kernel<4>}, {8, mma_chains_kernel<8>}};
+    for (const auto& [n, kernel] : chains) {
+      std::snprintf(metric, sizeof metric, "mma_sync_flop_per_clk_per_sm_w%d_c%d", warps, n);
+      std::snprintf(how, sizeof how, "mma.sync m16n8k16, %d warps per SM, %d independent accumulators per warp",
+                    warps, n);
+      compute_rate(metric, kernel, warps * 32, n * 4096.0 / 32, "FLOP/clk", how, clock_ghz);
+    }
+  }
 }
 
 void memory_rates() {
@@ -252,6 +380,13 @@ int main() {
                "ex2.approx.f32 (MUFU), 32 warps per SM, 8 independent chains per thread", ghz);
   compute_rate("smem_read_bytes_per_clk_per_sm", smem_kernel, 1024, 16, "bytes/clk",
                "ld.shared 16 bytes per thread, conflict-free, 32 warps per SM", ghz);
+  mma_occupancy_rates(ghz);
+  op_latency("mma_sync_latency", mma_latency_kernel, "mma.sync m16n8k16 f32 accumulate, one warp, each on the last's result");
+  op_latency("ex2_latency", ex2_latency_kernel, "ex2.approx.f32, one warp, each on the last's result");
+  op_latency("ffma_latency", ffma_latency_kernel, "fma.rn.f32, one warp, each on the last's result");
+  op_latency("shfl_latency", shfl_latency_kernel, "shfl.sync.bfly, one warp, each on the last's result");
+  op_latency("ldmatrix_x4_latency", ldmatrix_latency_kernel,
+             "ldmatrix.x4 from shared memory, one warp, each address from the last's data");
   memory_rates();
   latency("l2_hit_latency", 8u << 20, true, 200000,
           "one thread, dependent ld.global.cg over 8 MiB (in L2), 128-byte lines");

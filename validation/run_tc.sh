@@ -30,7 +30,7 @@ SETS=("$@")
 [ ${#SETS[@]} -gt 0 ] || { echo "usage: run_tc.sh SET... (validation/tc_configs_SET.txt)"; exit 2; }
 REPS="${REPS:-20}"
 WARMUP="${WARMUP:-5}"
-METRICS="l1tex__m_xbar2l1tex_read_bytes.sum,l1tex__m_l1tex2xbar_write_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size"
+METRICS="l1tex__m_xbar2l1tex_read_bytes.sum,l1tex__m_l1tex2xbar_write_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum,launch__registers_per_thread,launch__grid_size,sm__cycles_elapsed.avg,sm__cycles_elapsed.avg.per_second"
 export PATH="$PATH:/usr/local/cuda/bin"
 # shellcheck disable=SC2012
 NCU="${NCU:-$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2> /dev/null | head -n1)}"

@@ -28,7 +28,7 @@ COLUMNS = ["gpu", "driver", "cuda", "date", "ncu", "clock_control", "kernel", "s
            "exp_kernel_write_bytes", "l1_read_over_exp", "l1_write_over_exp", "l2_read_sectors",
            "l2_write_sectors", "dram_read_bytes", "dram_write_bytes", "max_rel_error", "ok", "deterministic",
            "registers", "local_bytes", "smem_bytes", "threads", "blocks_per_sm", "grid_blocks", "tflops_event",
-           "tflops_ncu", "tc_layout", "tag"]
+           "tflops_ncu", "tc_layout", "tag", "sm_cycles", "sm_clock_ghz"]
 
 
 def read_result(path):
@@ -115,6 +115,14 @@ def main():
                 grids = ncu_column(ncu_path, "launch__grid_size")
                 if grids:
                     row["grid_blocks"] = "%.0f" % sum(grids)
+                # The SM clock the kernels really ran at: under heavy tensor-core load it sits below the
+                # locked base clock. Time-weighted over the launches.
+                cycles = ncu_column(ncu_path, "sm__cycles_elapsed.avg")
+                hz = ncu_column(ncu_path, "sm__cycles_elapsed.avg.per_second")
+                times = [v[summarize_ncu.METRICS["time_ns"]] for _, v in launches]
+                if cycles and len(hz) == len(times):
+                    row["sm_cycles"] = "%.0f" % sum(cycles)
+                    row["sm_clock_ghz"] = "%.4f" % (sum(h * t for h, t in zip(hz, times)) / sum(times) / 1e9)
                 regs = ncu_column(ncu_path, "launch__registers_per_thread")
                 if regs and not row["registers"]:
                     row["registers"] = "%.0f" % regs[0]

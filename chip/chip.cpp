@@ -287,6 +287,11 @@ void Chip::run_quantum(int core, uint64_t limit) {
 
 // SystemC time of `cycle` cycles after `start`, in integers: a double product would round above 2^53 ps
 // and wrap past SystemC's last time (2^64 - 1 ps), which is an input error here, not a wrapped time.
+void Chip::set_clock_ghz(double ghz) {
+  params_.clock_ghz = ghz;
+  period_ = sc_core::sc_time(1.0 / ghz, sc_core::SC_NS);
+}
+
 sc_core::sc_time Chip::time_of_cycle(sc_core::sc_time start, uint64_t cycle) const {
   const auto offset = try_mul<uint64_t>(cycle, period_.value());
   const auto target = offset ? try_add<uint64_t>(start.value(), *offset) : std::nullopt;

@@ -101,6 +101,8 @@ class Chip : public Component {
   // fall back to chip.blocks_per_core or the SRAM footprint. Kept until changed.
   void set_kernel_occupancy(std::vector<int64_t> per_kernel) { kernel_occupancy_ = std::move(per_kernel); }
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
+  // The cores' clock (what a cycle lasts), for the next run(); Machine::set_clock_ghz keeps DRAM in step.
+  void set_clock_ghz(double ghz);
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).
   void record_blocks(bool on) { record_blocks_ = on; }
   const std::vector<BlockRecord>& block_records() const { return block_records_; }

@@ -1,5 +1,9 @@
 #include "sim/machine.h"
 
+#include <fmt/format.h>
+
+#include <stdexcept>
+
 #include "models/common/registry.h"
 
 namespace attnsim {
@@ -119,6 +123,15 @@ void Machine::load(const isa::Program& program, bool symbolic, bool timing_only)
   }
   chip_loaded_ = false;
   sequencer_->load(program, dtype_, symbolic, timing_only);
+}
+
+void Machine::set_clock_ghz(double ghz) {
+  if (!chip_) throw std::logic_error("Machine::set_clock_ghz: only a whole chip's clock can change");
+  if (!(ghz >= 1e-6 && ghz <= 1000.0))
+    throw InputError("", {}, fmt::format("clock of {} GHz: expected 1e-06 to 1000", ghz));
+  hbm_->set_core_clock_ghz(ghz);
+  chip_->set_clock_ghz(ghz);
+  clock_ghz_ = ghz;
 }
 
 void Machine::run() {

@@ -34,6 +34,9 @@ class Machine {
   void load(const isa::Program& program, bool symbolic, bool timing_only = false);
   void load(isa::Program&&, bool, bool = false) = delete;
   void run();  // sc_start() until the program completes; rethrows execution errors
+  // A whole chip's core clock for the next load() and run(): the cores' cycles keep their length in cycles,
+  // DRAM's timing (in ns) is converted anew. For validating against a kernel measured at another clock.
+  void set_clock_ghz(double ghz);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }

@@ -137,6 +137,12 @@ Measurement project_measurement(const CsvRow& row) {
   m.l1_write_bytes = number("l1_write_bytes");
   m.dram_read_bytes = number("dram_read_bytes");
   m.dram_write_bytes = number("dram_write_bytes");
+  if (row.has("sm_clock_ghz") && !text("sm_clock_ghz").empty()) {
+    m.sm_clock_ghz = number("sm_clock_ghz");
+    if (!(m.sm_clock_ghz > 0.01 && m.sm_clock_ghz < 10))
+      throw InputError(row.path, {row.line, 1},
+                       fmt::format("column sm_clock_ghz: {} GHz is not an SM clock", text("sm_clock_ghz")));
+  }
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
   // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
   // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
@@ -381,16 +387,22 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   ValidationSummary summary;
   summary.clock_ghz = config["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
+  const double config_clock = machine.clock_ghz();
   for (const auto& m : measurements) {
     std::string skipped = m.not_simulated;
     std::optional<ValidationRow> row;
+    // A row that says at which clock its SMs ran is simulated at that clock (a whole chip's cores and DRAM).
+    const bool own_clock = m.sm_clock_ghz > 0 && machine.is_chip();
+    if (machine.is_chip()) machine.set_clock_ghz(own_clock ? m.sm_clock_ghz : config_clock);
     if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
     if (!row) {
       summary.not_simulated.push_back(m);
       summary.not_simulated.back().not_simulated = skipped;
       continue;
     }
-    summary.base_clock_rows += m.clock_control == "base" && machine.clock_base_ghz() > 0 ? 1 : 0;
+    summary.measured_clock_rows += own_clock ? 1 : 0;
+    summary.base_clock_rows +=
+        !own_clock && m.clock_control == "base" && machine.clock_base_ghz() > 0 ? 1 : 0;
     summary.rows.push_back(*row);
   }
   summarize_rows(summary);
@@ -401,6 +413,17 @@ namespace {
 
 // Which clock turned the rows' cycles into time.
 std::string clock_words(const ValidationSummary& s) {
+  if (s.measured_clock_rows > 0) {
+    const std::string own = fmt::format(
+        "the SM clock Nsight Compute measured during each row's kernels (sm_clock_ghz) for {} rows",
+        s.measured_clock_rows);
+    const size_t rest = s.rows.size() - s.measured_clock_rows;
+    if (rest == 0) return own;
+    return fmt::format("{}; {} for the other {}", own,
+                       s.base_clock_rows > 0 ? fmt::format("{} GHz (clock_base_ghz)", s.clock_base_ghz)
+                                             : fmt::format("{} GHz (clock_ghz)", s.clock_ghz),
+                       rest);
+  }
   if (s.base_clock_rows == 0) return fmt::format("the config's clock_ghz, {} GHz", s.clock_ghz);
   if (s.base_clock_rows == s.rows.size())
     return fmt::format("{} GHz, the config's clock_base_ghz: the rows ran under ncu --clock-control base",

@@ -47,6 +47,10 @@ struct Measurement {
   int line = 0;               // in the CSV, for errors
   std::string path;           // the CSV it came from (several may be validated together)
   std::string clock_control;  // Nsight Compute's --clock-control of the row ("base", "none"), if given
+  // The SM clock Nsight Compute measured while the row's kernels ran (sm__cycles_elapsed.avg.per_second,
+  // time-weighted over its launches); 0 when the CSV has none. Under heavy tensor-core load it is below
+  // the locked base clock, and the row is simulated at it.
+  double sm_clock_ghz = 0;
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
@@ -70,9 +74,10 @@ struct ValidationSummary {
   std::vector<Measurement> not_simulated;
   double dram_read_nrmse = 0, dram_read_pearson = 0;
   double dram_write_nrmse = 0, dram_write_pearson = 0;
-  double clock_ghz = 0;        // the config's clock, which turns predicted cycles into time
-  double clock_base_ghz = 0;   // the config's clock under --clock-control base (0: not given)
-  size_t base_clock_rows = 0;  // rows measured at base clocks and converted with clock_base_ghz
+  double clock_ghz = 0;            // the config's clock, which turns predicted cycles into time
+  double clock_base_ghz = 0;       // the config's clock under --clock-control base (0: not given)
+  size_t base_clock_rows = 0;      // rows measured at base clocks and converted with clock_base_ghz
+  size_t measured_clock_rows = 0;  // rows simulated at their own measured SM clock (sm_clock_ghz)
   // Kernel time, predicted / measured, over the rows with a measured time.
   double time_mape = 0, time_pearson = 0;
   size_t timed_rows = 0;

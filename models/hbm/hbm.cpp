@@ -93,6 +93,11 @@ std::vector<uint64_t> Hbm::allocate(const std::vector<std::string>& names, const
   return bases;
 }
 
+void Hbm::set_core_clock_ghz(double ghz) {
+  hbm::HbmTiming check(params_.timing, ghz);  // throws on a clock the timing model cannot use
+  core_clock_ghz_ = ghz;
+}
+
 void Hbm::use_calendar(uint64_t window_cycles) {
   calendar_window_ = window_cycles;
   calendar_ = std::make_unique<BandwidthCalendar>(params_.timing.peak_bandwidth_gbps / core_clock_ghz_,

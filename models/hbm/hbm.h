@@ -45,6 +45,8 @@ class Hbm : public Component, public MemoryLevel {
   // order and the channel model's busy-until times are not causal. Decoupled, every request is timed by a
   // bandwidth calendar over all channels (peak bandwidth) plus the fixed latency; the ledger is the same.
   void use_calendar(uint64_t window_cycles);
+  // The core clock that turns the DRAM's nanoseconds into cycles; takes effect at the next place().
+  void set_core_clock_ghz(double ghz);
   BandwidthCalendar* calendar() { return calendar_.get(); }
 
   const hbm::HbmTiming& timing() const { return *timing_; }

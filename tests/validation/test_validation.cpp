@@ -289,6 +289,56 @@ TEST(Validation, TensorCoreFlash2OnTheWholeChip) {
   }
 }
 
+// A row that carries the SM clock Nsight Compute measured (sm_clock_ghz: under tensor-core load the H100
+// ran at 1.38-1.45 GHz with its clock locked to the 1.605 GHz base) is simulated at that clock; a row
+// without one at the config's clock_base_ghz, so one row's clock does not stick to the next.
+TEST(Validation, RowsRunAtTheirMeasuredSmClock) {
+  const std::string data = kRoot + "/validation/data/h100_tc_flash2.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.n == 4096 && m.kernel == "tc" && m.d == 64 && m.block_q == 64 && !m.causal) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_EQ(rows[0].clock_control, "base");
+  rows.push_back(rows[0]);
+  rows[0].sm_clock_ghz = 1.2;
+  rows[1].sm_clock_ghz = 0;
+  rows.push_back(rows[0]);
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 3u);
+  EXPECT_EQ(s.rows[0].clock_ghz, 1.2);
+  EXPECT_EQ(s.rows[1].clock_ghz, 1.605);  // configs/h100.yaml clock_base_ghz
+  EXPECT_EQ(s.rows[2].clock_ghz, 1.2);
+  EXPECT_EQ(s.measured_clock_rows, 2u);
+  EXPECT_EQ(s.base_clock_rows, 1u);
+  for (const auto& row : s.rows)
+    EXPECT_DOUBLE_EQ(row.predicted_ns, static_cast<double>(row.predicted_cycles) / row.clock_ghz);
+  // The same program at the same clock gives the same cycles: nothing of the first run is left over.
+  EXPECT_EQ(s.rows[0].predicted_cycles, s.rows[2].predicted_cycles);
+  // DRAM's timing is in ns: the new clock reaches it (a config with clock_ghz 1.2 gives these cycles too).
+  EXPECT_NE(s.rows[0].predicted_cycles, s.rows[1].predicted_cycles);
+}
+
+TEST(Validation, AnSmClockOutOfRangeNamesFileAndLine) {
+  const std::string path = ::testing::TempDir() + "bad_clock.csv";
+  std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");
+  std::string header, line;
+  std::getline(in, header);
+  while (std::getline(in, line) && line.find(",tc,flash2,") == std::string::npos) {
+  }
+  {
+    std::ofstream out(path);
+    out << header << ",sm_clock_ghz\n" << line << ",1.42\n" << line << ",0\n";
+  }
+  try {
+    read_measurements(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_NE(std::string(e.what()).find("sm_clock_ghz: 0 GHz is not an SM clock"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The FFMA kernels' times are not held against the MXU; the padded variant's bytes are not the schedule's.
 TEST(Validation, FfmaTimesAndPaddedRowsAreLeftOut) {
   const std::string data = kRoot + "/validation/data/h100_tc_flash2.csv";

@@ -5,7 +5,7 @@
 # SET names a configuration file validation/tc_configs_SET.txt: one harness argument line per configuration
 # ('#' comments; a line may start with `harness_bwd` to use that executable). Sets: flash2 (the first tc
 # data, h100_tc_flash2.csv), flash2_grid (n 512..32K, 8 to 256 heads), fwd (the other forward schedules),
-# bwd (the backward), h200 (a subset of all of them for the other GPU kind).
+# bwd (the backward), subset (29 of all of them, for the other GPU kind).
 #
 # 1. builds (build.sh), records the environment (<gpu>_tc_env.txt) and the SASS instruction mix of the tc
 #    kernels (HMMA, LDSM, LDGSTS, MUFU, local memory) into sass_tc.txt;

@@ -148,7 +148,7 @@ Measurement project_measurement(const CsvRow& row) {
   // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
   // cannot express (its double_buffer doubles K/V too); naive's kernels and the FFMA kernels do not.
   m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
-  m.accumulators_in_registers = m.kernel == "tc" && m.schedule == "flash2";
+  m.accumulators_in_registers = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "

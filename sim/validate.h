@@ -41,7 +41,7 @@ struct Measurement {
   // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
   // simulated program prefetches too (AttentionShape::double_buffer): forward schedules only.
   bool double_buffer = false;
-  // flash2: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
+  // flash2 and two-pass: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
   // (ForwardShape::accumulators_in_registers).
   bool accumulators_in_registers = false;
   int line = 0;               // in the CSV, for errors

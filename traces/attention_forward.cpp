@@ -322,6 +322,8 @@ void two_pass(Gen& g) {
   const int pb = g.b.buffer("Pij", br, bc, s.dtype);
   const Stats st = stats_buffers(g, "mi", "li");
   const int oi = g.b.buffer("Oi", br, d, kAcc);
+  // The statistics stored and reloaded between the passes stay in SRAM: the DMA reaches SRAM only.
+  if (s.accumulators_in_registers) g.b.in_registers({sc, pb, st.m_tile, st.m_new, st.alpha, st.l_tile, oi});
   const auto q_blocks = blocks(s.n, br);
   // Two kernels, each a grid of (query block, head) thread blocks.
   const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
@@ -381,7 +383,12 @@ void two_pass(Gen& g) {
             else
               g.emit(Opcode::Mac, {P_ij(), g.buf(vj[slot], cols), g.buf(oi, rows), g.buf(oi, rows)});
           });
-      g.emit(Opcode::Store, {g.buf(oi, rows), g.at(g.o, h, qb)});
+      int stored = oi;
+      if (s.accumulators_in_registers) {  // staged through Q_i's SRAM, in the storage dtype
+        g.emit(Opcode::Mov, {g.buf(oi, rows), g.buf(qi, rows)});
+        stored = qi;
+      }
+      g.emit(Opcode::Store, {g.buf(stored, rows), g.at(g.o, h, qb)});
     }
 }
 
@@ -687,11 +694,14 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.spill_bytes_per_block < 0 || s.spill_bytes_per_block % 4 != 0)
     throw std::invalid_argument("spill bytes per block: a multiple of 4");
   if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient ||
-       s.spill_bytes_per_block > 0 || s.accumulators_in_registers) &&
+       s.spill_bytes_per_block > 0) &&
       schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument(
-        "a persistent grid, a stored row statistic, the memory-efficient loads, spill stores and "
-        "accumulators in registers are flash2 options");
+        "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "
+        "options");
+  if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
+      schedule != ForwardSchedule::TwoPassFused)
+    throw std::invalid_argument("accumulators in registers are a flash2 and two-pass option");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

@@ -57,7 +57,8 @@ struct ForwardShape : AttentionShape {
   // flash2 only: bytes every block stores at its end beyond O (a compiled kernel's register spills to local
   // memory, which reach L2); a multiple of 4, 0 for none.
   int64_t spill_bytes_per_block = 0;
-  // flash2 only: keep S, P, O_i and the row statistics in the core's tile register file, as GPU kernels keep
+  // flash2 and two-pass: keep S, P, O_i and the row statistics in the core's tile register file (two-pass:
+  // all but m_i and l_i, which are stored and reloaded), as GPU kernels keep
   // them in registers (each warp its rows' fragments); only Q_i, K_j and V_j live in SRAM, and O_i is staged
   // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). Needs a `tile_regs` unit.
   bool accumulators_in_registers = false;

@@ -193,8 +193,8 @@ int cmd_gen(const std::vector<std::string>& args) {
       "double-buffer", po::bool_switch(&in.shape.double_buffer), "tile kinds: prefetch the next K/V block")(
       "single-buffer", po::bool_switch(&single_buffer), "tile kinds: no prefetch (the default here)")(
       "registers", po::bool_switch(&in.registers),
-      "flash2: keep S, P, O_i and the row statistics in the tile register file, as GPU kernels keep them in "
-      "registers (the config needs tile_regs)")(
+      "flash2, two-pass: keep S, P, O_i and the row statistics in the tile register file, as GPU kernels "
+      "keep them in registers (the config needs tile_regs)")(
       "dtype", po::value(&dtype)->default_value("f16"),
       "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
       "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(

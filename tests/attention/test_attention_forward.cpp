@@ -480,6 +480,26 @@ TEST(Flash2Registers, SameValuesAndBytesLessSramTraffic) {
   EXPECT_LT(in_registers.cycles, in_sram.cycles);
 }
 
+// two-pass the same way: S, P, O_i and the online statistics' temporaries in registers; m_i and l_i, which
+// the first pass stores and the second reloads, stay in SRAM where the DMA reaches them.
+TEST(TwoPassRegisters, SameValuesAndBytesLessSramTraffic) {
+  Sim sim;
+  ForwardShape s = shape(256, 64, 64, 64, true, Dtype::F16);
+  const Outcome in_sram = sim.run(traces::forward_program(ForwardSchedule::TwoPassFused, s));
+  s.accumulators_in_registers = true;
+  const isa::Program program = traces::forward_program(ForwardSchedule::TwoPassFused, s);
+  std::vector<std::string> in_regs;
+  for (const auto& b : program.buffers)
+    if (b.space == isa::BufferDecl::Space::Regs) in_regs.push_back(b.name);
+  EXPECT_EQ(in_regs, (std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi"}));
+  const Outcome in_registers = sim.run(program);
+  EXPECT_TRUE(in_registers.check.passed);
+  EXPECT_EQ(in_registers.o, in_sram.o);
+  EXPECT_EQ(in_registers.read, in_sram.read);
+  EXPECT_EQ(in_registers.written, in_sram.written);
+  EXPECT_LT(in_registers.cycles, in_sram.cycles);
+}
+
 // Streamed in chunks of 7 instructions (generated on a worker thread, as `attnsim` runs long programs),
 // every schedule runs exactly as in memory: operands stay valid across chunk hand-offs.
 class Streaming : public ::testing::TestWithParam<ForwardSchedule> {};

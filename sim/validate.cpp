@@ -148,7 +148,11 @@ Measurement project_measurement(const CsvRow& row) {
   // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
   // cannot express (its double_buffer doubles K/V too); naive's kernels and the FFMA kernels do not.
   m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
-  m.accumulators_in_registers = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  // The tensor-core kernels keep S, P and the accumulators in registers, except naive's and flash1's, whose
+  // programs have no such option yet.
+  m.accumulators_in_registers =
+      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash2-bwd" ||
+                           m.schedule == "flash2-bwd-no-d");
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "
@@ -266,6 +270,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.skip_forward_values = true;  // validation runs are timing-only
     shape.as_flash_attn = m.as_flash_attn;
     shape.spill_bytes_per_block = m.spill_bytes_per_block;
+    shape.accumulators_in_registers = m.accumulators_in_registers;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {

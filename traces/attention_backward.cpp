@@ -198,6 +198,8 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
   p.dot_do_o = b.kernel("flash2_bwd_dot_do_o", {tr, s.heads, 1});
   p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1});
+  if (s.accumulators_in_registers && !s.as_flash_attn)
+    b.in_registers({p.buf.sc, p.buf.pb, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (!s.as_flash_attn) return p;
   p.convert_dq = b.kernel("flash2_bwd_convert_dq", {tr, s.heads, 1});
   b.in_registers({p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});  // the f32 tiles flash-attn keeps in registers
@@ -277,11 +279,12 @@ void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
         emit_dkdv_tile(s, g, p, h, qb, kb, first);
         first = false;
       }
-      if (s.as_flash_attn) {  // through shared memory in the storage dtype, where K_j and V_j were
+      const bool staged = s.as_flash_attn || s.accumulators_in_registers;
+      if (staged) {  // through shared memory in the storage dtype, where K_j and V_j were
         g.emit(Opcode::Mov, {b.buf(buf.dkj, c), b.buf(buf.kj, c)});
         g.emit(Opcode::Mov, {b.buf(buf.dvj, c), b.buf(buf.vj, c)});
       }
-      const int dk_from = s.as_flash_attn ? buf.kj : buf.dkj, dv_from = s.as_flash_attn ? buf.vj : buf.dvj;
+      const int dk_from = staged ? buf.kj : buf.dkj, dv_from = staged ? buf.vj : buf.dvj;
       g.emit(Opcode::Store, {b.buf(dk_from, c), g.rows(p.t.dk, h, kb)});
       g.emit(Opcode::Store, {b.buf(dv_from, c), g.rows(p.t.dv, h, kb)});
       if (p.local >= 0) {
@@ -334,6 +337,7 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   const int64_t br = s.block_q, bc = s.block_k;
   const auto [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = declare_tile_buffers(b, s);
   const int part = b.buffer("Dpart", br, 1, kAcc);
+  if (s.accumulators_in_registers) b.in_registers({sc, pb, dp, di, part, dqi});
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
   const int kernel = b.kernel("flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1});
@@ -381,7 +385,12 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
         g.mac(first, b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r));
         first = false;
       }
-      g.emit(Opcode::Store, {b.buf(dqi, r), g.rows(t.dq, h, qb)});
+      int dq_from = dqi;
+      if (s.accumulators_in_registers) {  // staged through Q_i's SRAM, in the storage dtype
+        g.emit(Opcode::Mov, {b.buf(dqi, r), b.buf(qi, r)});
+        dq_from = qi;
+      }
+      g.emit(Opcode::Store, {b.buf(dq_from, r), g.rows(t.dq, h, qb)});
     }
   }
   return b.take();
@@ -532,6 +541,8 @@ std::string_view schedule_name(BackwardSchedule schedule) {
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+  if (s.accumulators_in_registers && schedule == BackwardSchedule::Naive)
+    throw std::invalid_argument("accumulators in registers are a flash2-bwd and flash2-bwd-no-d option");
   Gen g(s, std::string(schedule_name(schedule)) + "(n=" + std::to_string(s.n) + ", d=" + std::to_string(s.d) +
                ", heads=" + std::to_string(s.heads) + ", Br=" + std::to_string(s.block_q) +
                ", Bc=" + std::to_string(s.block_k) + (s.causal ? ", causal" : "") + ")");

@@ -53,6 +53,11 @@ struct BackwardShape : AttentionShape {
   // register spills to local memory, which reach L2; a property of the compiled kernel, not of the
   // algorithm). A multiple of 4; 0 for none.
   int64_t spill_bytes_per_block = 0;
+  // flash2-bwd and flash2-bwd-no-d, as the project's tensor-core kernels (validation/kernels_tc_bwd.cu) keep
+  // them in registers: S, P, dP and the f32 accumulators that are not added into HBM (flash2-bwd: dK_j,
+  // dV_j, stored through the SRAM of K_j, V_j; no-D: D_i and dQ_i, stored through Q_i's) in the register
+  // file. What the DMA stores or adds (dS, dQ_i's partial products, no-D's dK_j, dV_j) stays in SRAM.
+  bool accumulators_in_registers = false;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -56,8 +56,8 @@ class Sim {
  public:
   explicit Sim(Dtype machine_dtype = Dtype::F16)
       : machine_(load_config(kConfigs + "h100-sm.yaml", machine_dtype == Dtype::F32
-                                                         ? std::vector<std::string>{"dtype=f32"}
-                                                         : std::vector<std::string>{})) {}
+                                                            ? std::vector<std::string>{"dtype=f32"}
+                                                            : std::vector<std::string>{})) {}
 
   Outcome run(const isa::Program& p, bool timing_only = false) {
     machine_.load(p, false, timing_only);

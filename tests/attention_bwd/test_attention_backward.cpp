@@ -446,6 +446,44 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::tuple{96, 16, 32, 32, 3})),  // three heads
     ledger_case_name);
 
+// With the accumulators in the register file, as the project's tensor-core kernels keep them: the same
+// closed-form bytes per tensor (the staging MOVs add no HBM traffic), the values still check.
+class BackwardRegisters : public ::testing::TestWithParam<std::tuple<BackwardSchedule, bool>> {};
+
+TEST_P(BackwardRegisters, ClosedFormBytesAndValues) {
+  const auto& [schedule, causal] = GetParam();
+  BackwardShape s = shape(130, 16, 48, 20, causal, Dtype::F16, 2);
+  s.accumulators_in_registers = true;
+  const isa::Program p = traces::backward_program(schedule, s);
+  std::vector<std::string> in_regs;
+  for (const auto& b : p.buffers)
+    if (b.space == isa::BufferDecl::Space::Regs) in_regs.push_back(b.name);
+  const std::vector<std::string> flash2{"S", "P", "dP", "dKj", "dVj"},
+      no_d{"Di", "S", "P", "dP", "dQi", "Dpart"};
+  EXPECT_EQ(in_regs, schedule == BackwardSchedule::Flash2 ? flash2 : no_d);
+  RunResult r = run_program(p, on("h100-sm"));
+  const Ledger l = expected(schedule, shape(130, 16, 48, 20, causal, Dtype::F16));
+  EXPECT_EQ(r.hbm_bytes_read, times(l.read, 2));
+  EXPECT_EQ(r.hbm_bytes_written, times(l.written, 2));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+}
+
+INSTANTIATE_TEST_SUITE_P(Flash2Schedules, BackwardRegisters,
+                         ::testing::Combine(::testing::Values(BackwardSchedule::Flash2,
+                                                              BackwardSchedule::Flash2NoD),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(name_of(std::get<0>(info.param))) +
+                                  (std::get<1>(info.param) ? "Causal" : "Full");
+                         });
+
+TEST(BackwardRegisters, NotANaiveOption) {
+  BackwardShape s = shape(64, 16, 32, 32, false, Dtype::F16);
+  s.accumulators_in_registers = true;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Naive, s), std::invalid_argument);
+}
+
 // Seed 002: without D, K (and V) are loaded twice per query block, where flash2-bwd loads them once in
 // all: exactly 2 * Tr times the bytes. Causal with square blocks dividing n: T(T+1)/2 tiles of b rows.
 TEST(KReads, NoDReadsKTwicePerQueryBlock) {

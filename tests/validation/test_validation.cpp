@@ -318,6 +318,32 @@ TEST(Validation, RowsRunAtTheirMeasuredSmClock) {
   EXPECT_NE(s.rows[0].predicted_cycles, s.rows[1].predicted_cycles);
 }
 
+// Kernel time on the other GPU kind, never used to set a parameter: the H200 rows of the schedules whose
+// programs keep S, P and O where the kernels do (flash2, two-pass in registers; flash1), simulated at their
+// measured SM clock on configs/h200.yaml. Bounds as measured on 2026-11-23 (docs/validation.md: 0.81-1.02,
+// MAPE 12%); the 10% target is not met yet, and the lone-warp latency the model lacks makes every
+// row a little fast. A regression guard: a change that moves any of them out of the band must say why.
+TEST(Validation, TensorCoreTimeOnTheH200) {
+  const std::string data = kRoot + "/validation/data/h200_tc_subset.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if ((m.schedule == "flash2" || m.schedule == "flash1" || m.schedule == "two-pass") &&
+        m.n * m.heads <= 2048 * 256 && m.n <= 4096)
+      rows.push_back(m);
+  ASSERT_EQ(rows.size(), 14u);
+  const ValidationSummary s = validate(kRoot + "/configs/h200.yaml", data, rows);
+  ASSERT_EQ(s.timed_rows, 14u);
+  EXPECT_EQ(s.measured_clock_rows, 14u);
+  for (const auto& row : s.rows) {
+    const double ratio = row.predicted_ns / row.measured.time_ns;
+    EXPECT_GT(ratio, 0.78) << row.measured.schedule << " line " << row.measured.line;
+    EXPECT_LT(ratio, 1.08) << row.measured.schedule << " line " << row.measured.line;
+    EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes) << row.measured.line;
+  }
+  EXPECT_LT(s.time_mape, 0.15);
+  EXPECT_GT(s.time_pearson, 0.98);
+}
+
 TEST(Validation, AnSmClockOutOfRangeNamesFileAndLine) {
   const std::string path = ::testing::TempDir() + "bad_clock.csv";
   std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");
@@ -407,21 +433,22 @@ TEST(Validation, SdpaTileTooLargeForAnIntegerIsAnUnmappedKernel) {
 }
 
 // The tensor-core kernels of every schedule (validation/kernels_tc_fwd.cu, kernels_tc_bwd.cu, kernels_tc.cu;
-// `bash validation/run_tc.sh flash2_grid fwd bwd` on an H100): every configuration passed its float64 check;
-// the rows the device run did not profile are listed with the reason, never simulated.
+// `bash validation/run_tc.sh flash2_grid fwd bwd` on an H100, `subset` on an H200): every configuration
+// passed its float64 check and was profiled, with the SM clock its kernels ran at (below the locked base
+// clock: 1.605 GHz on the H100, 1.50 on the H200).
 TEST(Validation, TensorCoreKernelsOfEverySchedulePassedTheirCheck) {
-  size_t rows = 0, unprofiled = 0;
-  for (const char* set : {"flash2_grid", "fwd", "bwd"})
-    for (const Measurement& m : read_measurements(kRoot + "/validation/data/h100_tc_" + set + ".csv")) {
+  size_t rows = 0;
+  for (const char* file : {"h100_tc_flash2_grid", "h100_tc_fwd", "h100_tc_bwd", "h200_tc_subset"})
+    for (const Measurement& m : read_measurements(kRoot + "/validation/data/" + file + ".csv")) {
       ++rows;
-      EXPECT_EQ(m.kernel, "tc") << set << " line " << m.line;
-      EXPECT_LE(m.max_rel_error, tolerance_for(Dtype::F16)) << set << " line " << m.line;
-      if (m.not_simulated.empty()) continue;
-      ++unprofiled;
-      EXPECT_NE(m.not_simulated.find("not profiled"), std::string::npos) << m.not_simulated;
+      EXPECT_EQ(m.kernel, "tc") << file << " line " << m.line;
+      EXPECT_LE(m.max_rel_error, tolerance_for(Dtype::F16)) << file << " line " << m.line;
+      EXPECT_EQ(m.not_simulated, "") << file << " line " << m.line;
+      EXPECT_GT(m.sm_clock_ghz, 1.2) << file << " line " << m.line;
+      EXPECT_LT(m.sm_clock_ghz, std::string(file).rfind("h100", 0) == 0 ? 1.65 : 1.55)
+          << file << " line " << m.line;
     }
-  EXPECT_EQ(rows, 126u);
-  EXPECT_EQ(unprofiled, 5u);
+  EXPECT_EQ(rows, 126u + 29u);
 }
 
 struct TcRow {

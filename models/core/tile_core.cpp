@@ -281,7 +281,7 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
     else
       copy_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
   }
-  return {t.start, t.done};
+  return {t.start, t.done, t.done};
 }
 
 TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
@@ -293,9 +293,10 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = mxu.matmul(a.out_rows(), a.out_cols(), b.out_cols());
   // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
   cycles = std::max(cycles, operand_traffic(d, ctx));
-  const uint64_t done = start + cycles;
-  mxu_free_ = done;
-  if (!values) return {start, done};
+  mxu_free_ = start + cycles;
+  // A reader of the result waits for its latency too; the array is free for other work meanwhile.
+  const uint64_t done = mxu_free_ + static_cast<uint64_t>(mxu.params().result_latency);
+  if (!values) return {start, done, mxu_free_};
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
   std::optional<TileView> vc;
   if (d.op == isa::Opcode::Mac) vc = view(d.ops[2], ctx);
@@ -307,14 +308,14 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
                         (acc.offset != dst.offset || acc.transpose != dst.transpose));
   if (!aliases) {
     MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
-    return {start, done};
+    return {start, done, mxu_free_};
   }
   std::vector<double> scratch(static_cast<size_t>(vd.rows * vd.cols));
   TileView tmp{scratch.data(), vd.rows, vd.cols, vd.cols, false};
   MxuUnit::compute(va, vb, vc ? &*vc : nullptr, tmp, out);
   for (int64_t r = 0; r < vd.rows; ++r)
     for (int64_t c = 0; c < vd.cols; ++c) vd.at(r, c) = tmp.at(r, c);
-  return {start, done};
+  return {start, done, mxu_free_};
 }
 
 TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
@@ -328,10 +329,10 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   const int64_t cols = reduction ? src.out_cols() : dst.out_cols();
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
-  const uint64_t done = start + cycles;
-  vpu_free_ = done;
+  vpu_free_ = start + cycles;
+  const uint64_t done = vpu_free_ + vpu.result_latency(op);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
-  return {start, done};
+  return {start, done, vpu_free_};
 }
 
 void TileCore::vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op) {

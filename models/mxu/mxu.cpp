@@ -151,6 +151,11 @@ void register_mxu_models() {
         params.arrays =
             p.get<int64_t>("arrays", 1, "arrays",
                            "systolic arrays working in parallel; N is split evenly over them", 1, kMaxArrays);
+        params.result_latency =
+            p.get<int64_t>("result_latency", 0, "cycles",
+                           "after a matmul leaves the array, before a dependent instruction may start; the "
+                           "array serves other work meanwhile",
+                           0, kMaxLatency);
         return std::make_unique<MxuUnit>(instance, params);
       });
 }

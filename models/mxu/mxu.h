@@ -15,6 +15,10 @@ class MxuUnit : public Component {
  public:
   struct Params {
     mxu::MxuGeometry geometry;
+    // Cycles after a matmul's last cycle on the array before an instruction that reads its result may
+    // start; the array serves other work meanwhile (on a GPU: the fragment loads and the last mma's
+    // latency, which other warps hide and a lone warp waits out). 0: the result is ready when the array is.
+    int64_t result_latency = 0;
     int64_t arrays = 1;
   };
   MxuUnit(sc_core::sc_module_name instance, const Params& params);

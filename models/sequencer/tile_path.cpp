@@ -96,7 +96,7 @@ void Sequencer::execute_tiles() {
       const TileDecoded& d = streamed ? scratch : tile_code_[c];
       const TileCore::Step step = core.execute(d, ctx, blocking, values);
       if (observer_) [[unlikely]]
-        observer_->after_step(i, step.start, step.done);
+        observer_->after_step(i, step.start, step.unit_free);  // the unit's occupancy
       keep_quantum(step.start);
     }
   }

@@ -235,6 +235,12 @@ void register_vpu_models() {
                                        ? "cycles added once per " + key + " op (the lane-combining tree)"
                                        : "cycles added once per " + key + " op (pipeline fill)",
                                    0, kMaxLatency);
+          params.result_latency[index(op)] =
+              p.get<int64_t>(key + "_result_latency", 0, "cycles",
+                             "after a " + key +
+                                 " op leaves the unit, before a dependent instruction may start (the unit "
+                                 "serves other work meanwhile)",
+                             0, kMaxLatency);
           per_vector =
               p.get<int64_t>(key + "_cycles_per_vector", per_vector, "cycles/vector",
                              "issue interval of " + key + " per vector of `lanes` elements", 1, kMaxLatency);

@@ -21,6 +21,10 @@ class VpuUnit : public Component {
     int64_t lanes = 128;
     std::array<int64_t, kVpuOpCount> latency{};            // cycles before the first vector's result
     std::array<int64_t, kVpuOpCount> cycles_per_vector{};  // issue interval per vector of `lanes` elements
+    // Cycles after an op leaves the unit before a dependent instruction may start; the unit serves other
+    // work meanwhile (on a GPU: the dependent-instruction latency a lone warp waits out and other warps
+    // hide).
+    std::array<int64_t, kVpuOpCount> result_latency{};
   };
   // The documented defaults (docs/models/vpu.md), the same ones the "simd" factory starts from. A bare
   // Params{} has zero cycles per vector and is rejected by the constructor.
@@ -31,6 +35,9 @@ class VpuUnit : public Component {
   // Cycles the unit is busy for `op` over a rows x cols tile (the larger operand for reductions);
   // records ops, element operations, busy cycles.
   uint64_t op_cycles(VpuOp op, int64_t rows, int64_t cols);
+  uint64_t result_latency(VpuOp op) const {
+    return static_cast<uint64_t>(params_.result_latency[static_cast<size_t>(op)]);
+  }
 
   // d = op(a, b). Shapes: d is r x c; a and b are each r x c, r x 1 (one value per row, broadcast
   // along the row), 1 x c, or 1 x 1. Unary ops (Exp, Mov) ignore b. Results rounded to dtype.

@@ -91,6 +91,31 @@ TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
   EXPECT_TRUE(machine.sequencer().tensor_values(3).empty());
 }
 
+// A result latency delays the instructions that read the result, not the unit: two dependent EXPs take
+// exactly the latency longer than two independent ones, and nothing changes without it. The same for the
+// MXU's result_latency with two MACs.
+uint64_t cycles_of(Machine& machine, const std::string& body) {
+  const isa::Program program = isa::assemble(
+      ".tensor X[16][16] f32 random(seed=1, lo=-1, hi=1)\n.buffer A[16][16] f32\n.buffer B[16][16] f32\n"
+      ".buffer C[16][16] f32\nLOAD X[0:16, 0:16], A\n" +
+          body,
+      "latency.trace");
+  machine.load(program, false, true);
+  machine.run();
+  return machine.sequencer().cycles();
+}
+
+TEST(ResultLatency, DependentInstructionsWaitForItAndTheUnitDoesNot) {
+  Machine machine(
+      load_config(kConfigs + "h100-sm.yaml", {"vpu.exp_result_latency=50", "mxu.result_latency=70"}));
+  const uint64_t exp_dependent = cycles_of(machine, "EXP A, B\nEXP B, C\n");
+  const uint64_t exp_independent = cycles_of(machine, "EXP A, B\nEXP A, C\n");
+  EXPECT_EQ(exp_dependent, exp_independent + 50);
+  const uint64_t mac_dependent = cycles_of(machine, "MAC_Z A, A, B\nMAC_Z B, A, C\n");
+  const uint64_t mac_independent = cycles_of(machine, "MAC_Z A, A, B\nMAC_Z A, A, C\n");
+  EXPECT_EQ(mac_dependent, mac_independent + 70);
+}
+
 // A streamed program (generated on a worker thread, delivered in small chunks) runs exactly like the same
 // program held in memory, values included.
 TEST(Streaming, SameResultsAsTheProgramInMemory) {

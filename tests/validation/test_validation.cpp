@@ -320,9 +320,9 @@ TEST(Validation, RowsRunAtTheirMeasuredSmClock) {
 
 // Kernel time on the other GPU kind, never used to set a parameter: the H200 rows of the schedules whose
 // programs keep S, P and O where the kernels do (flash2, two-pass in registers; flash1), simulated at their
-// measured SM clock on configs/h200.yaml. Bounds as measured on 2026-11-23 (docs/validation.md: 0.81-1.02,
-// MAPE 12%); the 10% target is not met yet, and the lone-warp latency the model lacks makes every
-// row a little fast. A regression guard: a change that moves any of them out of the band must say why.
+// measured SM clock on configs/h200.yaml with the H100's measured instruction latencies. Bounds as measured
+// on 2026-11-23 (docs/validation.md: 0.85-1.23, MAPE 7.1% over these 14 rows): a regression guard; a change
+// that moves a row out of the band must say why.
 TEST(Validation, TensorCoreTimeOnTheH200) {
   const std::string data = kRoot + "/validation/data/h200_tc_subset.csv";
   std::vector<Measurement> rows;
@@ -336,11 +336,11 @@ TEST(Validation, TensorCoreTimeOnTheH200) {
   EXPECT_EQ(s.measured_clock_rows, 14u);
   for (const auto& row : s.rows) {
     const double ratio = row.predicted_ns / row.measured.time_ns;
-    EXPECT_GT(ratio, 0.78) << row.measured.schedule << " line " << row.measured.line;
-    EXPECT_LT(ratio, 1.08) << row.measured.schedule << " line " << row.measured.line;
+    EXPECT_GT(ratio, 0.82) << row.measured.schedule << " line " << row.measured.line;
+    EXPECT_LT(ratio, 1.26) << row.measured.schedule << " line " << row.measured.line;
     EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes) << row.measured.line;
   }
-  EXPECT_LT(s.time_mape, 0.15);
+  EXPECT_LT(s.time_mape, 0.10);  // the target, on these schedules
   EXPECT_GT(s.time_pearson, 0.98);
 }
 

@@ -63,14 +63,16 @@ __global__ void clock_kernel(unsigned long long* out, long long spin) {
   out[1] = global_ns() - t0;
 }
 
-// 8 independent m16n8k16 products per warp per iteration: f16 operands, f32 accumulators.
-__global__ void mma_kernel(float* sink, int iters) {
+// CHAINS independent m16n8k16 products per warp per iteration (f16 operands, f32 accumulators): with 8, the
+// per-SM peak; with fewer, how much of it a few warps reach.
+template <int CHAINS>
+__global__ void mma_chains_kernel(float* sink, int iters) {
   unsigned a[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u};
   unsigned b[2] = {0x3c003c00u, 0x3c003c00u};
-  float acc[8][4] = {};
+  float acc[CHAINS][4] = {};
   for (int i = 0; i < iters; ++i) {
 #pragma unroll
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < CHAINS; ++k)
       asm volatile(
           "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
           "{%0,%1,%2,%3};"
@@ -123,27 +125,6 @@ __global__ void smem_kernel(float* sink, int iters) {
     acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
   }
   if (acc.x + acc.y + acc.z + acc.w == 12345) sink[threadIdx.x] = 1;
-}
-
-// mma.sync throughput with CHAINS independent accumulators per warp: how much of the peak a few warps reach.
-template <int CHAINS>
-__global__ void mma_chains_kernel(float* sink, int iters) {
-  unsigned a[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u};
-  unsigned b[2] = {0x3c003c00u, 0x3c003c00u};
-  float acc[CHAINS][4] = {};
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int k = 0; k < CHAINS; ++k)
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};"
-          : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-  float s = 0;
-  for (auto& row : acc)
-    for (float v : row) s += v;
-  if (s == 12345.f) sink[threadIdx.x] = s;
 }
 
 // Latencies: one warp runs `steps` dependent instructions between two clock64 reads; out[0] = cycles per
@@ -372,7 +353,7 @@ int main() {
   emit("l2_bytes", prop.l2CacheSize, "bytes", "cudaGetDeviceProperties");
   const double ghz = clock_rate();
   // m16n8k16: 16 x 8 x 16 multiply-adds = 4,096 FLOP per warp-instruction, 8 per iteration per warp.
-  compute_rate("mma_sync_f16_f32_flop_per_clk_per_sm", mma_kernel, 256, 8 * 4096.0 / 32, "FLOP/clk",
+  compute_rate("mma_sync_f16_f32_flop_per_clk_per_sm", mma_chains_kernel<8>, 256, 8 * 4096.0 / 32, "FLOP/clk",
                "mma.sync m16n8k16 f16 x f16 + f32, 8 warps per SM, 8 independent accumulators per warp", ghz);
   compute_rate("ffma_flop_per_clk_per_sm", ffma_kernel, 1024, 8 * 2.0, "FLOP/clk",
                "FFMA, 32 warps per SM, 8 independent chains per thread", ghz);

@@ -460,18 +460,24 @@ INSTANTIATE_TEST_SUITE_P(Prefetching, DoubleBuffer,
                                            ForwardSchedule::Flash2),
                          [](const auto& info) { return name_of(info.param); });
 
-// flash2 with S, P, O_i and the row statistics in the tile register file (as GPU kernels keep them): the same
-// values and HBM bytes, O_i staged through Q_i's SRAM for its store, and far fewer SRAM operand bytes, so a
-// core whose SRAM port was the bottleneck (every S and P element read and written there) runs faster.
-TEST(Flash2Registers, SameValuesAndBytesLessSramTraffic) {
+// S, P, O_i and the row statistics in the tile register file (as GPU kernels keep them): the same values and
+// HBM bytes, O_i staged through Q_i's SRAM for its store, and far fewer SRAM operand bytes, so a core whose
+// SRAM port was the bottleneck (every S and P element read and written there) runs faster. two-pass keeps
+// m_i and l_i, which its first pass stores and its second reloads, in SRAM where the DMA reaches them.
+class AccumulatorsInRegisters
+    : public ::testing::TestWithParam<std::pair<ForwardSchedule, std::vector<std::string>>> {};
+
+TEST_P(AccumulatorsInRegisters, SameValuesAndBytesLessSramTraffic) {
+  const auto& [schedule, expected_in_regs] = GetParam();
   Sim sim;
   ForwardShape s = shape(256, 64, 64, 64, true, Dtype::F16);
-  const Outcome in_sram = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+  const Outcome in_sram = sim.run(traces::forward_program(schedule, s));
   s.accumulators_in_registers = true;
-  const isa::Program program = traces::forward_program(ForwardSchedule::Flash2, s);
-  size_t in_regs = 0;
-  for (const auto& b : program.buffers) in_regs += b.space == isa::BufferDecl::Space::Regs;
-  EXPECT_EQ(in_regs, 9u);  // S, P, m, m_tile, m_new, alpha, l, l_tile, O_i
+  const isa::Program program = traces::forward_program(schedule, s);
+  std::vector<std::string> in_regs;
+  for (const auto& b : program.buffers)
+    if (b.space == isa::BufferDecl::Space::Regs) in_regs.push_back(b.name);
+  EXPECT_EQ(in_regs, expected_in_regs);
   const Outcome in_registers = sim.run(program);
   EXPECT_TRUE(in_registers.check.passed);
   EXPECT_EQ(in_registers.o, in_sram.o);
@@ -480,25 +486,14 @@ TEST(Flash2Registers, SameValuesAndBytesLessSramTraffic) {
   EXPECT_LT(in_registers.cycles, in_sram.cycles);
 }
 
-// two-pass the same way: S, P, O_i and the online statistics' temporaries in registers; m_i and l_i, which
-// the first pass stores and the second reloads, stay in SRAM where the DMA reaches them.
-TEST(TwoPassRegisters, SameValuesAndBytesLessSramTraffic) {
-  Sim sim;
-  ForwardShape s = shape(256, 64, 64, 64, true, Dtype::F16);
-  const Outcome in_sram = sim.run(traces::forward_program(ForwardSchedule::TwoPassFused, s));
-  s.accumulators_in_registers = true;
-  const isa::Program program = traces::forward_program(ForwardSchedule::TwoPassFused, s);
-  std::vector<std::string> in_regs;
-  for (const auto& b : program.buffers)
-    if (b.space == isa::BufferDecl::Space::Regs) in_regs.push_back(b.name);
-  EXPECT_EQ(in_regs, (std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi"}));
-  const Outcome in_registers = sim.run(program);
-  EXPECT_TRUE(in_registers.check.passed);
-  EXPECT_EQ(in_registers.o, in_sram.o);
-  EXPECT_EQ(in_registers.read, in_sram.read);
-  EXPECT_EQ(in_registers.written, in_sram.written);
-  EXPECT_LT(in_registers.cycles, in_sram.cycles);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, AccumulatorsInRegisters,
+    ::testing::Values(
+        std::pair{ForwardSchedule::Flash2,
+                  std::vector<std::string>{"S", "P", "m", "m_tile", "m_new", "alpha", "l", "l_tile", "Oi"}},
+        std::pair{ForwardSchedule::TwoPassFused,
+                  std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi"}}),
+    [](const auto& info) { return name_of(info.param.first); });
 
 // Streamed in chunks of 7 instructions (generated on a worker thread, as `attnsim` runs long programs),
 // every schedule runs exactly as in memory: operands stay valid across chunk hand-offs.

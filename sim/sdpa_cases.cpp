@@ -1,5 +1,6 @@
 #include "sim/sdpa_cases.h"
 
+#include <cmath>
 #include <regex>
 
 namespace attnsim {
@@ -113,6 +114,19 @@ Measurement backward_measurement(const CsvRow& row, Measurement m) {
   return m;
 }
 
+// The SM clock during the pass's attention kernels: Nsight Compute's GPC cycles (gpc__cycles_elapsed.max,
+// summed over them) over their time. The SMs run in the GPC's clock domain: on the profiled tensor-core
+// kernels (validation/data/h100_tc_profile.tar.gz) that ratio and sm__cycles_elapsed.avg.per_second agree
+// within 5%. Rounded to 1 MHz, far below that agreement: the DRAM model's time base needs a clock and a
+// bandwidth with common factors. 0 (the config's base clock) where the column is missing or empty.
+double attention_clock_ghz(const CsvRow& row, double time_ns) {
+  if (!row.has("attn_cycles_elapsed") || row.text("attn_cycles_elapsed").empty() || !(time_ns > 0)) return 0;
+  const double ghz = std::round(row.number("attn_cycles_elapsed") / time_ns * 1000) / 1000;
+  if (!(ghz > 0.01 && ghz < 10))
+    row.fail(fmt::format("columns attn_cycles_elapsed / attn_time_ns: {:.4g} GHz is not an SM clock", ghz));
+  return ghz;
+}
+
 }  // namespace
 
 std::vector<std::string> sdpa_columns() {
@@ -158,6 +172,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.dram_read_bytes = row.number("attn_dram_read_bytes");
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   m.max_rel_error = row.number("err_o_maxrel");
+  m.sm_clock_ghz = attention_clock_ghz(row, m.time_ns);
   if (row.text("pass") != "fwd") return backward_measurement(row, m);
   // Every forward kernel here keeps S, P and the O accumulator in registers (the backward's program does
   // the same with as_flash_attn).

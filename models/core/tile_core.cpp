@@ -330,7 +330,7 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = vpu_free_ + vpu.result_latency(op);  // as the MXU's result_latency
+  const uint64_t done = vpu_free_ + vpu.result_latency(op, cols);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
   return {start, done, vpu_free_};
 }

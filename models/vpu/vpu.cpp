@@ -106,6 +106,13 @@ std::string_view vpu_op_name(VpuOp op) {
   return "?";
 }
 
+uint64_t VpuUnit::result_latency(VpuOp op, int64_t cols) const {
+  const auto base = static_cast<uint64_t>(params_.result_latency[index(op)]);
+  if (!is_reduction(op)) return base;
+  return base + static_cast<uint64_t>(std::llround(params_.reduction_result_latency_per_column *
+                                                   static_cast<double>(std::max<int64_t>(cols, 0))));
+}
+
 VpuUnit::Params VpuUnit::default_params(int64_t lanes) {
   Params p;
   p.lanes = lanes;
@@ -245,6 +252,11 @@ void register_vpu_models() {
               p.get<int64_t>(key + "_cycles_per_vector", per_vector, "cycles/vector",
                              "issue interval of " + key + " per vector of `lanes` elements", 1, kMaxLatency);
         }
+        params.reduction_result_latency_per_column = p.get<double>(
+            "reduction_result_latency_per_column", 0.0, "cycles/column",
+            "rowmax and rowsum only: result latency added per column of the reduced row (its dependent "
+            "chain grows with the row)",
+            0.0, 1e6);
         return std::make_unique<VpuUnit>(instance, params);
       });
 }

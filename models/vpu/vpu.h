@@ -25,6 +25,9 @@ class VpuUnit : public Component {
     // work meanwhile (on a GPU: the dependent-instruction latency a lone warp waits out and other warps
     // hide).
     std::array<int64_t, kVpuOpCount> result_latency{};
+    // Row reductions only: result latency added per column of the reduced row (on a GPU a row's values are
+    // spread over a few threads, each folding its share in a dependent chain, so the chain grows with B_c).
+    double reduction_result_latency_per_column = 0;
   };
   // The documented defaults (docs/models/vpu.md), the same ones the "simd" factory starts from. A bare
   // Params{} has zero cycles per vector and is rejected by the constructor.
@@ -35,9 +38,8 @@ class VpuUnit : public Component {
   // Cycles the unit is busy for `op` over a rows x cols tile (the larger operand for reductions);
   // records ops, element operations, busy cycles.
   uint64_t op_cycles(VpuOp op, int64_t rows, int64_t cols);
-  uint64_t result_latency(VpuOp op) const {
-    return static_cast<uint64_t>(params_.result_latency[static_cast<size_t>(op)]);
-  }
+  // Of `op` over a tile whose rows are `cols` long.
+  uint64_t result_latency(VpuOp op, int64_t cols) const;
 
   // d = op(a, b). Shapes: d is r x c; a and b are each r x c, r x 1 (one value per row, broadcast
   // along the row), 1 x c, or 1 x 1. Unary ops (Exp, Mov) ignore b. Results rounded to dtype.

@@ -116,6 +116,23 @@ TEST(ResultLatency, DependentInstructionsWaitForItAndTheUnitDoesNot) {
   EXPECT_EQ(mac_dependent, mac_independent + 70);
 }
 
+// A row reduction's result latency grows with the reduced row: `reduction_result_latency_per_column` adds
+// that much per column. Two reductions of one vector each (8 rows of 16, 16 rows of 8), each read at once
+// by a SUB of one vector: the 16-column one's reader waits 2 x 8 cycles longer. Other ops do not grow.
+TEST(ResultLatency, ARowReductionGrowsWithItsRow) {
+  Machine machine(load_config(kConfigs + "h100-sm.yaml",
+                              {"vpu.rowsum_result_latency=10", "vpu.reduction_result_latency_per_column=2",
+                               "vpu.exp_result_latency=50"}));
+  const uint64_t sixteen_columns =
+      cycles_of(machine, ".buffer R[8][1] f32\nROWSUM A[0:8, 0:16], R\nSUB A[0:8, 0:16], R, B[0:8, 0:16]\n");
+  const uint64_t eight_columns =
+      cycles_of(machine, ".buffer R[16][1] f32\nROWSUM A[0:16, 0:8], R\nSUB A[0:16, 0:8], R, B[0:16, 0:8]\n");
+  EXPECT_EQ(sixteen_columns, eight_columns + 2 * 8);
+  const uint64_t exp_dependent = cycles_of(machine, "EXP A, B\nEXP B, C\n");
+  const uint64_t exp_independent = cycles_of(machine, "EXP A, B\nEXP A, C\n");
+  EXPECT_EQ(exp_dependent, exp_independent + 50);
+}
+
 // A streamed program (generated on a worker thread, delivered in small chunks) runs exactly like the same
 // program held in memory, values included.
 TEST(Streaming, SameResultsAsTheProgramInMemory) {

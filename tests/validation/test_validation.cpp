@@ -118,6 +118,7 @@ std::vector<BlockRecord> simulated_flash2_blocks(const std::string& priority) {
   o.overrides = {"chip.blocks_per_core=3", "chip.issue_priority=" + priority, "mxu.result_latency=0"};
   for (const char* op : {"max", "sub", "exp", "add", "mul", "div", "mov", "rowmax", "rowsum", "mask_causal"})
     o.overrides.push_back(std::string("vpu.") + op + "_result_latency=0");
+  o.overrides.push_back("vpu.reduction_result_latency_per_column=0");
   o.n = 32768;  // the same blocks as the measured N = 131,072, a quarter as long, 1.3 waves
   o.block = 64;
   o.values = CompareOptions::Values::Off;
@@ -164,14 +165,17 @@ TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
       rows.push_back(m);
   ASSERT_EQ(rows.size(), 9u);
   ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
-  // Predicted time: the chip's cycles at the clock the rows ran at (ncu --clock-control base: the config's
-  // clock_base_ghz, 1.605 GHz measured), and the error over the rows.
+  // Predicted time: the chip's cycles at the SM clock each row's attention kernels ran at (GPC cycles over
+  // their time, 1.43-1.48 GHz under ncu --clock-control base), and the error over the rows.
   ASSERT_EQ(s.timed_rows, 9u);
-  EXPECT_EQ(s.base_clock_rows, 9u);
+  EXPECT_EQ(s.measured_clock_rows, 9u);
   double error_sum = 0;
   for (const auto& row : s.rows) {
     EXPECT_EQ(row.measured.clock_control, "base");
-    EXPECT_DOUBLE_EQ(row.predicted_ns, static_cast<double>(row.predicted_cycles) / 1.605);
+    EXPECT_GT(row.clock_ghz, 1.40);
+    EXPECT_LT(row.clock_ghz, 1.50);
+    EXPECT_DOUBLE_EQ(row.clock_ghz, row.measured.sm_clock_ghz);
+    EXPECT_DOUBLE_EQ(row.predicted_ns, static_cast<double>(row.predicted_cycles) / row.clock_ghz);
     EXPECT_GT(row.measured.time_ns, 0);
     error_sum += std::abs(row.predicted_ns / row.measured.time_ns - 1);
   }
@@ -435,6 +439,32 @@ TEST(Validation, SdpaTileTooLargeForAnIntegerIsAnUnmappedKernel) {
   const std::vector<Measurement> rows = read_measurements(path);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_NE(rows[0].not_simulated.find("has no schedule"), std::string::npos) << rows[0].not_simulated;
+}
+
+// A PyTorch row's SM clock is its attention kernels' GPC cycles over their time, to 1 MHz (the first row:
+// 424,877 cycles in 295,168 ns, 1.4394 GHz); one that is no clock names the file and line.
+TEST(Validation, SdpaRowsRunAtTheirGpcClock) {
+  std::ifstream in(kRoot + "/validation/data/h100_sdpa_cases.csv");
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::string path = ::testing::TempDir() + "/sdpa_clock.csv";
+  std::ofstream(path) << header << "\n" << row << "\n";
+  std::vector<Measurement> rows = read_measurements(path);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].sm_clock_ghz, 1.439);
+  const std::string cycles = ",424877,";
+  ASSERT_NE(row.find(cycles), std::string::npos);
+  std::string slow = row;
+  slow.replace(slow.rfind(cycles), cycles.size(), ",2,");  // attn_cycles_elapsed, after cycles_elapsed
+  std::ofstream(path) << header << "\n" << row << "\n" << slow << "\n";
+  try {
+    read_measurements(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 3);
+    EXPECT_NE(std::string(e.what()).find("is not an SM clock"), std::string::npos) << e.what();
+  }
 }
 
 // The tensor-core kernels of every schedule (validation/kernels_tc_fwd.cu, kernels_tc_bwd.cu, kernels_tc.cu;

@@ -149,7 +149,7 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   have_lookahead_ = false;
   slot.ctx =
       state_[core].tile->context(*program_, dtype_, values_, index * footprint_, &sram_offsets_, &reg_bases_);
-  slot.ctx.next_issue = at;
+  slot.ctx.next_issue.fill(at);
   slot.ctx.end = at;
   slot.segment = 0;
   slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
@@ -216,7 +216,8 @@ Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
   Slot* next = nullptr;
   for (Slot& s : state_[core].slots) {
     if (!s.busy) continue;
-    const uint64_t at = params_.oldest_first ? tile.start_time(s.next, s.ready) : s.ctx.next_issue;
+    const uint64_t at =
+        params_.oldest_first ? tile.start_time(s.next, s.ready) : s.ctx.next_issue[s.next.group];
     if (!next || at < start || (at == start && params_.oldest_first && s.age < next->age)) {
       next = &s;
       start = at;

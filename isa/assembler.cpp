@@ -174,8 +174,9 @@ class Assembler {
       if (directive == "buffer") return parse_buffer(c);
       if (directive == "kernel") return parse_kernel(c);
       if (directive == "block") return parse_block(c);
-      c.fail(where,
-             "unknown directive '." + directive + "' (known: .tensor, .buffer, .kernel, .block, .check)");
+      if (directive == "group") return parse_group(c);
+      c.fail(where, "unknown directive '." + directive +
+                        "' (known: .tensor, .buffer, .kernel, .block, .group, .check)");
     }
     parse_instruction(c);
   }
@@ -336,7 +337,20 @@ class Assembler {
   }
 
   // .block NAME(x[, y[, z]]): the instructions from here to the next .block are thread block (x, y, z).
+  // .group N: the instructions up to the next .group or .block run as instruction group N of their block.
+  void parse_group(LineCursor& c) {
+    SourceLoc value_loc = c.loc();
+    auto value = c.integer();
+    if (!value) c.fail(value_loc, "expected a group number after .group" + c.found());
+    if (*value < 0 || *value >= kInstructionGroups)
+      c.fail(value_loc, "group " + std::to_string(*value) + " out of range: a block has groups 0 to " +
+                            std::to_string(kInstructionGroups - 1));
+    if (!c.at_end()) c.fail(c.loc(), "unexpected text after the group");
+    group_ = static_cast<uint8_t>(*value);
+  }
+
   void parse_block(LineCursor& c) {
+    group_ = 0;  // every block starts in group 0
     SourceLoc name_loc = c.loc();
     std::string name = c.identifier();
     if (name.empty()) c.fail(name_loc, "expected a kernel name after .block" + c.found());
@@ -591,6 +605,7 @@ class Assembler {
   void parse_instruction(LineCursor& c) {
     Instruction inst;
     inst.loc = c.loc();
+    inst.group = group_;
     std::string name = c.identifier();
     if (name.empty()) c.fail(inst.loc, "expected an instruction" + c.found());
     auto op = find_opcode(name);
@@ -811,6 +826,7 @@ class Assembler {
   std::unordered_map<std::string, int32_t> kernel_index_;
   std::vector<KernelState> kernel_states_;  // parallel to program_.kernels
   int32_t current_kernel_ = -1;             // the kernel of the last .block
+  uint8_t group_ = 0;                       // the instruction group of the lines that follow (.group)
 };
 
 }  // namespace

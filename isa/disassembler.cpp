@@ -114,18 +114,24 @@ std::string disassemble(const Program& program) {
     out += ")\n";
   }
   // A block's line goes before its first instruction; empty blocks give several lines in a row.
+  // A .group line goes where the group changes (each block starts in group 0).
   size_t next_block = 0;
+  uint8_t group = 0;
   auto blocks_up_to = [&](size_t instruction) {
     for (; next_block < program.blocks.size() && program.blocks[next_block].instruction <= instruction;
          ++next_block) {
       const BlockStart& b = program.blocks[next_block];
       const KernelDecl& k = program.kernels[static_cast<size_t>(b.kernel)];
       out += ".block " + k.name + tuple_text(b.index, grid_dims(k)) + "\n";
+      group = 0;
     }
   };
   for (size_t i = 0; i < program.instructions.size(); ++i) {
     blocks_up_to(i);
-    out += format_instruction(program, program.instructions[i]) + "\n";
+    const Instruction& inst = program.instructions[i];
+    if (inst.group != group) out += fmt::format(".group {}\n", inst.group);
+    group = inst.group;
+    out += format_instruction(program, inst) + "\n";
   }
   blocks_up_to(program.instructions.size());
   return out;

@@ -101,9 +101,15 @@ struct Operand {
   }
 };
 
+// Instruction groups of one thread block (`.group N`): each an in-order stream of its own, as the warp
+// groups of a GPU block (a producer and consumers that take turns at the tensor cores). They share the
+// block's buffers, whose scoreboard orders them. Tile machines only.
+inline constexpr uint8_t kInstructionGroups = 4;
+
 struct Instruction {
   Opcode op{};
   uint8_t operand_count = 0;
+  uint8_t group = 0;  // < kInstructionGroups
   std::array<Operand, 4> operand_slots;
   SourceLoc loc;
 

@@ -29,15 +29,20 @@ struct ScheduleEntry {
   std::function<isa::Program(const traces::AttentionShape& shape, int64_t heads, bool values)> make;
 };
 
-std::vector<ScheduleEntry> forward_entries(bool keys_descending) {
+// The flash2-only and register options apply to the schedules that have them; the others run as usual.
+std::vector<ScheduleEntry> forward_entries(const CompareOptions& options) {
   std::vector<ScheduleEntry> out;
   for (auto s : traces::all_forward_schedules())
     out.push_back({std::string(traces::schedule_name(s)),
-                   [s, keys_descending](const traces::AttentionShape& shape, int64_t heads, bool) {
+                   [s, options](const traces::AttentionShape& shape, int64_t heads, bool) {
                      traces::ForwardShape f;
                      static_cast<traces::AttentionShape&>(f) = shape;
                      f.heads = heads;
-                     f.keys_descending = keys_descending && s == traces::ForwardSchedule::Flash2;
+                     const bool flash2 = s == traces::ForwardSchedule::Flash2;
+                     f.keys_descending = options.keys_descending && flash2;
+                     f.ping_pong = options.ping_pong && flash2;
+                     f.accumulators_in_registers =
+                         options.registers && (flash2 || s == traces::ForwardSchedule::TwoPassFused);
                      return traces::forward_program(s, f);
                    }});
   return out;
@@ -216,7 +221,7 @@ std::string short_reason(const std::string& error) {
 // The schedules options.schedules names (all of the direction's when empty), in that order.
 std::vector<ScheduleEntry> selected_schedules(const CompareOptions& options) {
   const std::vector<ScheduleEntry> available =
-      options.backward ? backward_entries() : forward_entries(options.keys_descending);
+      options.backward ? backward_entries() : forward_entries(options);
   if (options.schedules.empty()) return available;
   std::vector<ScheduleEntry> schedules;
   for (const auto& name : options.schedules) {

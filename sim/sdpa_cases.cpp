@@ -187,6 +187,10 @@ Measurement sdpa_measurement(const CsvRow& row) {
     m.block_k = m.d > 64 ? 64 : 128;
     m.dynamic_tiles = true;
     m.store_row_statistic = true;  // the log-sum-exp the backward needs, f32 per row, with O
+    // 384 threads: a producer warp group loads while two consumer warp groups, each on half of the 128
+    // rows, take turns at the tensor cores, one's softmax running during the other's products.
+    m.ping_pong = true;
+    m.double_buffer = true;  // the producer loads the next K, V while the consumers work
     return m;
   }
   if (auto tiles = mem_efficient_tiles(row.text("main_kernel"))) {

@@ -259,6 +259,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.spill_bytes_per_block = m.spill_bytes_per_block;
       shape.double_buffer = m.double_buffer;
       shape.accumulators_in_registers = m.accumulators_in_registers;
+      shape.ping_pong = m.ping_pong;
       shape.dtype = *dtype;
       return traces::stream_program(
           [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });

@@ -44,6 +44,8 @@ struct Measurement {
   // flash2 and two-pass: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
   // (ForwardShape::accumulators_in_registers).
   bool accumulators_in_registers = false;
+  // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
+  bool ping_pong = false;
   int line = 0;               // in the CSV, for errors
   std::string path;           // the CSV it came from (several may be validated together)
   std::string clock_control;  // Nsight Compute's --clock-control of the row ("base", "none"), if given

@@ -541,13 +541,45 @@ void flash1(Gen& g) {
   }
 }
 
+// One group of query rows' running state in flash2: the whole query block, or one of its two halves
+// with ping_pong.
+struct Flash2Rows {
+  int sc = -1, pb = -1, m = -1, m_tile = -1, m_new = -1, alpha = -1, l = -1, l_tile = -1, oi = -1;
+};
+
 // flash2's on-chip buffers (K and V twice when double-buffered) and, with store_row_statistic, its tensor.
 struct Flash2Buffers {
-  int qi = -1, kj[2] = {-1, -1}, vj[2] = {-1, -1}, sc = -1, pb = -1;
-  int m = -1, m_tile = -1, m_new = -1, alpha = -1, l = -1, l_tile = -1, oi = -1;
+  int qi = -1, kj[2] = {-1, -1}, vj[2] = {-1, -1};
+  Flash2Rows half[2];          // [1] only with ping_pong
   int stats = -1;              // one f32 per query row, stored with O
   int local = -1, spill = -1;  // spill stores: a tensor of a row per block, and the buffer stored there
 };
+
+Flash2Rows flash2_rows(Gen& g, int64_t rows, const std::string& suffix) {
+  const ForwardShape& s = g.s;
+  const int64_t bc = s.block_k, d = s.d;
+  Flash2Rows r;
+  r.sc = g.b.buffer("S" + suffix, rows, bc, kAcc);
+  r.pb = g.b.buffer("P" + suffix, rows, bc, s.dtype);
+  r.m = g.b.buffer("m" + suffix, rows, 1, kAcc);
+  r.m_tile = g.b.buffer("m_tile" + suffix, rows, 1, kAcc);
+  r.m_new = g.b.buffer("m_new" + suffix, rows, 1, kAcc);
+  r.alpha = g.b.buffer("alpha" + suffix, rows, 1, kAcc);
+  r.l = g.b.buffer("l" + suffix, rows, 1, kAcc);
+  r.l_tile = g.b.buffer("l_tile" + suffix, rows, 1, kAcc);
+  r.oi = g.b.buffer("Oi" + suffix, rows, d, kAcc);
+  if (s.accumulators_in_registers) {
+    // l stays in SRAM when it is stored as the row statistic: the DMA stores from SRAM only.
+    g.b.in_registers({r.sc, r.pb, r.m, r.m_tile, r.m_new, r.alpha, r.l_tile, r.oi});
+    if (!s.store_row_statistic) g.b.in_registers({r.l});
+  }
+  return r;
+}
+
+// Rows of a query block that each half of a ping-pong pair takes: the first ceil(B_r / 2), then the rest.
+int64_t first_half_rows(int64_t rows) {
+  return (rows + 1) / 2;
+}
 
 Flash2Buffers flash2_buffers(Gen& g) {
   const ForwardShape& s = g.s;
@@ -559,20 +591,8 @@ Flash2Buffers flash2_buffers(Gen& g) {
     f.kj[slot] = g.b.buffer(slots == 1 ? "Kj" : "Kj" + std::to_string(slot), bc, d, s.dtype);
     f.vj[slot] = g.b.buffer(slots == 1 ? "Vj" : "Vj" + std::to_string(slot), bc, d, s.dtype);
   }
-  f.sc = g.b.buffer("S", br, bc, kAcc);
-  f.pb = g.b.buffer("P", br, bc, s.dtype);
-  f.m = g.b.buffer("m", br, 1, kAcc);
-  f.m_tile = g.b.buffer("m_tile", br, 1, kAcc);
-  f.m_new = g.b.buffer("m_new", br, 1, kAcc);
-  f.alpha = g.b.buffer("alpha", br, 1, kAcc);
-  f.l = g.b.buffer("l", br, 1, kAcc);
-  f.l_tile = g.b.buffer("l_tile", br, 1, kAcc);
-  f.oi = g.b.buffer("Oi", br, d, kAcc);
-  if (s.accumulators_in_registers) {
-    // l stays in SRAM when it is stored as the row statistic: the DMA stores from SRAM only.
-    g.b.in_registers({f.sc, f.pb, f.m, f.m_tile, f.m_new, f.alpha, f.l_tile, f.oi});
-    if (!s.store_row_statistic) g.b.in_registers({f.l});
-  }
+  f.half[0] = flash2_rows(g, s.ping_pong ? first_half_rows(br) : br, "");
+  if (s.ping_pong) f.half[1] = flash2_rows(g, br - first_half_rows(br), "_b");
   if (s.store_row_statistic) f.stats = g.row_stat("stats");
   if (s.spill_bytes_per_block > 0) {
     const int64_t blocks = s.persistent_blocks > 0 ? s.persistent_blocks : s.heads * ((s.n + br - 1) / br);
@@ -582,75 +602,179 @@ Flash2Buffers flash2_buffers(Gen& g) {
   return f;
 }
 
+// Q rows of a group: the whole Q_i buffer, or a half's rows of it.
+struct QRows {
+  Block rows;    // the group's query rows (positions in the sequence)
+  int64_t row0;  // its first row in Q_i
+  bool whole;    // the whole query block: Q_i's plain view, as without ping_pong
+};
+
+Operand q_view(Gen& g, const Flash2Buffers& f, const QRows& q) {
+  return q.whole ? g.buf(f.qi, q.rows.size) : g.b.buf_rows(f.qi, q.row0, q.rows.size);
+}
+
+// S = Q K_j^T for a group's rows, masked where the tile reaches above the diagonal.
+void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRows& q, const Block& key,
+                  int slot) {
+  const int64_t rows = q.rows.size, cols = key.size;
+  g.emit(Opcode::MacZ, {q_view(g, f, q), g.buf(f.kj[slot], cols, -1, true), g.buf(r.sc, rows, cols)});
+  if (needs_mask(g.s, q.rows, key))
+    g.emit(Opcode::Mask, {g.buf(r.sc, rows, cols), Operand::imm(q.rows.start), Operand::imm(key.start)});
+}
+
+// The online softmax update of a group's rows from its S and O += P V_j (first: the group's first key
+// block, which sets m, l and O).
+void flash2_update(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
+  const BreakIt& brk = g.s.breaks;
+  auto S = [&] { return g.buf(r.sc, rows, cols); };
+  auto P = [&] { return g.buf(r.pb, rows, cols); };
+  auto V = [&] { return g.buf(v_buffer, cols); };
+  auto O = [&] { return g.buf(r.oi, rows); };
+  auto row = [&](int buffer) { return g.buf(buffer, rows); };
+  if (first) {
+    if (!brk.no_max_subtraction) {
+      g.emit(Opcode::RowMax, {S(), row(r.m)});
+      g.emit(Opcode::Sub, {S(), row(r.m), S()});
+    }
+    g.emit(Opcode::Exp, {S(), P()});
+    g.emit(Opcode::RowSum, {P(), row(r.l)});
+    g.emit(Opcode::MacZ, {P(), V(), O()});
+    return;
+  }
+  if (brk.no_max_subtraction) {
+    g.emit(Opcode::Exp, {S(), P()});
+    g.emit(Opcode::RowSum, {P(), row(r.l_tile)});
+    g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
+    g.emit(Opcode::Mac, {P(), V(), O(), O()});
+    return;
+  }
+  // Online softmax update (seed 002's running max and rescale, on tiles).
+  g.emit(Opcode::RowMax, {S(), row(r.m_tile)});
+  g.emit(Opcode::Max, {row(r.m), row(r.m_tile), row(r.m_new)});
+  g.emit(Opcode::Sub, {S(), row(r.m_new), S()});
+  g.emit(Opcode::Exp, {S(), P()});
+  if (!brk.no_rescaling) {
+    g.emit(Opcode::Sub, {row(r.m), row(r.m_new), row(r.alpha)});
+    g.emit(Opcode::Exp, {row(r.alpha), row(r.alpha)});
+  }
+  g.emit(Opcode::RowSum, {P(), row(r.l_tile)});
+  if (!brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
+  g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
+  if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), row(r.alpha), O()});
+  g.emit(Opcode::Mac, {P(), V(), O(), O()});
+  g.emit(Opcode::Mov, {row(r.m_new), row(r.m)});
+}
+
+// O = O / l for a group; in registers it is staged through its rows of Q_i (FlashAttention-2's sO aliases
+// sQ), else stored from its own buffer; the row statistic l follows.
+void flash2_finish(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, int64_t h, const QRows& q,
+                   bool store_o) {
+  const int64_t rows = q.rows.size;
+  g.emit(Opcode::Div, {g.buf(r.oi, rows), g.buf(r.l, rows), g.buf(r.oi, rows)});
+  if (g.s.accumulators_in_registers)
+    g.emit(Opcode::Mov, {g.buf(r.oi, rows), q_view(g, f, q)});
+  else if (store_o)
+    g.emit(Opcode::Store, {g.buf(r.oi, rows), g.at(g.o, h, q.rows)});
+  if (store_o && g.s.accumulators_in_registers)
+    g.emit(Opcode::Store, {q_view(g, f, q), g.at(g.o, h, q.rows)});
+  if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(r.l, rows), g.at(f.stats, h, q.rows)});
+}
+
+void load_kv_block(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, const Block& key, size_t j,
+                   int slot) {
+  const ForwardShape& s = g.s;
+  if (s.as_mem_efficient && j > 0) g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(f.qi, qb.size)});
+  g.emit(Opcode::Load, {g.at(g.k, h, key), g.buf(f.kj[slot], key.size)});
+  g.emit(Opcode::Load, {g.at(g.v, h, key), g.buf(f.vj[slot], key.size)});
+}
+
 // One query block of one head: load Q_i, stream its visible K/V blocks, store O_i (and the row statistic).
 void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
   const ForwardShape& s = g.s;
-  const BreakIt& brk = s.breaks;
-  const int64_t rows = qb.size;
-  const int qi = f.qi, sc = f.sc, pb = f.pb, m = f.m, m_tile = f.m_tile, m_new = f.m_new, alpha = f.alpha;
-  const int l = f.l, l_tile = f.l_tile, oi = f.oi;
-  const int* kj = f.kj;
-  const int* vj = f.vj;
   auto keys = visible_keys(s, qb);
   if (s.keys_descending) std::reverse(keys.begin(), keys.end());
-  g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
+  const QRows all{qb, 0, true};
+  g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(f.qi, qb.size)});
   stream(
-      keys.size(), s.double_buffer,
+      keys.size(), s.double_buffer, [&](size_t j, int slot) { load_kv_block(g, f, h, qb, keys[j], j, slot); },
       [&](size_t j, int slot) {
-        if (s.as_mem_efficient && j > 0) g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
-        g.emit(Opcode::Load, {g.at(g.k, h, keys[j]), g.buf(kj[slot], keys[j].size)});
-        g.emit(Opcode::Load, {g.at(g.v, h, keys[j]), g.buf(vj[slot], keys[j].size)});
-      },
-      [&](size_t j, int slot) {
-        const int64_t cols = keys[j].size;
-        auto S = [&] { return g.buf(sc, rows, cols); };
-        auto P = [&] { return g.buf(pb, rows, cols); };
-        auto V = [&] { return g.buf(vj[slot], cols); };
-        auto O = [&] { return g.buf(oi, rows); };
-        g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S()});
-        if (needs_mask(s, qb, keys[j]))
-          g.emit(Opcode::Mask, {S(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
-        if (j == 0) {
-          if (!brk.no_max_subtraction) {
-            g.emit(Opcode::RowMax, {S(), g.buf(m, rows)});
-            g.emit(Opcode::Sub, {S(), g.buf(m, rows), S()});
-          }
-          g.emit(Opcode::Exp, {S(), P()});
-          g.emit(Opcode::RowSum, {P(), g.buf(l, rows)});
-          g.emit(Opcode::MacZ, {P(), V(), O()});
-          return;
-        }
-        if (brk.no_max_subtraction) {
-          g.emit(Opcode::Exp, {S(), P()});
-          g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
-          g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
-          g.emit(Opcode::Mac, {P(), V(), O(), O()});
-          return;
-        }
-        // Online softmax update (seed 002's running max and rescale, on tiles).
-        g.emit(Opcode::RowMax, {S(), g.buf(m_tile, rows)});
-        g.emit(Opcode::Max, {g.buf(m, rows), g.buf(m_tile, rows), g.buf(m_new, rows)});
-        g.emit(Opcode::Sub, {S(), g.buf(m_new, rows), S()});
-        g.emit(Opcode::Exp, {S(), P()});
-        if (!brk.no_rescaling) {
-          g.emit(Opcode::Sub, {g.buf(m, rows), g.buf(m_new, rows), g.buf(alpha, rows)});
-          g.emit(Opcode::Exp, {g.buf(alpha, rows), g.buf(alpha, rows)});
-        }
-        g.emit(Opcode::RowSum, {P(), g.buf(l_tile, rows)});
-        if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(l, rows), g.buf(alpha, rows), g.buf(l, rows)});
-        g.emit(Opcode::Add, {g.buf(l, rows), g.buf(l_tile, rows), g.buf(l, rows)});
-        if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), g.buf(alpha, rows), O()});
-        g.emit(Opcode::Mac, {P(), V(), O(), O()});
-        g.emit(Opcode::Mov, {g.buf(m_new, rows), g.buf(m, rows)});
+        flash2_score(g, f, f.half[0], all, keys[j], slot);
+        flash2_update(g, f.half[0], qb.size, keys[j].size, j == 0, f.vj[slot]);
       });
-  g.emit(Opcode::Div, {g.buf(oi, rows), g.buf(l, rows), g.buf(oi, rows)});
-  int stored = oi;
-  if (s.accumulators_in_registers) {  // staged through Q_i's SRAM, in the storage dtype
-    g.emit(Opcode::Mov, {g.buf(oi, rows), g.buf(qi, rows)});
-    stored = qi;
+  flash2_finish(g, f, f.half[0], h, all, true);
+}
+
+// ping_pong: the query block's two halves as two consumer warp groups that take turns at the tensor
+// cores (FlashAttention-3, cuDNN's Hopper forward): instruction groups 1 and 2, each its own in-order
+// stream, while group 0 (a producer) loads Q_i, K_j, V_j and stores O_i. The program interleaves them as
+// they run (half B's softmax and P V of key block j - 1 after half A's S of block j), so one half's softmax
+// overlaps the other's matrix products. K_j+1 is prefetched once half B's S_j-1 is done with its slot,
+// V_j+1 once half B's P V_j-1 is. Single buffered, the halves alternate within a key block. A half skips
+// the key blocks wholly above its rows (causal).
+void flash2_tile_ping_pong(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
+  const ForwardShape& s = g.s;
+  auto keys = visible_keys(s, qb);
+  if (s.keys_descending) std::reverse(keys.begin(), keys.end());
+  const int64_t rows_a = first_half_rows(qb.size);
+  const QRows half[2] = {{{qb.start, rows_a}, 0, false},
+                         {{qb.start + rows_a, qb.size - rows_a}, rows_a, false}};
+  const size_t slots = s.double_buffer ? 2 : 1;
+  auto slot_of = [&](size_t j) { return static_cast<int>(j % slots); };
+  auto visible = [&](int x, size_t j) {
+    return !s.causal || keys[j].start <= half[x].rows.start + half[x].rows.size - 1;
+  };
+  bool started[2] = {false, false};
+  // Instruction groups: 0 the loads and O's store (a producer), 1 and 2 the halves (two consumers).
+  auto consumer = [&](int x) { g.b.group(static_cast<uint8_t>(1 + x)); };
+  auto score = [&](int x, size_t j) {
+    consumer(x);
+    if (visible(x, j)) flash2_score(g, f, f.half[x], half[x], keys[j], slot_of(j));
+  };
+  auto update = [&](int x, size_t j) {
+    consumer(x);
+    if (!visible(x, j)) return;
+    flash2_update(g, f.half[x], half[x].rows.size, keys[j].size, !started[x], f.vj[slot_of(j)]);
+    started[x] = true;
+  };
+  auto load = [&](int tensor, const int* buffers, size_t j) {
+    g.b.group(0);
+    g.emit(Opcode::Load, {g.at(tensor, h, keys[j]), g.buf(buffers[slot_of(j)], keys[j].size)});
+  };
+  g.b.group(0);
+  g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(f.qi, qb.size)});
+  load(g.k, f.kj, 0);
+  load(g.v, f.vj, 0);
+  for (size_t j = 0; j < keys.size(); ++j) {
+    const bool more = j + 1 < keys.size();
+    if (!s.double_buffer) {
+      score(0, j);
+      score(1, j);
+      update(0, j);
+      update(1, j);
+      if (more) load(g.k, f.kj, j + 1), load(g.v, f.vj, j + 1);
+      continue;
+    }
+    score(0, j);
+    if (j > 0) update(1, j - 1);
+    if (more) load(g.k, f.kj, j + 1);
+    score(1, j);
+    if (more) load(g.v, f.vj, j + 1);
+    update(0, j);
   }
-  g.emit(Opcode::Store, {g.buf(stored, rows), g.at(g.o, h, qb)});
-  if (f.stats >= 0) g.emit(Opcode::Store, {g.buf(l, rows), g.at(f.stats, h, qb)});
+  if (s.double_buffer) update(1, keys.size() - 1);
+  for (int x = 0; x < 2; ++x) {
+    consumer(x);
+    flash2_finish(g, f, f.half[x], h, half[x], !s.accumulators_in_registers);
+  }
+  g.b.group(0);
+  if (s.accumulators_in_registers) g.emit(Opcode::Store, {g.buf(f.qi, qb.size), g.at(g.o, h, qb)});
+}
+
+void flash2_query_block(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
+  if (g.s.ping_pong && qb.size >= 2)
+    flash2_tile_ping_pong(g, f, h, qb);
+  else
+    flash2_tile(g, f, h, qb);
 }
 
 // A block's spill stores, at its end: a row of `local` per block.
@@ -673,7 +797,7 @@ void flash2(Gen& g) {
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < per_head; ++i) {
         g.b.begin_block(kernel, {i, h, 0});
-        flash2_tile(g, f, h, q_blocks[static_cast<size_t>(i)]);
+        flash2_query_block(g, f, h, q_blocks[static_cast<size_t>(i)]);
         store_spill(g, f, h * per_head + i);
       }
     return;
@@ -682,7 +806,7 @@ void flash2(Gen& g) {
   for (int64_t block = 0; block < s.persistent_blocks; ++block) {
     g.b.begin_block(kernel, {block, 0, 0});
     for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
-      flash2_tile(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)]);
+      flash2_query_block(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)]);
     store_spill(g, f, block);
   }
 }
@@ -702,6 +826,10 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
       schedule != ForwardSchedule::TwoPassFused)
     throw std::invalid_argument("accumulators in registers are a flash2 and two-pass option");
+  if (s.ping_pong && schedule != ForwardSchedule::Flash2)
+    throw std::invalid_argument("ping-pong query halves are a flash2 option");
+  if (s.ping_pong && s.as_mem_efficient)
+    throw std::invalid_argument("ping-pong query halves and the memory-efficient loads do not combine");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

@@ -62,6 +62,11 @@ struct ForwardShape : AttentionShape {
   // them in registers (each warp its rows' fragments); only Q_i, K_j and V_j live in SRAM, and O_i is staged
   // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). Needs a `tile_regs` unit.
   bool accumulators_in_registers = false;
+  // flash2 only: each query block's rows as two halves whose instructions interleave, so one half's
+  // softmax runs on the VPU while the other half's matrix products run on the MXU: two consumer warp
+  // groups taking turns at the tensor cores (FlashAttention-3's ping-pong, cuDNN's Hopper forward). The
+  // same loads and stores; a half's own S, P, statistics and O.
+  bool ping_pong = false;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

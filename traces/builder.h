@@ -63,6 +63,14 @@ class Builder {
     if (inserted) it->second = p.add_tile(t);
     return tile_operand(it->second);
   }
+  // Rows [row0, row0 + rows) of a buffer, its first `cols` columns (all with -1).
+  Operand buf_rows(int buffer, int64_t row0, int64_t rows, int64_t cols = -1, bool transpose = false) {
+    isa::TileRef t = p.buffer_tile(buffer, transpose);
+    t.row0 = row0;
+    t.rows = rows;
+    if (cols >= 0) t.cols = cols;
+    return shared(t);
+  }
   // Any tile reference (e.g. a slice of head h of a [heads][n][d] tensor), shared like the others.
   Operand tile(const isa::TileRef& t) { return shared(t); }
   // A 1-D tensor of n values (row statistics such as m, l, D); its slices are rows x 1 tiles.
@@ -97,7 +105,10 @@ class Builder {
   void begin_block(int kernel, std::array<int64_t, 3> index) {
     if (sink_ && !p.instructions.empty()) flush();
     p.blocks.push_back({p.instructions.size(), kernel, index});
+    group_ = 0;
   }
+  // The instruction group (`.group`) of the instructions emitted from here to the next block or group.
+  void group(uint8_t g) { group_ = g; }
   void check(const std::string& function, int target, std::vector<int> args) {
     declaring();
     isa::Check c;
@@ -113,6 +124,7 @@ class Builder {
   void emit(Opcode op, std::initializer_list<Operand> operands) {
     isa::Instruction inst;
     inst.op = op;
+    inst.group = group_;
     for (Operand o : operands) {
       if (o.kind == Operand::Kind::Tile && o.flat != epoch_) {
         if (o.flat != epoch_ - 1 || o.tensor >= static_cast<int32_t>(previous_tiles_.size()))
@@ -164,6 +176,7 @@ class Builder {
   }
 
   StreamSink* sink_ = nullptr;
+  uint8_t group_ = 0;
   bool flushed_ = false;
   int64_t epoch_ = 0;  // chunks handed off so far
   std::vector<isa::TileRef> previous_tiles_;

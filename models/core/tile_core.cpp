@@ -139,6 +139,7 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
   else if (!is_memory_op(inst.op))
     require_unit(program, units_.vpu, "vpu");
   d.op = inst.op;
+  d.group = inst.group;
   d.count = inst.operand_count;
   int imm = 0;
   for (size_t i = 0; i < inst.operand_count; ++i) {
@@ -181,7 +182,7 @@ TileView TileCore::view(const TileOperand& o, BlockContext& ctx) {
 // Scoreboard: sources must be written, the destination's earlier readers and writer done.
 uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) const {
   const size_t dst_index = d.destination();
-  uint64_t ready = ctx.next_issue;
+  uint64_t ready = ctx.next_issue[d.group];
   for (size_t k = 0; k < d.count; ++k) {
     const TileOperand& o = d.ops[k];
     if (o.storage < 0) continue;  // immediate
@@ -243,10 +244,11 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     else
       s.reads_done = std::max(s.reads_done, step.done);
   }
-  ctx.stalls += step.start - ctx.next_issue;
-  // In order: the next instruction leaves the sequencer the cycle after this one was accepted by its
-  // unit; blocking issue waits for completion instead.
-  ctx.next_issue = blocking ? step.done : step.start + 1;
+  uint64_t& next_issue = ctx.next_issue[d.group];
+  ctx.stalls += step.start - next_issue;
+  // In order: the group's next instruction leaves the sequencer the cycle after this one was accepted by
+  // its unit; blocking issue waits for completion instead.
+  next_issue = blocking ? step.done : step.start + 1;
   ctx.end = std::max(ctx.end, step.done);
   return step;
 }

@@ -58,6 +58,7 @@ struct TileOperand {
 struct TileDecoded {
   isa::Opcode op{};
   uint8_t count = 0;
+  uint8_t group = 0;  // its instruction group: which in-order stream of the block it issues from
   std::array<TileOperand, 4> ops;
   std::array<int64_t, 2> imm{};
   // The operand written: the memory slice of STORE and STORE_ADD, MASK's tile, else the last operand.
@@ -71,7 +72,8 @@ struct TileDecoded {
 struct BlockContext {
   std::vector<BufferState> buffers;
   std::vector<uint64_t> tensor_written;  // memory read-after-write, per tensor
-  uint64_t next_issue = 0;
+  // Per instruction group (isa::Instruction::group): each issues in order, independently of the others.
+  std::array<uint64_t, isa::kInstructionGroups> next_issue{};
   uint64_t end = 0;
   uint64_t stalls = 0;
 };

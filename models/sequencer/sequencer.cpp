@@ -78,6 +78,10 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bo
   code_.clear();
   code_.reserve(program.instructions.size());
   for (const auto& inst : program.instructions) {
+    if (inst.group != 0)
+      throw InputError(program.file, inst.loc,
+                       ".group is for tile programs (thread blocks of buffers); a scalar trace runs in one "
+                       "stream");
     for (const auto& operand : inst.operands()) {
       if (operand.kind == isa::Operand::Kind::Register && operand.reg >= registers)
         throw InputError(program.file, operand.loc,

@@ -277,6 +277,11 @@ int cmd_compare(const std::vector<std::string>& args) {
       "double-buffer", po::bool_switch(&double_buffer), "prefetch the next K/V block (the default here)")(
       "keys-descending", po::bool_switch(&options.keys_descending),
       "flash2: each query block walks its key blocks from the last one down (FlashAttention-2's order)")(
+      "ping-pong", po::bool_switch(&options.ping_pong),
+      "flash2: each query block as two halves whose softmax and matrix products interleave (two consumer "
+      "warp groups, FlashAttention-3's ping-pong)")(
+      "registers", po::bool_switch(&options.registers),
+      "flash2, two-pass: S, P, O and the statistics in the tile register file, as GPU kernels keep them")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(
       "plan", po::bool_switch(&options.show_plan),
       "print both planner rules' blocks per schedule, how they were chosen and that they fit")(

@@ -495,6 +495,57 @@ INSTANTIATE_TEST_SUITE_P(
                   std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi"}}),
     [](const auto& info) { return name_of(info.param.first); });
 
+// flash2's ping-pong (ForwardShape::ping_pong): each query block's halves in instruction groups of their
+// own. Every row's arithmetic is the one of the whole tile, so the same output to the bit and the same
+// HBM bytes; double buffered, with the accumulators in registers as a GPU kernel keeps them, one half's
+// softmax overlaps the other's products: fewer cycles. Causal with B_c < B_r, the first half skips the
+// key block above its rows; ragged last blocks (N = 300) too.
+struct PingPongCase {
+  bool double_buffer, registers, causal;
+  int64_t n, block_q, block_k;
+};
+
+class PingPong : public ::testing::TestWithParam<PingPongCase> {};
+
+TEST_P(PingPong, SameValuesAndBytes) {
+  const PingPongCase& c = GetParam();
+  Sim sim;
+  ForwardShape s = shape(c.n, 64, c.block_q, c.block_k, c.causal, Dtype::F16);
+  s.double_buffer = c.double_buffer;
+  s.accumulators_in_registers = c.registers;
+  const Outcome whole = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+  s.ping_pong = true;
+  const Outcome halves = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+  EXPECT_TRUE(halves.check.passed);
+  EXPECT_EQ(halves.o, whole.o);
+  EXPECT_EQ(halves.read, whole.read);
+  EXPECT_EQ(halves.written, whole.written);
+  if (c.double_buffer && c.registers) {
+    EXPECT_LT(halves.cycles, whole.cycles);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Flash2, PingPong,
+                         ::testing::Values(PingPongCase{true, true, false, 256, 64, 64},
+                                           PingPongCase{true, true, true, 256, 128, 64},
+                                           PingPongCase{false, false, true, 300, 64, 32},
+                                           PingPongCase{true, false, false, 300, 64, 128}),
+                         [](const auto& info) {
+                           const PingPongCase& c = info.param;
+                           return std::string(c.double_buffer ? "Double" : "Single") +
+                                  (c.registers ? "Registers" : "Sram") + (c.causal ? "Causal" : "Full") +
+                                  std::to_string(c.n) + "_" + std::to_string(c.block_q) + "x" +
+                                  std::to_string(c.block_k);
+                         });
+
+TEST(PingPong, OnlyFlash2WithoutTheMemoryEfficientLoads) {
+  ForwardShape s = shape(256, 64, 64, 64, false, Dtype::F16);
+  s.ping_pong = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash1, s), std::invalid_argument);
+  s.as_mem_efficient = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+}
+
 // Streamed in chunks of 7 instructions (generated on a worker thread, as `attnsim` runs long programs),
 // every schedule runs exactly as in memory: operands stay valid across chunk hand-offs.
 class Streaming : public ::testing::TestWithParam<ForwardSchedule> {};

@@ -46,7 +46,7 @@ AssertionResult same_instructions(const Program& want, const Program& got) {
   for (size_t i = 0; i < want.instructions.size(); ++i) {
     const Instruction& a = want.instructions[i];
     const Instruction& b = got.instructions[i];
-    if (a.op != b.op || a.operand_count != b.operand_count)
+    if (a.op != b.op || a.operand_count != b.operand_count || a.group != b.group)
       return AssertionFailure() << "instruction " << i << " (" << format_instruction(want, a) << ")";
     for (size_t k = 0; k < a.operand_count; ++k) {
       const Operand& x = a.operand(k);
@@ -222,7 +222,65 @@ TEST(KernelSyntax, LargestExtentIsAccepted) {
                {"block index 2147483647 out of range"});
 }
 
+// `.group N` puts the instructions after it in group N of their block; each `.block` starts in group 0;
+// the disassembler writes a `.group` line where the group changes, so the text reads back the same.
+TEST(GroupSyntax, GroupsOfABlockRoundTrip) {
+  const std::string text =
+      ".tensor a[4][4]\n"
+      ".buffer x[4][4]\n"
+      ".buffer y[4][4]\n"
+      ".kernel k grid(2)\n"
+      ".block k(0)\n"
+      "LOAD a[0:4, 0:4], x\n"
+      ".group 1\n"
+      "EXP x, y\n"
+      ".group 2\n"
+      "EXP x, x\n"
+      ".block k(1)\n"
+      "LOAD a[0:4, 0:4], x\n"
+      ".group 3\n"
+      "EXP x, y\n"
+      "EXP y, y\n";
+  const Program p = asm_text(text);
+  ASSERT_EQ(p.instructions.size(), 6u);
+  const std::vector<uint8_t> groups = {0, 1, 2, 0, 3, 3};
+  for (size_t i = 0; i < groups.size(); ++i) EXPECT_EQ(p.instructions[i].group, groups[i]) << i;
+  EXPECT_EQ(disassemble(p), text);
+}
+
+// The flash2 ping-pong program: loads in group 0, the two halves in groups 1 and 2; it reads back the same.
+TEST(GroupSyntax, PingPongProgramRoundTrips) {
+  traces::ForwardShape s;
+  s.n = 256, s.d = 32, s.block_q = 64, s.block_k = 64, s.heads = 2, s.causal = true;
+  s.double_buffer = true;
+  s.ping_pong = true;
+  const Program p = traces::forward_program(traces::ForwardSchedule::Flash2, s);
+  size_t per_group[kInstructionGroups] = {};
+  for (const Instruction& inst : p.instructions) {
+    ASSERT_LT(inst.group, kInstructionGroups);
+    ++per_group[inst.group];
+    if (inst.op == Opcode::Load) {
+      EXPECT_EQ(inst.group, 0) << format_instruction(p, inst);
+    }
+    if (inst.op == Opcode::MacZ || inst.op == Opcode::Exp) {
+      EXPECT_NE(inst.group, 0);
+    }
+  }
+  EXPECT_GT(per_group[1], 0u);
+  EXPECT_EQ(per_group[3], 0u);
+  const Program back = asm_text(disassemble(p));
+  EXPECT_TRUE(same_grids(p, back));
+  EXPECT_TRUE(same_instructions(p, back));
+}
+
 // ---- errors ----
+
+TEST(GroupErrors, GroupDirective) {
+  expect_error(".group\n", 1, 7, {"expected a group number"});
+  expect_error(".group 4\n", 1, 8, {"group 4 out of range", "0 to 3"});
+  expect_error(".group -1\n", 1, 8, {"group -1 out of range"});
+  expect_error(".group 1 EXP\n", 1, 10, {"unexpected text after the group"});
+}
 
 TEST(KernelErrors, KernelDirective) {
   expect_error(".kernel k grid(2)\n.block k(0)\n.block k(1)\n.kernel k grid(1)\n", 4, 9,

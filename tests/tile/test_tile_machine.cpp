@@ -133,6 +133,25 @@ TEST(ResultLatency, ARowReductionGrowsWithItsRow) {
   EXPECT_EQ(exp_dependent, exp_independent + 50);
 }
 
+// Instruction groups issue in order each, not with each other: an instruction that waits for its source's
+// result latency holds back the rest of its group only. Two dependent EXPs and two dependent MAC_Zs: in
+// one group the MACs start after the second EXP has issued; in groups of their own the two chains run
+// side by side and the program takes as long as the longer one alone. (A unit still takes instructions in
+// program order: the program's interleaving is each unit's schedule.)
+TEST(InstructionGroups, AGroupWaitsAloneForItsOperands) {
+  Machine machine(
+      load_config(kConfigs + "h100-sm.yaml", {"vpu.exp_result_latency=300", "mxu.result_latency=300"}));
+  const std::string d = ".buffer D[16][16] f32\n";
+  const std::string exps = "EXP A, B\nEXP B, C\n";
+  const std::string macs = "MAC_Z A, A, D\nMAC_Z D, A, D\n";
+  const uint64_t one_group = cycles_of(machine, d + exps + macs);
+  const uint64_t two_groups = cycles_of(machine, d + ".group 1\n" + exps + ".group 2\n" + macs);
+  const uint64_t exps_alone = cycles_of(machine, d + exps);
+  const uint64_t macs_alone = cycles_of(machine, d + macs);
+  EXPECT_GT(one_group, std::max(exps_alone, macs_alone));
+  EXPECT_EQ(two_groups, std::max(exps_alone, macs_alone));
+}
+
 // A streamed program (generated on a worker thread, delivered in small chunks) runs exactly like the same
 // program held in memory, values included.
 TEST(Streaming, SameResultsAsTheProgramInMemory) {

@@ -622,30 +622,21 @@ void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRo
     g.emit(Opcode::Mask, {g.buf(r.sc, rows, cols), Operand::imm(q.rows.start), Operand::imm(key.start)});
 }
 
-// The online softmax update of a group's rows from its S and O += P V_j (first: the group's first key
-// block, which sets m, l and O).
-void flash2_update(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
+// The online softmax of a group's rows from its S: P, the statistics, and O rescaled (first: the group's
+// first key block, which sets m and l).
+void flash2_softmax(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   const BreakIt& brk = g.s.breaks;
   auto S = [&] { return g.buf(r.sc, rows, cols); };
   auto P = [&] { return g.buf(r.pb, rows, cols); };
-  auto V = [&] { return g.buf(v_buffer, cols); };
-  auto O = [&] { return g.buf(r.oi, rows); };
   auto row = [&](int buffer) { return g.buf(buffer, rows); };
-  if (first) {
-    if (!brk.no_max_subtraction) {
+  if (first || brk.no_max_subtraction) {
+    if (first && !brk.no_max_subtraction) {
       g.emit(Opcode::RowMax, {S(), row(r.m)});
       g.emit(Opcode::Sub, {S(), row(r.m), S()});
     }
     g.emit(Opcode::Exp, {S(), P()});
-    g.emit(Opcode::RowSum, {P(), row(r.l)});
-    g.emit(Opcode::MacZ, {P(), V(), O()});
-    return;
-  }
-  if (brk.no_max_subtraction) {
-    g.emit(Opcode::Exp, {S(), P()});
-    g.emit(Opcode::RowSum, {P(), row(r.l_tile)});
-    g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
-    g.emit(Opcode::Mac, {P(), V(), O(), O()});
+    g.emit(Opcode::RowSum, {P(), row(first ? r.l : r.l_tile)});
+    if (!first) g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
     return;
   }
   // Online softmax update (seed 002's running max and rescale, on tiles).
@@ -660,9 +651,26 @@ void flash2_update(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool
   g.emit(Opcode::RowSum, {P(), row(r.l_tile)});
   if (!brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
   g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
-  if (!brk.no_rescaling) g.emit(Opcode::Mul, {O(), row(r.alpha), O()});
-  g.emit(Opcode::Mac, {P(), V(), O(), O()});
-  g.emit(Opcode::Mov, {row(r.m_new), row(r.m)});
+  if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(r.oi, rows), row(r.alpha), g.buf(r.oi, rows)});
+}
+
+// O += P V_j for a group's rows (O = P V_j on its first key block), then the new running max is kept.
+void flash2_pv(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
+  auto P = [&] { return g.buf(r.pb, rows, cols); };
+  auto O = [&] { return g.buf(r.oi, rows); };
+  if (first) {
+    g.emit(Opcode::MacZ, {P(), g.buf(v_buffer, cols), O()});
+    return;
+  }
+  g.emit(Opcode::Mac, {P(), g.buf(v_buffer, cols), O(), O()});
+  if (!g.s.breaks.no_max_subtraction) g.emit(Opcode::Mov, {g.buf(r.m_new, rows), g.buf(r.m, rows)});
+}
+
+// The online softmax update of a group's rows from its S and O += P V_j (first: the group's first key
+// block, which sets m, l and O).
+void flash2_update(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
+  flash2_softmax(g, r, rows, cols, first);
+  flash2_pv(g, r, rows, cols, first, v_buffer);
 }
 
 // O = O / l for a group; in registers it is staged through its rows of Q_i (FlashAttention-2's sO aliases
@@ -706,62 +714,75 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
 
 // ping_pong: the query block's two halves as two consumer warp groups that take turns at the tensor
 // cores (FlashAttention-3, cuDNN's Hopper forward): instruction groups 1 and 2, each its own in-order
-// stream, while group 0 (a producer) loads Q_i, K_j, V_j and stores O_i. The program interleaves them as
-// they run (half B's softmax and P V of key block j - 1 after half A's S of block j), so one half's softmax
-// overlaps the other's matrix products. K_j+1 is prefetched once half B's S_j-1 is done with its slot,
-// V_j+1 once half B's P V_j-1 is. Single buffered, the halves alternate within a key block. A half skips
-// the key blocks wholly above its rows (causal).
+// stream, while group 0 (a producer) loads Q_i, K_j, V_j and stores O_i. Each unit takes its instructions
+// in program order, so the program is written in the order they run. Double buffered, a step j issues
+//   S_A(j+1); softmax_B(j); P_A(j) V_j; S_B(j+1); softmax_A(j+1); P_B(j) V_j
+// (FlashAttention-3's pattern): the MXU's products of one half run while the VPU does the other half's
+// softmax, and each half's next S is ready when its softmax comes. K_j+2 and V_j+1 load at the step's
+// start, into the slots K_j and V_j-1 left. Single buffered, the halves alternate within a key block. A
+// half skips the key blocks wholly above its rows (causal).
 void flash2_tile_ping_pong(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
   const ForwardShape& s = g.s;
   auto keys = visible_keys(s, qb);
   if (s.keys_descending) std::reverse(keys.begin(), keys.end());
+  const size_t count = keys.size();
   const int64_t rows_a = first_half_rows(qb.size);
   const QRows half[2] = {{{qb.start, rows_a}, 0, false},
                          {{qb.start + rows_a, qb.size - rows_a}, rows_a, false}};
   const size_t slots = s.double_buffer ? 2 : 1;
   auto slot_of = [&](size_t j) { return static_cast<int>(j % slots); };
   auto visible = [&](int x, size_t j) {
-    return !s.causal || keys[j].start <= half[x].rows.start + half[x].rows.size - 1;
+    return j < count && (!s.causal || keys[j].start <= half[x].rows.start + half[x].rows.size - 1);
   };
-  bool started[2] = {false, false};
+  size_t first[2] = {count, count};  // each half's first visible key block
+  for (int x = 0; x < 2; ++x)
+    for (size_t j = count; j-- > 0;)
+      if (visible(x, j)) first[x] = j;
   // Instruction groups: 0 the loads and O's store (a producer), 1 and 2 the halves (two consumers).
   auto consumer = [&](int x) { g.b.group(static_cast<uint8_t>(1 + x)); };
   auto score = [&](int x, size_t j) {
     consumer(x);
     if (visible(x, j)) flash2_score(g, f, f.half[x], half[x], keys[j], slot_of(j));
   };
-  auto update = [&](int x, size_t j) {
+  auto softmax = [&](int x, size_t j) {
     consumer(x);
-    if (!visible(x, j)) return;
-    flash2_update(g, f.half[x], half[x].rows.size, keys[j].size, !started[x], f.vj[slot_of(j)]);
-    started[x] = true;
+    if (visible(x, j)) flash2_softmax(g, f.half[x], half[x].rows.size, keys[j].size, j == first[x]);
+  };
+  auto pv = [&](int x, size_t j) {
+    consumer(x);
+    if (visible(x, j))
+      flash2_pv(g, f.half[x], half[x].rows.size, keys[j].size, j == first[x], f.vj[slot_of(j)]);
   };
   auto load = [&](int tensor, const int* buffers, size_t j) {
     g.b.group(0);
-    g.emit(Opcode::Load, {g.at(tensor, h, keys[j]), g.buf(buffers[slot_of(j)], keys[j].size)});
+    if (j < count) g.emit(Opcode::Load, {g.at(tensor, h, keys[j]), g.buf(buffers[slot_of(j)], keys[j].size)});
   };
   g.b.group(0);
   g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(f.qi, qb.size)});
   load(g.k, f.kj, 0);
   load(g.v, f.vj, 0);
-  for (size_t j = 0; j < keys.size(); ++j) {
-    const bool more = j + 1 < keys.size();
-    if (!s.double_buffer) {
-      score(0, j);
-      score(1, j);
-      update(0, j);
-      update(1, j);
-      if (more) load(g.k, f.kj, j + 1), load(g.v, f.vj, j + 1);
-      continue;
+  if (!s.double_buffer) {
+    for (size_t j = 0; j < count; ++j) {
+      if (j > 0) load(g.k, f.kj, j), load(g.v, f.vj, j);
+      for (int x = 0; x < 2; ++x) score(x, j);
+      for (int x = 0; x < 2; ++x) softmax(x, j), pv(x, j);
     }
-    score(0, j);
-    if (j > 0) update(1, j - 1);
-    if (more) load(g.k, f.kj, j + 1);
-    score(1, j);
-    if (more) load(g.v, f.vj, j + 1);
-    update(0, j);
+  } else {
+    load(g.k, f.kj, 1);
+    score(0, 0);
+    softmax(0, 0);
+    score(1, 0);
+    for (size_t j = 0; j < count; ++j) {
+      load(g.k, f.kj, j + 2);
+      load(g.v, f.vj, j + 1);
+      score(0, j + 1);
+      softmax(1, j);
+      pv(0, j);
+      score(1, j + 1);
+      softmax(0, j + 1);
+      pv(1, j);
+    }
   }
-  if (s.double_buffer) update(1, keys.size() - 1);
   for (int x = 0; x < 2; ++x) {
     consumer(x);
     flash2_finish(g, f, f.half[x], h, half[x], !s.accumulators_in_registers);

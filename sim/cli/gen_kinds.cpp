@@ -21,6 +21,7 @@ traces::ForwardShape forward_shape(const GenInputs& in) {
   f.breaks = in.breaks;
   f.qk_range = in.qk_range;
   f.accumulators_in_registers = in.registers;
+  f.ping_pong = in.ping_pong;
   return f;
 }
 

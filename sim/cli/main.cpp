@@ -195,6 +195,9 @@ int cmd_gen(const std::vector<std::string>& args) {
       "registers", po::bool_switch(&in.registers),
       "flash2, two-pass: keep S, P, O_i and the row statistics in the tile register file, as GPU kernels "
       "keep them in registers (the config needs tile_regs)")(
+      "ping-pong", po::bool_switch(&in.ping_pong),
+      "flash2: each query block's two halves as instruction groups (.group) whose softmax and matrix "
+      "products interleave, as FlashAttention-3's two consumer warp groups")(
       "dtype", po::value(&dtype)->default_value("f16"),
       "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
       "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(

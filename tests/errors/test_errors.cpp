@@ -121,6 +121,13 @@ TEST_F(Cli, UnknownOpcode) {
   expect_input_error(run_trace(kToy3, trace), at(trace, 3, 3), {"unknown opcode 'FOO'"});
 }
 
+// Instruction groups are for tile programs; the scalar machine's one stream refuses them at the line.
+TEST_F(Cli, GroupInAScalarTrace) {
+  std::string trace =
+      write("group.trace", ".tensor a[2] = {1, 2}\nLOAD a[0], R0\n.group 1\nSTORE R0, a[1]\n");
+  expect_input_error(run_trace(kToy3, trace), at(trace, 4, 1), {".group is for tile programs"});
+}
+
 TEST_F(Cli, WrongOperandCount) {
   std::string trace = write("count.trace", ".tensor a[2]\nLOAD a[0], R0\n    MOV R0, R1, R2\n");
   expect_input_error(run_trace(kToy3, trace), at(trace, 3, 5), {"MOV", "takes 2 operands", "3 given"});

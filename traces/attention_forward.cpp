@@ -569,8 +569,11 @@ Flash2Rows flash2_rows(Gen& g, int64_t rows, const std::string& suffix) {
   r.l_tile = g.b.buffer("l_tile" + suffix, rows, 1, kAcc);
   r.oi = g.b.buffer("Oi" + suffix, rows, d, kAcc);
   if (s.accumulators_in_registers) {
-    // l stays in SRAM when it is stored as the row statistic: the DMA stores from SRAM only.
-    g.b.in_registers({r.sc, r.pb, r.m, r.m_tile, r.m_new, r.alpha, r.l_tile, r.oi});
+    // l stays in SRAM when it is stored as the row statistic: the DMA stores from SRAM only. The
+    // memory-efficient kernel writes P to shared memory for its second product, which reads it from there
+    // (CUTLASS's B2bGemm::accumToSmem, then an MMA from shared memory).
+    g.b.in_registers({r.sc, r.m, r.m_tile, r.m_new, r.alpha, r.l_tile, r.oi});
+    if (!s.as_mem_efficient) g.b.in_registers({r.pb});
     if (!s.store_row_statistic) g.b.in_registers({r.l});
   }
   return r;

@@ -60,7 +60,8 @@ struct ForwardShape : AttentionShape {
   // flash2 and two-pass: keep S, P, O_i and the row statistics in the core's tile register file (two-pass:
   // all but m_i and l_i, which are stored and reloaded), as GPU kernels keep
   // them in registers (each warp its rows' fragments); only Q_i, K_j and V_j live in SRAM, and O_i is staged
-  // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). Needs a `tile_regs` unit.
+  // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). With as_mem_efficient P stays in
+  // SRAM, where that kernel hands it to its second product. Needs a `tile_regs` unit.
   bool accumulators_in_registers = false;
   // flash2 only: each query block's rows as two halves whose instructions interleave, so one half's
   // softmax runs on the VPU while the other half's matrix products run on the MXU: two consumer warp

@@ -554,6 +554,19 @@ INSTANTIATE_TEST_SUITE_P(Flash2, PingPong,
                                   std::to_string(c.block_k);
                          });
 
+// The memory-efficient kernel hands P to its second product through shared memory (CUTLASS's
+// accumToSmem): with its loads and the accumulators in registers, P alone of flash2's buffers stays in SRAM.
+TEST(AccumulatorsInRegistersMemoryEfficient, PStaysInSram) {
+  ForwardShape s = shape(256, 64, 64, 64, false, Dtype::F16);
+  s.as_mem_efficient = true;
+  s.accumulators_in_registers = true;
+  const isa::Program program = traces::forward_program(ForwardSchedule::Flash2, s);
+  std::vector<std::string> in_sram;
+  for (const auto& b : program.buffers)
+    if (b.space != isa::BufferDecl::Space::Regs) in_sram.push_back(b.name);
+  EXPECT_EQ(in_sram, (std::vector<std::string>{"Qi", "Kj", "Vj", "P"}));
+}
+
 TEST(PingPong, OnlyFlash2WithoutTheMemoryEfficientLoads) {
   ForwardShape s = shape(256, 64, 64, 64, false, Dtype::F16);
   s.ping_pong = true;

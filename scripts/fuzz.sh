@@ -34,6 +34,7 @@ for kind in flash2-forward naive-safe naive-online two-pass flash1 flash2 standa
   gen "$kind" --n 8 --d 4 --block 4 --dtype f32
 done
 gen flash2 --n 8 --d 4 --block-q 4 --block-k 2 --causal --double-buffer --heads 2
+gen flash2 --n 8 --d 4 --block-q 4 --block-k 2 --causal --double-buffer --ping-pong --dtype f32
 for kind in flash2-bwd flash2-bwd-no-d naive-bwd; do gen "$kind" --n 8 --d 4 --block 4 --causal; done
 cp "$seeds"/assembler/* "$seeds/run/"
 # Configs, alone and with overrides (the part after %% is one -p per line). A whole chip of 132 cores and

@@ -323,6 +323,17 @@ std::vector<std::string> base_clock_overrides(const YAML::Node& config, const st
 
 namespace {
 
+// A row's clock that the DRAM model cannot time with (too few factors shared with its bandwidth: a clock
+// given to 0.1 kHz, say) is the row's input error, not an internal one.
+void set_row_clock(Machine& machine, const Measurement& m, double ghz, const std::string& data_path) {
+  try {
+    machine.set_clock_ghz(ghz);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(m.path.empty() ? data_path : m.path, {m.line, 1},
+                     fmt::format("the row's SM clock, {} GHz: {} (round it to 1 MHz)", ghz, e.what()));
+  }
+}
+
 // Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
@@ -399,7 +410,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     std::optional<ValidationRow> row;
     // A row that says at which clock its SMs ran is simulated at that clock (a whole chip's cores and DRAM).
     const bool own_clock = m.sm_clock_ghz > 0 && machine.is_chip();
-    if (machine.is_chip()) machine.set_clock_ghz(own_clock ? m.sm_clock_ghz : config_clock);
+    if (machine.is_chip()) set_row_clock(machine, m, own_clock ? m.sm_clock_ghz : config_clock, data_path);
     if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
     if (!row) {
       summary.not_simulated.push_back(m);

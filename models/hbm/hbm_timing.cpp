@@ -96,8 +96,8 @@ HbmTiming::HbmTiming(const HbmParams& params, double core_clock_ghz) : params_(p
   ticks_per_channel_byte_ = checked_mul(byte_ticks, ns_scale, "ticks per byte");
   ticks_per_ns_ = checked_mul(ticks_per_cycle_, clock_khz_, "ticks per ns") / kKhzPerGhzInt;
   require(ticks_per_cycle_ <= kTickLimit / kMinHorizonCycles,
-          "core_clock_ghz and peak_bandwidth_gbps leave too short a time horizon; round them (e.g. to "
-          "MHz and GB/s) so they share more common factors");
+          "the core clock (clock_ghz) and peak_bandwidth_gbps leave too short a time horizon; round them "
+          "(e.g. to MHz and GB/s) so they share more common factors");
   max_issue_cycle_ = kTickLimit / ticks_per_cycle_;
   max_bytes_per_channel_call_ = kTickLimit / ticks_per_channel_byte_;
 

@@ -383,6 +383,25 @@ TEST(Validation, TensorCoreTimeOnTheH200) {
   EXPECT_GT(s.time_pearson, 0.98);
 }
 
+// A row clock the DRAM model cannot time with (to 0.1 kHz: too few factors shared with the bandwidth) is
+// that row's input error, with its line, not an internal error.
+TEST(Validation, AnSmClockTheDramModelCannotUseNamesTheRow) {
+  const std::string data = kRoot + "/validation/data/h100_tc_flash2_grid.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (rows.empty() && m.n == 512) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 1u);
+  rows[0].sm_clock_ghz = 1.4393977;
+  try {
+    validate(kRoot + "/configs/h100.yaml", data, rows);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, rows[0].line);
+    EXPECT_NE(std::string(e.what()).find("1.4393977 GHz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("round it to 1 MHz"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Validation, AnSmClockOutOfRangeNamesFileAndLine) {
   const std::string path = ::testing::TempDir() + "bad_clock.csv";
   std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");

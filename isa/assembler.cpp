@@ -336,7 +336,6 @@ class Assembler {
     kernel_states_.push_back(std::move(state));
   }
 
-  // .block NAME(x[, y[, z]]): the instructions from here to the next .block are thread block (x, y, z).
   // .group N: the instructions up to the next .group or .block run as instruction group N of their block.
   void parse_group(LineCursor& c) {
     SourceLoc value_loc = c.loc();
@@ -349,6 +348,7 @@ class Assembler {
     group_ = static_cast<uint8_t>(*value);
   }
 
+  // .block NAME(x[, y[, z]]): the instructions from here to the next .block are thread block (x, y, z).
   void parse_block(LineCursor& c) {
     group_ = 0;  // every block starts in group 0
     SourceLoc name_loc = c.loc();

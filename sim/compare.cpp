@@ -32,19 +32,21 @@ struct ScheduleEntry {
 // The flash2-only and register options apply to the schedules that have them; the others run as usual.
 std::vector<ScheduleEntry> forward_entries(const CompareOptions& options) {
   std::vector<ScheduleEntry> out;
-  for (auto s : traces::all_forward_schedules())
+  for (auto s : traces::all_forward_schedules()) {
+    const bool flash2 = s == traces::ForwardSchedule::Flash2;
+    traces::ForwardShape options_of_s;  // the options this schedule takes, copied into each shape
+    options_of_s.keys_descending = options.keys_descending && flash2;
+    options_of_s.ping_pong = options.ping_pong && flash2;
+    options_of_s.accumulators_in_registers =
+        options.registers && (flash2 || s == traces::ForwardSchedule::TwoPassFused);
     out.push_back({std::string(traces::schedule_name(s)),
-                   [s, options](const traces::AttentionShape& shape, int64_t heads, bool) {
-                     traces::ForwardShape f;
+                   [s, options_of_s](const traces::AttentionShape& shape, int64_t heads, bool) {
+                     traces::ForwardShape f = options_of_s;
                      static_cast<traces::AttentionShape&>(f) = shape;
                      f.heads = heads;
-                     const bool flash2 = s == traces::ForwardSchedule::Flash2;
-                     f.keys_descending = options.keys_descending && flash2;
-                     f.ping_pong = options.ping_pong && flash2;
-                     f.accumulators_in_registers =
-                         options.registers && (flash2 || s == traces::ForwardSchedule::TwoPassFused);
                      return traces::forward_program(s, f);
                    }});
+  }
   return out;
 }
 

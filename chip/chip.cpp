@@ -362,10 +362,14 @@ void Chip::conductor() {
         if (error_) break;
         ++epoch;
         if (kernel_finished()) {
+          // The kernel's fixed cost (Nsight Compute's duration of an empty kernel) counts after its last
+          // block: where it lies does not change the kernel's duration, and before the first block it would
+          // shift every block against the quantum grid.
+          kernel_reports_.back().end_cycle += static_cast<uint64_t>(params_.kernel_launch_cycles);
           end = std::max(end, kernel_reports_.back().end_cycle);
           if (l2_ && params_.flush_l2_between_kernels) l2_->flush();
           kernel_ = -1;
-          start_kernel(end + static_cast<uint64_t>(params_.kernel_launch_cycles));
+          start_kernel(end);
           if (kernel_ < 0) break;
           epoch = std::max(epoch, kernel_start_ / quantum);
         }
@@ -434,7 +438,9 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
                      "how far a core may run ahead of the others (temporal decoupling)", 1, 1ll << 40);
   r.kernel_launch_cycles =
       p.get<int64_t>("kernel_launch_cycles", d.kernel_launch_cycles, "cycles",
-                     "gap between a kernel's last block and the next kernel's first", 0, 1ll << 40);
+                     "a kernel's fixed cost, counted after its last block: the next kernel starts that much "
+                     "later",
+                     0, 1ll << 40);
   r.oldest_first =
       p.choice("issue_priority", "oldest", {"oldest", "fifo"},
                "which resident block's instruction a core runs next: oldest (the one its unit can take "

@@ -29,7 +29,7 @@ struct ChipParams {
   int64_t blocks_per_core = 0;  // 0: from the SRAM footprint; > 0: forced (a kernel's measured occupancy)
   uint64_t core_sram_bytes = 233472;  // SRAM of one core, shared by its resident blocks
   int64_t quantum_cycles = 1000;
-  int64_t kernel_launch_cycles = 0;  // gap between one kernel's end and the next one's first block
+  int64_t kernel_launch_cycles = 0;  // a kernel's fixed cost, after its last block (before the next kernel)
   bool flush_l2_between_kernels = true;
   bool blocking_issue = false;
   // Which resident block a core's unit serves first when several wait for it: the oldest (earliest

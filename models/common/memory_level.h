@@ -26,6 +26,9 @@ class MemoryLevel {
   virtual ~MemoryLevel() = default;
   // Serves the access issued at `issue_cycle`; returns the cycle it completes.
   virtual uint64_t access(const MemAccess& access, uint64_t issue_cycle) = 0;
+  // When the last access's bytes had been taken in (its bandwidth booked), before any latency: how long
+  // a sender's queue stays blocked by it. 0 for a level that takes everything at once.
+  virtual uint64_t last_accepted_cycle() const { return 0; }
 };
 
 }  // namespace attnsim

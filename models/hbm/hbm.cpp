@@ -106,7 +106,7 @@ void Hbm::use_calendar(uint64_t window_cycles) {
 
 // Sector-rounded bytes of each row through the calendar; the completion adds the fixed latency.
 uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
-                                uint64_t issue_cycle, uint64_t& transferred) const {
+                                uint64_t issue_cycle, uint64_t& transferred) {
   const uint64_t sector = params_.timing.access_granularity_bytes;
   const uint64_t end = addr + (rows ? (rows - 1) * stride_bytes + row_bytes : 0);
   if (end > params_.timing.capacity_bytes || end < addr)
@@ -120,7 +120,8 @@ uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes
     transferred += (begin + row_bytes + sector - 1) / sector * sector - begin / sector * sector;
   }
   const double latency = params_.timing.latency_ns * core_clock_ghz_;
-  return calendar_->serve(issue_cycle, transferred) + static_cast<uint64_t>(std::ceil(latency));
+  accepted_ = calendar_->serve(issue_cycle, transferred);
+  return accepted_ + static_cast<uint64_t>(std::ceil(latency));
 }
 
 uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,

@@ -40,6 +40,8 @@ class Hbm : public Component, public MemoryLevel {
   uint64_t access(const MemAccess& a, uint64_t issue_cycle) override {
     return transfer2d(a.tensor, a.addr, a.rows, a.row_bytes, a.stride_bytes, a.is_write, issue_cycle);
   }
+  // Whole-chip mode: when the last access's bytes had their bandwidth, before the latency.
+  uint64_t last_accepted_cycle() const override { return accepted_; }
 
   // Whole-chip mode: cores run ahead of each other (temporal decoupling), so requests arrive out of time
   // order and the channel model's busy-until times are not causal. Decoupled, every request is timed by a
@@ -68,9 +70,10 @@ class Hbm : public Component, public MemoryLevel {
   std::string file_;  // the program allocate() laid out, for errors from transfer2d
   std::unique_ptr<hbm::HbmTiming> timing_;
   std::unique_ptr<BandwidthCalendar> calendar_;
+  uint64_t accepted_ = 0;
   uint64_t calendar_window_ = 0;
   uint64_t calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
-                             uint64_t issue_cycle, uint64_t& transferred) const;
+                             uint64_t issue_cycle, uint64_t& transferred);
 };
 
 void register_hbm_models();  // YAML type "hbm"; the core clock comes from the BuildContext

@@ -101,6 +101,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
   free_records_.clear();
+  pending_fills_.clear();
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
     calendars_.emplace_back(params_.bytes_per_cycle, static_cast<uint64_t>(params_.window_cycles));
@@ -151,6 +152,7 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
     const uint64_t bytes = (e - s) * sector;
     MemAccess w{line.tensor, base + s * sector, 1, bytes, bytes, true, 0};
     next_->access(w, at);
+    writeback_accepted_ = std::max(writeback_accepted_, next_->last_accepted_cycle());
     if (line.tensor >= 0) writeback_bytes[line.tensor] += bytes;
     s = e;
   }
@@ -342,6 +344,8 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
       MissRuns{a.tensor, a.core, issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles), 0, 0, 0};
   const int near = near_partition(a.core);
   partition_bytes_.assign(static_cast<size_t>(params_.partitions), 0);
+  missed_pages_.clear();
+  fill_wait_ = writeback_accepted_ = 0;
   // Rows of whole lines without gaps are one range: the same lines in the same order, and whole pages.
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   if (!a.is_write && a.stride_bytes == a.row_bytes && a.addr % line_bytes == 0 &&
@@ -357,7 +361,30 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     }
   }
   fetch_run();
-  return std::max(partition_done(near, issue_cycle), miss_.done);
+  for (uint64_t page : missed_pages_) {
+    PendingFill& fill = pending_fills_[page];
+    if (miss_.done >= fill.ready) fill = {issue_cycle, miss_.done};
+  }
+  const uint64_t done = partition_done(near, issue_cycle);
+  // An eviction's dirty data must have left for DRAM before the slot takes the new line.
+  accepted_ = std::max(accepted_, writeback_accepted_);
+  return std::max({done, miss_.done, fill_wait_, writeback_accepted_});
+}
+
+// The latest fill still in flight on the pages of [begin, end): a read of them cannot complete before.
+void L2Cache::wait_for_pending_fills(uint64_t begin, uint64_t end) {
+  if (pending_fills_.empty()) return;
+  const int page_shift = line_shift_ + kPageShift;
+  for (uint64_t page = begin >> page_shift; page <= (end - 1) >> page_shift; ++page) {
+    const auto it = pending_fills_.find(page);
+    if (it == pending_fills_.end()) continue;
+    // A fill issued after this read (a core ahead in time, under temporal decoupling) is the one this read
+    // would have started: its data arrive as much earlier as the read was issued before it.
+    const PendingFill& fill = it->second;
+    const uint64_t ready =
+        fill.issue <= now_ ? fill.ready : fill.ready - std::min(fill.ready, fill.issue - now_);
+    fill_wait_ = std::max(fill_wait_, ready);
+  }
 }
 
 uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const {
@@ -370,6 +397,7 @@ uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) 
 
 void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  wait_for_pending_fills(begin, end);
   uint64_t li = begin >> line_shift_;
   while (li * line_bytes < end) {
     const bool whole_page =
@@ -405,6 +433,8 @@ void L2Cache::write_range(int near, int tensor, uint64_t begin, uint64_t end) {
 
 void L2Cache::add_missing(uint64_t line_index, uint8_t missing) {
   if (!missing) return;
+  const uint64_t page = line_index >> kPageShift;
+  if (missed_pages_.empty() || missed_pages_.back() != page) missed_pages_.push_back(page);
   const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
   const uint64_t lb = line_index * static_cast<uint64_t>(params_.line_bytes);
   for (uint32_t s = 0; s < sectors_per_line_; ++s) {
@@ -426,13 +456,15 @@ void L2Cache::fetch_run() {
 // When the partitions the access touched have served their bytes (booked on their calendars).
 uint64_t L2Cache::partition_done(int near, uint64_t issue_cycle) {
   uint64_t done = issue_cycle;
+  accepted_ = issue_cycle;
   bool far = false;
   for (size_t p = 0; p < partition_bytes_.size(); ++p) {
     if (!partition_bytes_[p]) continue;
     const bool is_far = static_cast<int>(p) != near;
     far = far || is_far;
-    done = std::max(done, calendars_[p].serve(issue_cycle, partition_bytes_[p]) +
-                              static_cast<uint64_t>(params_.hit_latency_cycles) +
+    const uint64_t booked = calendars_[p].serve(issue_cycle, partition_bytes_[p]);
+    accepted_ = std::max(accepted_, booked);
+    done = std::max(done, booked + static_cast<uint64_t>(params_.hit_latency_cycles) +
                               (is_far ? static_cast<uint64_t>(params_.far_latency_cycles) : 0));
   }
   far_accesses += far ? 1 : 0;
@@ -441,6 +473,7 @@ uint64_t L2Cache::partition_done(int near, uint64_t issue_cycle) {
 
 void L2Cache::forget_before(uint64_t cycle) {
   for (auto& c : calendars_) c.forget_before(cycle);
+  std::erase_if(pending_fills_, [cycle](const auto& fill) { return fill.second.ready < cycle; });
 }
 
 std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
@@ -460,6 +493,7 @@ void L2Cache::flush() {
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
   free_records_.clear();
+  pending_fills_.clear();
 }
 
 void register_l2_models() {

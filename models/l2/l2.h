@@ -28,6 +28,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "models/common/bandwidth_calendar.h"
@@ -70,6 +71,7 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<uint64_t> dirty_bytes_per_tensor() const;
 
   uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
+  uint64_t last_accepted_cycle() const override { return accepted_; }
   void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
   int partition_of(uint64_t addr) const;
   int near_partition(int core) const { return core % static_cast<int>(params_.partitions); }
@@ -131,6 +133,7 @@ class L2Cache : public Component, public MemoryLevel {
   int64_t find_way(const uint64_t* tags, uint64_t tag) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
+  void wait_for_pending_fills(uint64_t begin, uint64_t end);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
   uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
@@ -156,6 +159,16 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<BandwidthCalendar> calendars_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
   uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps
+  uint64_t accepted_ = 0;                  // the last access's bytes booked in its partitions' calendars
+  // Fills in flight, per page of lines: when the last fetch of one of the page's lines arrives. A read that
+  // finds such a line already allocated waits for it, as a GPU L2 merges a miss into the pending one.
+  struct PendingFill {
+    uint64_t issue = 0, ready = 0;  // the fetch's issue cycle, and when its data arrive
+  };
+  std::unordered_map<uint64_t, PendingFill> pending_fills_;
+  std::vector<uint64_t> missed_pages_;  // per access: pages with sectors fetched from DRAM
+  uint64_t fill_wait_ = 0;              // per access: the latest pending fill its reads found
+  uint64_t writeback_accepted_ = 0;     // per access: when DRAM took the dirty lines it evicted
   uint64_t now_ = 0;  // issue cycle of the access being served (write-backs are issued then)
 };
 

@@ -1,6 +1,8 @@
 // The L2 model on its own: hits, misses, LRU, write-back with write-allocate, flush, partitions.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "models/l2/l2.h"
 
 namespace attnsim {
@@ -69,6 +71,31 @@ TEST(L2, WriteAllocatesWithoutReadingAndWritesBackOnlyWhenEvicted) {
   EXPECT_EQ(rig.l2.writeback_bytes[0], static_cast<uint64_t>(kLine));
 }
 
+// DRAM that takes one byte per cycle: a write-back is accepted when its bytes have had their turn.
+class SlowDram : public MemoryLevel {
+ public:
+  uint64_t access(const MemAccess& a, uint64_t issue) override {
+    accepted_ = std::max(accepted_, issue) + a.bytes();
+    return accepted_ + 1000;
+  }
+  uint64_t last_accepted_cycle() const override { return accepted_; }
+
+ private:
+  uint64_t accepted_ = 0;
+};
+
+// A write that must evict a dirty line waits until DRAM has taken the evicted data (the L2 has nowhere
+// else to put it), and reports that as when it was taken in: the sender's queue stays blocked until then.
+TEST(L2, AWriteThatEvictsADirtyLineWaitsForDramToTakeIt) {
+  SlowDram dram;
+  L2Cache l2("l2", tiny(1, 1));  // one line in all
+  l2.set_next(&dram);
+  l2.reset({"T"});
+  EXPECT_EQ(l2.access(range(0, kLine, true), 0), 2u + 10u);  // 128 B at 64 B/cycle + the hit latency
+  EXPECT_EQ(l2.access(range(kLine, kLine, true), 0), 128u);  // line 0's 128 B leave at 1 B/cycle first
+  EXPECT_EQ(l2.last_accepted_cycle(), 128u);
+}
+
 TEST(L2, LruKeepsTheRecentlyUsedLine) {
   // One set of two ways: lines A, B, touch A, then C evicts B (least recently used), so A still hits.
   Rig rig(tiny(2, 1));
@@ -110,6 +137,18 @@ TEST(L2, AHitTakesTheHitLatencyAndAMissWaitsForDram) {
   Rig rig(tiny(4, 16));
   EXPECT_EQ(rig.l2.access(range(0, 64), 100), 100u + 10u + 1000u);  // miss: DRAM answers 1000 after 110
   EXPECT_EQ(rig.l2.access(range(0, 64), 5000), 5000u + 1u + 10u);   // hit: 64 bytes at 64 B/cycle + latency
+}
+
+// A read that finds its line allocated by a miss still in flight waits for that fill (a GPU L2 merges it
+// into the pending miss) instead of taking the hit latency; once the fill has arrived it is a plain hit.
+TEST(L2, AReadOfALineStillBeingFilledWaitsForTheFill) {
+  Rig rig(tiny(4, 16));
+  EXPECT_EQ(rig.l2.access(range(0, 64), 100), 1110u);     // miss: DRAM answers 1000 after 110
+  EXPECT_EQ(rig.l2.access(range(0, 64), 101), 1110u);     // issued 1 cycle later: merged into that fill
+  EXPECT_EQ(rig.dram.read, 64u);                          // fetched once
+  EXPECT_EQ(rig.l2.access(range(4096, 64), 101), 1111u);  // another page: its own miss
+  rig.l2.forget_before(2000);
+  EXPECT_EQ(rig.l2.access(range(0, 64), 2000), 2000u + 1u + 10u);  // the fill has arrived: a hit
 }
 
 TEST(L2, PartitionsSplitTheAddressesAndFarOnesCostMore) {

@@ -1,0 +1,62 @@
+// The on-chip network on its own: a core's port, its store rate, and loads that leave behind stores.
+#include <gtest/gtest.h>
+
+#include "models/noc/noc.h"
+
+namespace attnsim {
+namespace {
+
+// A next level that answers after a fixed time and takes everything at once.
+class FixedLevel : public MemoryLevel {
+ public:
+  uint64_t access(const MemAccess&, uint64_t issue) override { return issue + 100; }
+};
+
+MemAccess tile(uint64_t bytes, bool write, int core = 0) {
+  return MemAccess{0, 0, 1, bytes, bytes, write, core};
+}
+
+struct Rig {
+  explicit Rig(const Noc::Params& p) : noc("noc", p) {
+    noc.set_next(&next);
+    noc.reset({"T"}, 2);
+  }
+  FixedLevel next;
+  Noc noc;
+};
+
+Noc::Params gpu_like() {
+  Noc::Params p;
+  p.core_bytes_per_cycle = 64;
+  p.core_write_bytes_per_cycle = 32;
+  p.loads_wait_for_stores = true;
+  p.window_cycles = 1;
+  return p;
+}
+
+TEST(Noc, StoresLeaveAtTheirOwnRate) {
+  Rig rig(gpu_like());
+  EXPECT_EQ(rig.noc.access(tile(16384, true), 0), 512u);         // 16 KiB at 32 B/cycle (the next level: 100)
+  EXPECT_EQ(rig.noc.access(tile(8192, false), 0), 512u + 128u);  // behind it: 8 KiB at 64 B/cycle
+  EXPECT_EQ(rig.noc.load_cycles_behind_stores, 512u);
+}
+
+TEST(Noc, ALoadOfAnotherCoreOrBeforeTheStoresDoesNotWait) {
+  Rig rig(gpu_like());
+  rig.noc.access(tile(16384, true, 0), 0);
+  EXPECT_EQ(rig.noc.access(tile(8192, false, 1), 0), 128u);  // core 1's port is its own
+  EXPECT_EQ(rig.noc.load_cycles_behind_stores, 0u);
+}
+
+TEST(Noc, WithoutTheOptionsLoadsAndStoresShareOnePortAndOverlap) {
+  Noc::Params p;
+  p.core_bytes_per_cycle = 64;
+  p.window_cycles = 1;
+  Rig rig(p);
+  EXPECT_EQ(rig.noc.access(tile(16384, true), 0), 256u);
+  EXPECT_EQ(rig.noc.access(tile(8192, false), 0), 256u + 128u);  // the port's bandwidth, not the order
+  EXPECT_EQ(rig.noc.load_cycles_behind_stores, 0u);
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -1,0 +1,143 @@
+// naive's S = Q K^T loop with its memory traffic only (validation/mem_probe.cu), measured on the H100 under
+// Nsight Compute's base clocks with the L2 flushed (validation/data/h100_mem_probe.csv), against the same
+// loop as a trace on the h100 preset: one block alone, and the kernel's grids at n = 1,024 and 2,048.
+// What the GPU shows and the model must reproduce: an SM stores at 32 B/clk, and a load issued behind
+// stores waits for their data to leave (one block: load 870 + store 514 -> 1,511 clk per key block).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "isa/assembler.h"
+#include "sim/chip_report.h"
+#include "sim/config.h"
+#include "sim/machine.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kRoot = ATTNSIM_SOURCE_DIR;
+
+struct ProbeRow {
+  std::string mode;
+  int64_t n = 0, heads = 0, blocks = 0;
+  double cycles_per_key_block = 0, sm_clock_ghz = 0;
+};
+
+std::vector<std::string> cells_of(const std::string& line) {  // the file quotes nothing
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  return cells;
+}
+
+std::vector<ProbeRow> base_clock_rows() {
+  std::ifstream in(kRoot + "/validation/data/h100_mem_probe.csv");
+  std::string line;
+  std::getline(in, line);
+  std::map<std::string, size_t> column;
+  const auto header = cells_of(line);
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  std::vector<ProbeRow> rows;
+  while (std::getline(in, line)) {
+    const auto cells = cells_of(line);
+    auto cell = [&](const char* name) { return cells.at(column.at(name)); };
+    if (cell("clocks") != "base" || cell("mode") == "empty") continue;
+    rows.push_back({cell("mode"), std::stoll(cell("n")), std::stoll(cell("heads")),
+                    std::stoll(cell("blocks")), std::stod(cell("cycles_per_key_block_median")),
+                    std::stod(cell("sm_clock_ghz"))});
+  }
+  return rows;
+}
+
+// The probe kernel's loop as a trace: per key block, K_j's 8 KB (load), the block's 16 KB tile of S
+// (store), or both with the store depending on the load (the kernel's stores use a value read from K_j).
+std::string probe_trace(const ProbeRow& r) {
+  const int64_t grid_x = r.blocks / r.heads;
+  std::string t = "# validation/mem_probe.cu, mode " + r.mode + "\n";
+  t += ".tensor K[" + std::to_string(r.heads) + "][" + std::to_string(r.n) + "][64] f16\n";
+  t += ".tensor S[" + std::to_string(r.heads) + "][" + std::to_string(r.n) + "][" + std::to_string(r.n) +
+       "] f32\n.buffer Kj[64][64] f16\n.buffer Sij[64][64] f32\n";
+  t += ".kernel probe grid(" + std::to_string(grid_x) + ", " + std::to_string(r.heads) + ")\n";
+  const bool load = r.mode != "store", store = r.mode != "load";
+  for (int64_t h = 0; h < r.heads; ++h)
+    for (int64_t x = 0; x < grid_x; ++x) {
+      t += ".block probe(" + std::to_string(x) + ", " + std::to_string(h) + ")\n";
+      for (int64_t k0 = 0; k0 < r.n; k0 += 64) {
+        const std::string keys = std::to_string(k0) + ":" + std::to_string(k0 + 64);
+        if (load) t += "LOAD K[" + std::to_string(h) + ", " + keys + ", 0:64], Kj\n";
+        if (load && store) t += "MOV Kj, Sij\n";
+        if (store)
+          t += "STORE Sij, S[" + std::to_string(h) + ", " + std::to_string(64 * x) + ":" +
+               std::to_string(64 * x + 64) + ", " + keys + "]\n";
+      }
+    }
+  return t;
+}
+
+TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {
+  const auto rows = base_clock_rows();
+  ASSERT_EQ(rows.size(), 9u);
+  Machine machine(load_config(kRoot + "/configs/h100.yaml", {}));
+  std::map<std::string, double> lone;  // one block alone: simulated cycles per key block by mode
+  for (const ProbeRow& r : rows) {
+    machine.set_clock_ghz(std::round(r.sm_clock_ghz * 1000) / 1000);
+    const isa::Program program = isa::assemble(probe_trace(r), "probe.s");
+    machine.load(program, false, true);
+    machine.run();
+    const ChipSummary s = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+    // The blocks' own cycles, as clock64 counts them: without the kernel's fixed cost before its first block.
+    const auto launch = static_cast<uint64_t>(machine.chip()->params().kernel_launch_cycles);
+    const double simulated = static_cast<double>(s.cycles - launch) / static_cast<double>(r.n / 64);
+    const double ratio = simulated / r.cycles_per_key_block;
+    // The load's DRAM latency is the preset's 500 ns estimate (docs/calibration.md): loads 1.17-1.27.
+    EXPECT_GT(ratio, 0.8) << r.mode << " n " << r.n << " blocks " << r.blocks;
+    EXPECT_LT(ratio, 1.3) << r.mode << " n " << r.n << " blocks " << r.blocks;
+    if (r.blocks == 1) lone[r.mode] = simulated;
+    if (r.blocks == 1 && r.mode == "store") {
+      EXPECT_NEAR(ratio, 1.0, 0.05);  // 32 B/clk
+    }
+  }
+  // The load waits for the stores before it: together they take the sum (measured 1,511 vs 870 + 514).
+  EXPECT_GE(lone["both"], lone["load"] + lone["store"]);
+}
+
+// An empty kernel's gpu__time_duration under Nsight Compute (1, 132 and 264 blocks: 2.27-2.46 us) is a
+// kernel's fixed cost: `chip.kernel_launch_cycles` in the preset. A kernel of blocks that do almost nothing
+// takes that long in the model too.
+TEST(MemoryProbe, AKernelWithoutWorkTakesWhatTheH100Reports) {
+  std::ifstream in(kRoot + "/validation/data/h100_mem_probe.csv");
+  std::string line;
+  std::getline(in, line);
+  const auto header = cells_of(line);
+  auto at = [&](const std::vector<std::string>& cells, const std::string& name) {
+    return cells.at(static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin()));
+  };
+  Machine machine(load_config(kRoot + "/configs/h100.yaml", {}));
+  int rows = 0;
+  while (std::getline(in, line)) {
+    const auto cells = cells_of(line);
+    if (at(cells, "clocks") != "base" || at(cells, "mode") != "empty") continue;
+    ++rows;
+    const int64_t blocks = std::stoll(at(cells, "blocks"));
+    std::string t =
+        ".buffer A[16][16] f32\n.buffer B[16][16] f32\n.kernel empty grid(" + std::to_string(blocks) + ")\n";
+    for (int64_t b = 0; b < blocks; ++b) t += ".block empty(" + std::to_string(b) + ")\nMOV A, B\n";
+    const double ghz = std::round(std::stod(at(cells, "sm_clock_ghz")) * 1000) / 1000;
+    machine.set_clock_ghz(ghz);
+    const isa::Program program = isa::assemble(t, "empty.s");
+    machine.load(program, false, true);
+    machine.run();
+    const double simulated_ns = static_cast<double>(machine.chip()->cycles()) / ghz;
+    EXPECT_NEAR(simulated_ns / std::stod(at(cells, "time_ns")), 1.0, 0.10) << blocks << " blocks";
+  }
+  EXPECT_EQ(rows, 3);
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -1,6 +1,7 @@
-// naive's S = Q K^T loop with its memory traffic only (validation/mem_probe.cu), measured on the H100 under
-// Nsight Compute's base clocks with the L2 flushed (validation/data/h100_mem_probe.csv), against the same
-// loop as a trace on the h100 preset: one block alone, and the kernel's grids at n = 1,024 and 2,048.
+// naive's S = Q K^T loop with its memory traffic only (validation/mem_probe.cu), measured on the H100 and the
+// H200 under Nsight Compute's base clocks with the L2 flushed (validation/data/<gpu>_mem_probe.csv), against
+// the same loop as a trace on the gpu's preset: one block alone, and the kernel's grids at n = 1,024 and
+// 2,048.
 // What the GPU shows and the model must reproduce: an SM stores at 32 B/clk, and a load issued behind
 // stores waits for their data to leave (one block: load 870 + store 514 -> 1,511 clk per key block).
 #include <gtest/gtest.h>
@@ -36,8 +37,8 @@ std::vector<std::string> cells_of(const std::string& line) {  // the file quotes
   return cells;
 }
 
-std::vector<ProbeRow> base_clock_rows() {
-  std::ifstream in(kRoot + "/validation/data/h100_mem_probe.csv");
+std::vector<ProbeRow> base_clock_rows(const std::string& gpu) {
+  std::ifstream in(kRoot + "/validation/data/" + gpu + "_mem_probe.csv");
   std::string line;
   std::getline(in, line);
   std::map<std::string, size_t> column;
@@ -80,10 +81,10 @@ std::string probe_trace(const ProbeRow& r) {
   return t;
 }
 
-TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {
-  const auto rows = base_clock_rows();
+void check_probe_loop(const std::string& gpu) {
+  const auto rows = base_clock_rows(gpu);
   ASSERT_EQ(rows.size(), 9u);
-  Machine machine(load_config(kRoot + "/configs/h100.yaml", {}));
+  Machine machine(load_config(kRoot + "/configs/" + gpu + ".yaml", {}));
   std::map<std::string, double> lone;  // one block alone: simulated cycles per key block by mode
   for (const ProbeRow& r : rows) {
     machine.set_clock_ghz(std::round(r.sm_clock_ghz * 1000) / 1000);
@@ -95,7 +96,7 @@ TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {
     const auto launch = static_cast<uint64_t>(machine.chip()->params().kernel_launch_cycles);
     const double simulated = static_cast<double>(s.cycles - launch) / static_cast<double>(r.n / 64);
     const double ratio = simulated / r.cycles_per_key_block;
-    // The load's DRAM latency is the preset's 500 ns estimate (docs/calibration.md): loads 1.17-1.27.
+    // The load's DRAM latency is the preset's 500 ns estimate (docs/calibration.md): loads 1.17-1.28.
     EXPECT_GT(ratio, 0.8) << r.mode << " n " << r.n << " blocks " << r.blocks;
     EXPECT_LT(ratio, 1.3) << r.mode << " n " << r.n << " blocks " << r.blocks;
     if (r.blocks == 1) lone[r.mode] = simulated;
@@ -103,22 +104,29 @@ TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {
       EXPECT_NEAR(ratio, 1.0, 0.05);  // 32 B/clk
     }
   }
-  // The load waits for the stores before it: together they take the sum (measured 1,511 vs 870 + 514).
+  // The load waits for the stores before it: together they take the sum (H100: 1,511 vs 870 + 514).
   EXPECT_GE(lone["both"], lone["load"] + lone["store"]);
 }
 
-// An empty kernel's gpu__time_duration under Nsight Compute (1, 132 and 264 blocks: 2.27-2.46 us) is a
-// kernel's fixed cost: `chip.kernel_launch_cycles` in the preset. A kernel of blocks that do almost nothing
-// takes that long in the model too.
-TEST(MemoryProbe, AKernelWithoutWorkTakesWhatTheH100Reports) {
-  std::ifstream in(kRoot + "/validation/data/h100_mem_probe.csv");
+TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {
+  check_probe_loop("h100");
+}
+TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH200) {
+  check_probe_loop("h200");
+}
+
+// An empty kernel's gpu__time_duration under Nsight Compute (1, 132 and 264 blocks: 2.27-2.46 us on the H100,
+// 1.76-2.02 us on the H200) is a kernel's fixed cost: `chip.kernel_launch_cycles` in the preset. A kernel of
+// blocks that do almost nothing takes that long in the model too.
+void check_empty_kernel(const std::string& gpu) {
+  std::ifstream in(kRoot + "/validation/data/" + gpu + "_mem_probe.csv");
   std::string line;
   std::getline(in, line);
   const auto header = cells_of(line);
   auto at = [&](const std::vector<std::string>& cells, const std::string& name) {
     return cells.at(static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin()));
   };
-  Machine machine(load_config(kRoot + "/configs/h100.yaml", {}));
+  Machine machine(load_config(kRoot + "/configs/" + gpu + ".yaml", {}));
   int rows = 0;
   while (std::getline(in, line)) {
     const auto cells = cells_of(line);
@@ -137,6 +145,13 @@ TEST(MemoryProbe, AKernelWithoutWorkTakesWhatTheH100Reports) {
     EXPECT_NEAR(simulated_ns / std::stod(at(cells, "time_ns")), 1.0, 0.10) << blocks << " blocks";
   }
   EXPECT_EQ(rows, 3);
+}
+
+TEST(MemoryProbe, AKernelWithoutWorkTakesWhatTheH100Reports) {
+  check_empty_kernel("h100");
+}
+TEST(MemoryProbe, AKernelWithoutWorkTakesWhatTheH200Reports) {
+  check_empty_kernel("h200");
 }
 
 }  // namespace

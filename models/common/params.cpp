@@ -1,5 +1,7 @@
 #include "models/common/params.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -38,6 +40,16 @@ void ParamReader::fail_node(const YAML::Node& node, const std::string& key,
   SourceLoc loc;
   if (node && !node.Mark().is_null()) loc = {node.Mark().line + 1, node.Mark().column + 1};
   throw InputError(source_->file, loc, key + ": " + message);
+}
+
+void ParamReader::fail_combination(const std::vector<std::string>& also, const std::string& message) const {
+  const std::string section = key_path_ + ".";
+  for (const auto& [key, text] : source_->overrides) {
+    const bool involved =
+        key.rfind(section, 0) == 0 || std::find(also.begin(), also.end(), key) != also.end();
+    if (involved) throw InputError("-p " + text, {}, key_path_ + ": " + message);
+  }
+  fail_node(node_, key_path_, message);
 }
 
 void ParamReader::fail(const std::string& name, const std::string& message) const {

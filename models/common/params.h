@@ -56,6 +56,9 @@ class ParamReader {
   [[noreturn]] void fail(const std::string& name, const std::string& message) const;
   [[noreturn]] void fail_node(const YAML::Node& node, const std::string& key,
                               const std::string& message) const;
+  // An error about a combination of parameters (this section's and `also`, e.g. clock_ghz): blames the
+  // first of them a -p override set, else this section of the file.
+  [[noreturn]] void fail_combination(const std::vector<std::string>& also, const std::string& message) const;
 
   const std::string& key_path() const { return key_path_; }
   nlohmann::json& effective() { return *effective_; }

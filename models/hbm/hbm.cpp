@@ -218,7 +218,7 @@ void register_hbm_models() {
           return std::make_unique<Hbm>(instance, params, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {
           // HbmTiming checks the combination (sector divides interleave, clock range, ...).
-          p.fail_node(YAML::Node(), p.key_path(), e.what());
+          p.fail_combination({"clock_ghz"}, e.what());
         }
       });
 }

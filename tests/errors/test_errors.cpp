@@ -503,6 +503,16 @@ TEST_F(Cli, TileRunPastTheTimeHorizonIsAnError) {
       kInnerProduct + ": error: ", {"time horizon of 18446744073 cycles", "clock_ghz"});
 }
 
+// A clock the DRAM model cannot time with, set by -p, is that override's error (issue 11: it named the YAML
+// file), and so is a DRAM parameter set by -p that the combination rejects.
+TEST_F(Cli, ADramTimingErrorNamesTheOverrideThatCausedIt) {
+  const std::string h100_sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  expect_input_error(run_trace(h100_sm, kInnerProduct, {"-p", "clock_ghz=1.23456789"}),
+                     "-p clock_ghz=1.23456789: error: ", {"hbm: HbmTiming", "clock_ghz"});
+  expect_input_error(run_trace(h100_sm, kInnerProduct, {"-p", "hbm.interleave_bytes=48"}),
+                     "-p hbm.interleave_bytes=48: error: ", {"hbm: HbmTiming", "interleave_bytes"});
+}
+
 // An unbounded side overflowed extent + side - 1 in the timing model: issue 11 saw "mxu busy
 // 9223372036854775935 cycles", and rows = cols = 2^63 - 1 on this trace printed "busy 0 cycles" (832 is
 // right).

@@ -434,7 +434,8 @@ void L2Cache::write_range(int near, int tensor, uint64_t begin, uint64_t end) {
 void L2Cache::add_missing(uint64_t line_index, uint8_t missing) {
   if (!missing) return;
   const uint64_t page = line_index >> kPageShift;
-  if (missed_pages_.empty() || missed_pages_.back() != page) missed_pages_.push_back(page);
+  if (params_.merge_pending_fills && (missed_pages_.empty() || missed_pages_.back() != page))
+    missed_pages_.push_back(page);
   const uint64_t sector = static_cast<uint64_t>(params_.sector_bytes);
   const uint64_t lb = line_index * static_cast<uint64_t>(params_.line_bytes);
   for (uint32_t s = 0; s < sectors_per_line_; ++s) {
@@ -533,6 +534,10 @@ void register_l2_models() {
         if (r.max_dirty_ways < 0 || r.max_dirty_ways > r.ways) r.max_dirty_ways = r.ways;
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the bandwidth calendars", 1, 1 << 20);
+        r.merge_pending_fills = p.get<bool>(
+            "merge_pending_fills", d.merge_pending_fills, "",
+            "a read of a line whose DRAM fill is still in flight waits for that fill (measured on "
+            "the H100: validation/data/h100_mem_probe.csv); false: it hits at the hit latency");
         try {
           return std::make_unique<L2Cache>(instance, r);
         } catch (const std::invalid_argument& e) {

@@ -56,6 +56,8 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t window_cycles = 64;        // bandwidth calendar granularity
     FarData far_data = FarData::Home;
     int64_t max_dirty_ways = 16;  // = ways: no limit
+    // A read of a line whose fill is still in flight waits for it (a miss merge) instead of hitting.
+    bool merge_pending_fills = false;
   };
   L2Cache(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }

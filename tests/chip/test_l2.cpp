@@ -142,7 +142,9 @@ TEST(L2, AHitTakesTheHitLatencyAndAMissWaitsForDram) {
 // A read that finds its line allocated by a miss still in flight waits for that fill (a GPU L2 merges it
 // into the pending miss) instead of taking the hit latency; once the fill has arrived it is a plain hit.
 TEST(L2, AReadOfALineStillBeingFilledWaitsForTheFill) {
-  Rig rig(tiny(4, 16));
+  L2Cache::Params p = tiny(4, 16);
+  p.merge_pending_fills = true;
+  Rig rig(p);
   EXPECT_EQ(rig.l2.access(range(0, 64), 100), 1110u);     // miss: DRAM answers 1000 after 110
   EXPECT_EQ(rig.l2.access(range(0, 64), 101), 1110u);     // issued 1 cycle later: merged into that fill
   EXPECT_EQ(rig.dram.read, 64u);                          // fetched once

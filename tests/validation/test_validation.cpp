@@ -76,9 +76,8 @@ TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
 // block's %globaltimer at start and end): at three blocks per SM, the three an SM starts at t = 0 end at
 // 0.537 and 0.726 of the third's end on every SM, although they do the same work, because the SM's warp
 // schedulers favour the oldest warps. The model serves a core's oldest resident block first and its first
-// three blocks end at about 0.70 and 0.85 of the third (from a cold L2: below); served first come first
-// served, they would end together, stay in step and read K and V once per wave (0.45 of the measured DRAM
-// reads at N = 131,072).
+// three blocks end at about 0.58 and 0.85 of the third; served first come first served, they would end
+// together, stay in step and read K and V once per wave (0.45 of the measured DRAM reads at N = 131,072).
 std::map<int64_t, std::vector<double>> first_three_ends(const std::vector<BlockRecord>& blocks) {
   std::map<int64_t, std::vector<double>> ends;
   for (const BlockRecord& b : blocks)
@@ -140,12 +139,7 @@ TEST(Validation, CoResidentBlocksDriftApartAsOnTheH100) {
   const auto oldest = end_ratios(first_three_ends(simulated_flash2_blocks("oldest")));
   ASSERT_EQ(oldest.size(), 132u);
   for (const auto& r : oldest) {
-    // The measured run found K and V in a warm L2 (the harness's earlier runs); the simulated one starts
-    // cold, and the oldest blocks, first to read each K_j, wait for DRAM while the L2 merges the others'
-    // reads into that fill: the first block ends at about 0.70 instead of 0.54 (0.58 before the L2 had
-    // pending fills). Still clearly apart, where first come first served keeps them in step (> 0.99).
-    EXPECT_GT(r[0], 0.45);
-    EXPECT_LT(r[0], 0.78);
+    EXPECT_NEAR(r[0], 0.537, 0.08);
     EXPECT_NEAR(r[1], 0.726, 0.15);
   }
 }
@@ -366,11 +360,8 @@ TEST(Validation, RowsRunAtTheirMeasuredSmClock) {
 // Kernel time on the other GPU kind, never used to set a parameter: the H200 rows of the schedules whose
 // programs keep S, P and O where the kernels do (flash2, two-pass in registers; flash1), simulated at their
 // measured SM clock on configs/h200.yaml with the H100's measured instruction latencies. Bounds as measured
-// (docs/validation.md): a regression guard; a change that moves a row out of the band must say why.
-// 2026-11-23: 0.85-1.23, MAPE 7.1% over these 14 rows. 2026-11-24: 0.85-1.27, MAPE 12.1%, with each kernel's
-// measured fixed cost (1.9 us on the H200, `chip.kernel_launch_cycles`): the rows the model already made too
-// slow (128 x 64 tiles at d = 64 over one wave or less: 1.25-1.27, and flash1) got slower; the 10%
-// is no longer met on these rows.
+// on 2026-11-23 (docs/validation.md: 0.85-1.23, MAPE 7.1% over these 14 rows): a regression guard; a change
+// that moves a row out of the band must say why.
 TEST(Validation, TensorCoreTimeOnTheH200) {
   const std::string data = kRoot + "/validation/data/h200_tc_subset.csv";
   std::vector<Measurement> rows;
@@ -385,10 +376,10 @@ TEST(Validation, TensorCoreTimeOnTheH200) {
   for (const auto& row : s.rows) {
     const double ratio = row.predicted_ns / row.measured.time_ns;
     EXPECT_GT(ratio, 0.82) << row.measured.schedule << " line " << row.measured.line;
-    EXPECT_LT(ratio, 1.31) << row.measured.schedule << " line " << row.measured.line;
+    EXPECT_LT(ratio, 1.26) << row.measured.schedule << " line " << row.measured.line;
     EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes) << row.measured.line;
   }
-  EXPECT_LT(s.time_mape, 0.14);  // the target is 10%
+  EXPECT_LT(s.time_mape, 0.10);  // the target, on these schedules
   EXPECT_GT(s.time_pearson, 0.98);
 }
 
@@ -573,10 +564,9 @@ std::vector<TcRow> small_tc_rows() {
 class TensorCoreRow : public ::testing::TestWithParam<TcRow> {};
 
 // The simulator's whole-chip program of the row moves exactly the SM<->L2 bytes Nsight Compute measured
-// (STORE_ADD's read stays in the L2 as red.global.add's does), and DRAM reads within 2%; within 13% for the
+// (STORE_ADD's read stays in the L2 as red.global.add's does), and DRAM reads within 2%; within 12% for the
 // naive schedules at n = 1,024, whose S and P (16-32 MB over 8 heads) half fit the L2 between kernels:
-// the L2's dirty-line limit decides how much of them comes back from DRAM, and when the later kernels start
-// (simulated 0.97-1.03 and 0.88-0.89; 0.8798 on naive-online 64 x 64 since each kernel's fixed cost).
+// the L2's dirty-line limit decides how much of them comes back from DRAM (measured 0.98-1.04 and 0.89-0.90).
 TEST_P(TensorCoreRow, SmToL2BytesExact) {
   const std::string data = kRoot + "/validation/data/h100_tc_" + GetParam().set + ".csv";
   std::vector<Measurement> rows;
@@ -589,7 +579,7 @@ TEST_P(TensorCoreRow, SmToL2BytesExact) {
   EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes);
   EXPECT_EQ(row.predicted_write, row.measured.l1_write_bytes);
   const bool naive = row.measured.schedule.rfind("naive", 0) == 0;
-  EXPECT_NEAR(row.predicted_dram_read / row.measured.dram_read_bytes, 1.0, naive ? 0.13 : 0.02);
+  EXPECT_NEAR(row.predicted_dram_read / row.measured.dram_read_bytes, 1.0, naive ? 0.12 : 0.02);
   EXPECT_EQ(s.timed_rows, 1u);
 }
 

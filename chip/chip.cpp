@@ -419,6 +419,59 @@ nlohmann::json Chip::stats_json() const {
   return out;
 }
 
+// The cores' levels, summed over cores: SRAM (by tensor for the DMA's share), registers, MXU, VPU.
+std::vector<EnergyLevel> Chip::core_energy_levels() const {
+  const EnergyParams& e = *energy_;
+  const auto& names = hbm_.tensor_names;
+  EnergyLevel sram{"sram", "bytes", e.sram_pj_per_byte, 0, {}};
+  EnergyLevel regs{"regfile", "bytes", e.regfile_pj_per_byte, 0, {}};
+  EnergyLevel mxu{"mxu", "MACs", e.mac_pj, 0, {}};
+  EnergyLevel vpu{"vpu", "element ops", e.vector_op_pj, 0, {}};
+  for (const auto& core : cores_) {
+    ChipCore& c = const_cast<ChipCore&>(*core);
+    sram.count += c.sram().bytes_read + c.sram().bytes_written;
+    const auto& dma = c.dma().sram_bytes_per_tensor;
+    for (size_t t = 0; t < names.size(); ++t) sram.count_per_tensor[names[t]] += t < dma.size() ? dma[t] : 0;
+    if (c.tile_regs()) regs.count += c.tile_regs()->bytes_read + c.tile_regs()->bytes_written;
+    if (c.mxu()) mxu.count += c.mxu()->macs;
+    if (c.vpu()) vpu.count += c.vpu()->element_ops;
+  }
+  std::vector<EnergyLevel> out = {sram};
+  if (cores_.front()->tile_regs()) out.push_back(regs);
+  if (cores_.front()->mxu()) out.push_back(mxu);
+  if (cores_.front()->vpu()) out.push_back(vpu);
+  return out;
+}
+
+// DRAM: what it served (sector-rounded); L2: the cores' sector accesses plus fills and writebacks; the
+// network: what the cores loaded and stored. Every level by tensor.
+std::optional<EnergyReport> Chip::energy_report() const {
+  if (!energy_) return std::nullopt;
+  const EnergyParams& e = *energy_;
+  const auto& names = hbm_.tensor_names;
+  EnergyLevel dram{"dram", "bytes", 8 * e.dram_pj_per_bit, 0, {}};
+  EnergyLevel l2{"l2", "bytes", e.l2_pj_per_byte, 0, {}};
+  EnergyLevel link{"sm_l2", "bytes", 8 * e.noc_pj_per_bit, 0, {}};
+  for (size_t t = 0; t < names.size(); ++t) {
+    const uint64_t d = hbm_.transferred_read_per_tensor[t] + hbm_.transferred_written_per_tensor[t];
+    dram.count_per_tensor[names[t]] = d;
+    if (l2_)
+      l2.count_per_tensor[names[t]] =
+          (l2_->read_sectors[t] + l2_->write_sectors[t]) * static_cast<uint64_t>(l2_->params().sector_bytes) +
+          d;
+    if (noc_)
+      link.count_per_tensor[names[t]] = noc_->bytes_read_per_tensor[t] + noc_->bytes_written_per_tensor[t];
+  }
+  EnergyReport report{"whole chip", {}};
+  for (EnergyLevel* level : {&dram, &l2, &link}) {
+    if ((level == &l2 && !l2_) || (level == &link && !noc_)) continue;
+    for (const auto& [tensor, count] : level->count_per_tensor) level->count += count;
+    report.levels.push_back(*level);
+  }
+  for (auto& level : core_energy_levels()) report.levels.push_back(std::move(level));
+  return report;
+}
+
 void register_chip_params(ParamReader& p, ChipParams& r) {
   ChipParams d;
   r.cores = p.get<int64_t>("cores", d.cores, "cores",

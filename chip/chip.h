@@ -15,6 +15,7 @@
 
 #include "chip/block_source.h"
 #include "models/common/component.h"
+#include "models/common/energy.h"
 #include "models/common/params.h"
 #include "models/core/tile_core.h"
 #include "models/hbm/hbm.h"
@@ -116,6 +117,10 @@ class Chip : public Component {
   std::array<uint64_t, isa::kOpcodeCount> per_opcode() const;  // all cores
   uint64_t block_footprint_bytes() const { return footprint_; }
   nlohmann::json stats_json() const;
+  // Per-access energies (the config's `energy:` section); none: no energy is reported.
+  void set_energy(std::optional<EnergyParams> params) { energy_ = params; }
+  // The last run's energy, whole chip, from the models' counts; none without energy parameters.
+  std::optional<EnergyReport> energy_report() const;
 
   uint64_t cycles_ = 0;
   uint64_t instructions_ = 0;
@@ -159,7 +164,10 @@ class Chip : public Component {
   int64_t occupancy(int kernel) const;
   int32_t launch_index() const { return static_cast<int32_t>(kernel_reports_.size()) - 1; }
 
+  std::vector<EnergyLevel> core_energy_levels() const;
+
   ChipParams params_;
+  std::optional<EnergyParams> energy_;
   Hbm& hbm_;
   L2Cache* l2_;
   std::vector<int64_t> kernel_occupancy_;

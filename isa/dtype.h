@@ -57,11 +57,30 @@ inline double round_bf16(double x) {
   return std::bit_cast<float>(bits);
 }
 
+// Round to the nearest float16 (ties to even), as a float64, without the x86-64 baseline's library call,
+// which cost value runs a third of their time. Normal results: dropping the low 42 of the 52 fraction bits
+// with round-to-nearest-even is exact (a carry into the exponent is the right answer too). Subnormal ones
+// are multiples of 2^-24: adding 2^28, whose ulp is 2^-24, lets the FPU round |x| to one (ties to even),
+// and subtracting it again is exact. Overflow, infinities and NaN go through the compiler's conversion.
+inline double round_f16(double x) {
+  constexpr uint64_t kMinNormal = 0x3F10000000000000;    // 2^-14, the least normal float16
+  constexpr uint64_t kRoundsToInf = 0x40EFFE0000000000;  // 65520: halfway from 65504 (the largest) up
+  constexpr int kDropped = 52 - 10;
+  constexpr double kSubnormalShift = 268435456.0;  // 2^28
+  uint64_t bits = std::bit_cast<uint64_t>(x);
+  const uint64_t magnitude = bits & 0x7FFFFFFFFFFFFFFF;
+  if (magnitude >= kRoundsToInf) return static_cast<double>(static_cast<_Float16>(x));
+  if (magnitude < kMinNormal)
+    return std::copysign((std::bit_cast<double>(magnitude) + kSubnormalShift) - kSubnormalShift, x);
+  bits += ((uint64_t{1} << (kDropped - 1)) - 1) + ((bits >> kDropped) & 1);
+  return std::bit_cast<double>(bits & ~((uint64_t{1} << kDropped) - 1));
+}
+
 template <Dtype D>
 inline double round_to(double x) {
   if constexpr (D == Dtype::F64) return x;
   if constexpr (D == Dtype::F32) return static_cast<double>(static_cast<float>(x));
-  if constexpr (D == Dtype::F16) return static_cast<double>(static_cast<_Float16>(x));
+  if constexpr (D == Dtype::F16) return round_f16(x);
   if constexpr (D == Dtype::BF16) return round_bf16(x);
 }
 

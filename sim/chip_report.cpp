@@ -47,6 +47,7 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
     if (core->mxu()) s.mxu_flops += 2 * core->mxu()->macs;
     if (core->vpu()) s.vpu_element_ops += core->vpu()->element_ops;
   }
+  s.energy = chip.energy_report();
   return s;
 }
 
@@ -94,25 +95,44 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
     out << fmt::format("achieved          SM<->L2 {:.0f} GB/s, DRAM {:.0f} GB/s\n",
                        double(total(s.sm_l2_read) + total(s.sm_l2_written)) / s.seconds / 1e9,
                        double(total(s.dram_read) + total(s.dram_written)) / s.seconds / 1e9);
+  print_energy(out, s.energy);
+}
+
+void print_energy(std::ostream& out, const std::optional<EnergyReport>& energy) {
+  if (!energy) {
+    out << "energy            not reported: the config has no energy: section (docs/energy.md)\n";
+    return;
+  }
+  out << fmt::format("energy ({})  {:.6g} uJ dynamic; by level:", energy->scope, energy->total_pj() * 1e-6);
+  for (const auto& l : energy->levels) out << fmt::format("  {} {:.6g}", l.name, l.pj() * 1e-6);
+  out << " (uJ)\n";
+  std::string by_tensor;
+  for (const auto& [tensor, pj] : energy_per_tensor(*energy))
+    if (pj > 0) by_tensor += fmt::format("  {} {:.6g}", tensor, pj * 1e-6);
+  if (!by_tensor.empty())
+    out << "energy by tensor  " << by_tensor.substr(2)
+        << " (uJ; memory levels only: DRAM, L2, SM<->L2 and the SRAM's DMA share)\n";
 }
 
 nlohmann::json chip_summary_json(const ChipSummary& s) {
-  return {{"scope", "whole chip"},
-          {"cores", s.cores},
-          {"cycles", s.cycles},
-          {"simulated_seconds", s.seconds},
-          {"kernels", kernel_reports_json(s.kernels)},
-          {"sm_l2_bytes_read", total(s.sm_l2_read)},
-          {"sm_l2_bytes_written", total(s.sm_l2_written)},
-          {"sm_l2_bytes_read_per_tensor", s.sm_l2_read},
-          {"sm_l2_bytes_written_per_tensor", s.sm_l2_written},
-          {"l2_read_hit_bytes_per_tensor", s.l2_read_hit},
-          {"l2_read_miss_bytes_per_tensor", s.l2_read_miss},
-          {"dram_bytes_read", total(s.dram_read)},
-          {"dram_bytes_written", total(s.dram_written)},
-          {"dram_bytes_read_per_tensor", s.dram_read},
-          {"dram_bytes_written_per_tensor", s.dram_written},
-          {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end}};
+  nlohmann::json out = {{"scope", "whole chip"},
+                        {"cores", s.cores},
+                        {"cycles", s.cycles},
+                        {"simulated_seconds", s.seconds},
+                        {"kernels", kernel_reports_json(s.kernels)},
+                        {"sm_l2_bytes_read", total(s.sm_l2_read)},
+                        {"sm_l2_bytes_written", total(s.sm_l2_written)},
+                        {"sm_l2_bytes_read_per_tensor", s.sm_l2_read},
+                        {"sm_l2_bytes_written_per_tensor", s.sm_l2_written},
+                        {"l2_read_hit_bytes_per_tensor", s.l2_read_hit},
+                        {"l2_read_miss_bytes_per_tensor", s.l2_read_miss},
+                        {"dram_bytes_read", total(s.dram_read)},
+                        {"dram_bytes_written", total(s.dram_written)},
+                        {"dram_bytes_read_per_tensor", s.dram_read},
+                        {"dram_bytes_written_per_tensor", s.dram_written},
+                        {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end}};
+  if (s.energy) out["energy"] = s.energy->to_json();
+  return out;
 }
 
 }  // namespace attnsim

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,10 +35,13 @@ struct ChipSummary {
   uint64_t block_sram_bytes = 0;
   uint64_t quantum_cycles = 0;
   bool l2_flushed_between_kernels = true;
+  std::optional<EnergyReport> energy;  // none: the config has no energy: section
 };
 
 ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock_ghz);
 void print_chip_summary(std::ostream& out, const ChipSummary& s);
 nlohmann::json chip_summary_json(const ChipSummary& s);
+// Total, per level and per tensor in microjoules, or a line saying the config reports no energy.
+void print_energy(std::ostream& out, const std::optional<EnergyReport>& energy);
 
 }  // namespace attnsim

@@ -2,7 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <algorithm>
 #include <chrono>
@@ -11,6 +20,9 @@
 #include <mutex>
 #include <thread>
 
+#include "isa/init.h"
+#include "models/common/parallel.h"
+#include "sim/compare_codec.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
 #include "sim/sweep_output.h"
@@ -97,6 +109,7 @@ void fill_from_core(CompareRow& row, Machine& machine, const isa::Program& progr
   row.cycles = machine.sequencer().cycles();
   row.instructions = machine.sequencer().instructions();
   row.seconds = static_cast<double>(row.cycles) / (machine.clock_ghz() * 1e9);
+  row.energy = machine.energy_report();
 }
 
 // A whole chip: SM <-> L2 bytes in the per-tensor maps, the levels behind in row.chip.
@@ -113,6 +126,7 @@ void fill_from_chip(CompareRow& row, Machine& machine, const isa::Program& progr
   row.cycles = s.cycles;
   row.instructions = s.instructions;
   row.seconds = s.seconds;
+  row.energy = s.energy;
   row.blocks = machine.chip()->block_records();
 }
 
@@ -145,6 +159,20 @@ class CompareProgress {
     started_ = Clock::now();
     announced_ = false;
     if (mode_ == CompareOptions::Progress::On) announce();
+  }
+  // compare --jobs: schedules run side by side and end in any order, one plain line each (Auto: those
+  // that ran past a second).
+  void launched(const std::string& schedule, size_t index) {
+    std::lock_guard guard(lock_);
+    if (mode_ == CompareOptions::Progress::On)
+      out_ << fmt::format("compare: [{}/{}] {} running\n", index + 1, count_, schedule) << std::flush;
+  }
+  void finished(const CompareRow& row, size_t index, double took) {
+    std::lock_guard guard(lock_);
+    if (mode_ == CompareOptions::Progress::Off || (mode_ == CompareOptions::Progress::Auto && took < 1.0))
+      return;
+    const std::string what = row.ran() ? fmt::format("done in {:.1f} s", took) : "did not run: " + row.error;
+    out_ << fmt::format("compare: [{}/{}] {} {}\n", index + 1, count_, row.schedule, what) << std::flush;
   }
   void finish(const CompareRow& row) {
     std::lock_guard guard(lock_);
@@ -274,7 +302,20 @@ BlockSpace block_space(const CompareOptions& options) {
   return space;
 }
 
-std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::json* effective_config) {
+namespace {
+
+// What every schedule of one compare shares: the options, the machine and the planner's inputs.
+struct CompareContext {
+  const CompareOptions& options;
+  Machine& machine;
+  traces::AttentionShape shape;
+  int64_t heads = 1;
+  bool values = false;
+  std::string planner;
+  int64_t tile_rows = 1, tile_cols = 1;
+};
+
+void check_options(const CompareOptions& options) {
   if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
     throw InputError("attnsim compare", {}, "--N, --d, --heads and --batch must be positive");
   // Bounds that keep every tensor's element count (heads x N x N for S) well inside 64 bits.
@@ -288,112 +329,289 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::jso
   if ((options.block_q > 0) != (options.block_k > 0) && options.block == 0)
     throw InputError("attnsim compare", {},
                      "--block-q and --block-k go together (or with --block for the other)");
+  if (options.jobs < 1) throw InputError("attnsim compare", {}, "--jobs must be at least 1");
+}
+
+// The row's blocks (given, or planned by the chosen rule), or the reason it cannot run; nothing simulated.
+CompareRow plan_row(const CompareContext& cx, const ScheduleEntry& schedule) {
+  const CompareOptions& options = cx.options;
+  CompareRow row;
+  row.schedule = schedule.name;
+  if (options.block > 0 || options.block_q > 0) {
+    row.block_q = options.block_q > 0 ? options.block_q : options.block;
+    row.block_k = options.block_k > 0 ? options.block_k : options.block;
+    row.planner = "given";
+    row.plan.push_back(fmt::format("B_r = {}, B_c = {} (given)", row.block_q, row.block_k));
+  } else {
+    row.planner = cx.planner;
+    row.rules = plan_rules(options, schedule, cx.shape, *cx.machine.sram(), cx.tile_rows, cx.tile_cols);
+    const RuleChoice* chosen = &row.rules[cx.planner == "paper" ? 0 : 1];
+    row.plan = chosen->reasoning;
+    // An SRAM too small for the smallest hardware tile (32 KiB for flash1 on an H100 SM) still runs, on
+    // the paper's blocks, which go down to 1 x 1.
+    if (!chosen->fits && cx.planner == "hardware" && row.rules[0].fits) {
+      chosen = &row.rules[0];
+      row.planner = "paper";
+      row.plan.push_back("the hardware rule finds no pair that fits: the paper rule's blocks instead");
+      row.plan.insert(row.plan.end(), chosen->reasoning.begin(), chosen->reasoning.end());
+    }
+    row.block_q = chosen->block_q;
+    row.block_k = chosen->block_k;
+    if (!chosen->fits)
+      row.error = "no block size fits the SRAM (" + cx.planner +
+                  " rule: " + (chosen->reasoning.empty() ? std::string("-") : chosen->reasoning.back()) + ")";
+  }
+  // A block longer than the sequence only reserves SRAM it never fills.
+  if (row.ran() && (row.block_q > options.n || row.block_k > options.n)) {
+    row.block_q = std::min(row.block_q, options.n);
+    row.block_k = std::min(row.block_k, options.n);
+    row.plan.push_back(
+        fmt::format("capped at N = {}: B_r = {}, B_c = {}", options.n, row.block_q, row.block_k));
+  }
+  return row;
+}
+
+isa::Program row_program(const CompareContext& cx, const ScheduleEntry& schedule, const CompareRow& row) {
+  traces::AttentionShape run_shape = cx.shape;
+  run_shape.block_q = row.block_q;
+  run_shape.block_k = row.block_k;
+  return traces::stream_program([&] { return schedule.make(run_shape, cx.heads, cx.values); });
+}
+
+// Each check's arguments before the run (or the targets after it) and nothing else: naive's N x N score
+// matrices would otherwise be copied twice, gigabytes at N = 8192.
+std::vector<std::vector<double>> check_tensors(Machine& machine, const isa::Program& program, bool targets) {
+  std::vector<std::vector<double>> out(program.tensors.size());
+  auto values = [&](int t) {
+    return machine.chip_loaded() ? machine.chip()->tensor_values(t) : machine.sequencer().tensor_values(t);
+  };
+  for (const auto& check : program.checks)
+    for (int t : targets ? std::vector<int>{check.target} : check.args)
+      if (out[size_t(t)].empty()) out[size_t(t)] = values(t);
+  return out;
+}
+
+// Runs a planned row: loads its program (a schedule whose buffers do not fit gets the reason instead),
+// simulates it, fills the counts and, with values, its checks against float64.
+void simulate_row(const CompareContext& cx, const ScheduleEntry& schedule, CompareRow& row) {
+  Machine& machine = cx.machine;
+  isa::Program program = row_program(cx, schedule, row);
+  const auto started = std::chrono::steady_clock::now();
+  // The buffers are laid out in SRAM here, before anything runs: a schedule that does not fit leaves the
+  // machine as it was, and the next schedule loads afresh.
+  try {
+    machine.load(program, false, !cx.values);
+  } catch (const InputError& e) {
+    row.error = e.what();
+    return;
+  }
+  if (cx.options.record_blocks) {
+    if (!machine.chip_loaded())
+      throw InputError(cx.options.config_path, {},
+                       "--block-times needs a whole-chip config (one with a chip: section)");
+    machine.chip()->record_blocks(true);
+  }
+  std::vector<std::vector<double>> initial;
+  if (cx.values) initial = check_tensors(machine, program, false);
+  machine.run();
+  row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (machine.chip_loaded())
+    fill_from_chip(row, machine, program);
+  else
+    fill_from_core(row, machine, program);
+  if (!cx.values) return;
+  const std::vector<std::vector<double>> final = check_tensors(machine, program, true);
+  for (const auto& check : program.checks) {
+    CheckResult r =
+        evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
+    row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
+    row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
+    row.passed = row.passed.value_or(true) && r.passed;
+  }
+}
+
+// The checks' float64 references computed once, here, before the schedules run in child processes: the
+// children inherit them (sim/reference.h keeps them, keyed by the inputs) instead of each computing its own.
+void warm_references(const CompareContext& cx, const std::vector<ScheduleEntry>& schedules,
+                     const std::vector<CompareRow>& rows) {
+  if (!cx.values) return;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].ran()) continue;
+    const isa::Program program = row_program(cx, schedules[i], rows[i]);
+    for (const auto& check : program.checks) {
+      std::vector<std::vector<double>> initial(program.tensors.size());
+      for (int t : check.args) {
+        const isa::TensorDecl& decl = program.tensors[size_t(t)];
+        initial[size_t(t)] = isa::materialize(decl, decl.dtype.value_or(cx.machine.dtype()));
+      }
+      warm_reference(program, check, initial);
+    }
+    return;  // every schedule checks the same functions of the same inputs
+  }
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// In a child process: simulate one row and write what came of it to `path`; never returns.
+[[noreturn]] void child_simulates(const CompareContext& cx, const ScheduleEntry& schedule, CompareRow row,
+                                  const std::string& path, int value_threads) {
+  ValueThreads::set_count(value_threads);
+  RowOutcome outcome;
+  try {
+    simulate_row(cx, schedule, row);
+    outcome.row = std::move(row);
+  } catch (const InputError& e) {
+    outcome.input_error = true;
+    outcome.file = e.file();
+    outcome.line = e.loc().line;
+    outcome.col = e.loc().col;
+    outcome.message = e.message();
+  } catch (const std::exception& e) {
+    outcome.message = e.what();
+  }
+  const std::vector<uint8_t> bytes = encode_outcome(outcome);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  out.close();
+  std::_Exit(out ? 0 : 1);
+}
+
+// One child per schedule, `options.jobs` at a time, each on a copy of the machine made by fork() (nothing
+// has run on it yet); rows come back in the order of the schedules, whatever order the children end in.
+// Only this thread may exist when the process forks, so the value threads are stopped meanwhile.
+class ChildRows {
+ public:
+  ChildRows(const CompareContext& cx, const std::vector<ScheduleEntry>& schedules,
+            std::vector<CompareRow>& rows, CompareProgress& progress)
+      : cx_(cx), schedules_(schedules), rows_(rows), progress_(progress), threads_(ValueThreads::count()) {}
+  ~ChildRows() {
+    for (const Running& r : running_) {
+      ::kill(r.pid, SIGTERM);
+      while (::waitpid(r.pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      std::remove(r.path.c_str());
+    }
+    ValueThreads::set_count(threads_);
+  }
+
+  void run() {
+    ValueThreads::set_count(1);
+    std::deque<size_t> queue;
+    for (size_t i = 0; i < rows_.size(); ++i)
+      if (rows_[i].ran()) queue.push_back(i);
+    while (!queue.empty() || !running_.empty()) {
+      while (running_.size() < size_t(cx_.options.jobs) && !queue.empty()) {
+        launch(queue.front());
+        queue.pop_front();
+      }
+      collect(wait_any());
+    }
+  }
+
+ private:
+  struct Running {
+    pid_t pid;
+    size_t index;
+    std::string path;
+    std::chrono::steady_clock::time_point started;
+  };
+
+  void launch(size_t index) {
+    std::string path = (std::filesystem::temp_directory_path() / "attnsim-compare-XXXXXX").string();
+    const int fd = ::mkstemp(path.data());
+    if (fd < 0)
+      throw std::runtime_error("compare --jobs: cannot create a file for a child's row: " +
+                               system_reason(errno));
+    ::close(fd);
+    progress_.launched(rows_[index].schedule, index);
+    std::cout.flush();
+    std::cerr.flush();
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error("compare --jobs: fork: " + system_reason(errno));
+    if (pid == 0)
+      child_simulates(cx_, schedules_[index], rows_[index], path,
+                      std::max(1, threads_ / std::max(1, cx_.options.jobs)));
+    running_.push_back({pid, index, path, std::chrono::steady_clock::now()});
+  }
+
+  std::pair<pid_t, int> wait_any() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, 0)) < 0)
+      if (errno != EINTR) throw std::runtime_error("compare --jobs: waitpid: " + system_reason(errno));
+    return {pid, status};
+  }
+
+  void collect(std::pair<pid_t, int> ended) {
+    auto it = std::find_if(running_.begin(), running_.end(),
+                           [&](const Running& r) { return r.pid == ended.first; });
+    if (it == running_.end()) return;  // not one of ours
+    const Running child = *it;
+    running_.erase(it);
+    const std::vector<uint8_t> bytes = read_bytes(child.path);
+    std::remove(child.path.c_str());
+    const std::string& name = rows_[child.index].schedule;
+    if (!WIFEXITED(ended.second) || WEXITSTATUS(ended.second) != 0 || bytes.empty())
+      throw std::runtime_error("compare --jobs: the child that ran " + name + " ended without a result (" +
+                               (WIFSIGNALED(ended.second)
+                                    ? "signal " + std::to_string(WTERMSIG(ended.second))
+                                    : "exit status " + std::to_string(WEXITSTATUS(ended.second))) +
+                               ")");
+    RowOutcome outcome = decode_outcome(bytes);
+    if (outcome.input_error) throw InputError(outcome.file, {outcome.line, outcome.col}, outcome.message);
+    if (!outcome.row) throw std::runtime_error(outcome.message);
+    rows_[child.index] = std::move(*outcome.row);
+    progress_.finished(
+        rows_[child.index], child.index,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - child.started).count());
+  }
+
+  const CompareContext& cx_;
+  const std::vector<ScheduleEntry>& schedules_;
+  std::vector<CompareRow>& rows_;
+  CompareProgress& progress_;
+  const int threads_;
+  std::vector<Running> running_;
+};
+
+}  // namespace
+
+std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::json* effective_config) {
+  check_options(options);
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
   if (effective_config) *effective_config = machine.effective_config();
   if (!machine.has_tile_units())
     throw InputError(options.config_path, {}, "compare needs a tile machine (hbm, sram, dma, mxu, vpu)");
+  CompareContext cx{options,
+                    machine,
+                    base_shape(options),
+                    options.heads * options.batch,
+                    options.values_enabled(),
+                    options.planner.empty() ? machine.planner() : options.planner};
+  if (!traces::find_planner_rule(cx.planner))
+    throw InputError("attnsim compare", {}, "--planner must be paper or hardware, not '" + cx.planner + "'");
+  cx.tile_rows = machine.mxu() ? machine.mxu()->params().geometry.rows : 1;
+  cx.tile_cols = machine.mxu() ? machine.mxu()->params().geometry.cols : 1;
   const std::vector<ScheduleEntry> schedules = selected_schedules(options);
-  const int64_t heads = options.heads * options.batch;
-  const traces::AttentionShape shape = base_shape(options);
-  const bool values = options.values_enabled();
-  const Sram& sram = *machine.sram();
-
-  std::string planner = options.planner.empty() ? machine.planner() : options.planner;
-  if (!traces::find_planner_rule(planner))
-    throw InputError("attnsim compare", {}, "--planner must be paper or hardware, not '" + planner + "'");
-  const int64_t tile_rows = machine.mxu() ? machine.mxu()->params().geometry.rows : 1;
-  const int64_t tile_cols = machine.mxu() ? machine.mxu()->params().geometry.cols : 1;
 
   std::vector<CompareRow> rows;
+  for (const auto& schedule : schedules) rows.push_back(plan_row(cx, schedule));
   CompareProgress progress(options, schedules.size());
-  for (const auto& schedule : schedules) {
-    CompareRow row;
-    row.schedule = schedule.name;
-    progress.start(schedule.name, rows.size());
-    if (options.block > 0 || options.block_q > 0) {
-      row.block_q = options.block_q > 0 ? options.block_q : options.block;
-      row.block_k = options.block_k > 0 ? options.block_k : options.block;
-      row.planner = "given";
-      row.plan.push_back(fmt::format("B_r = {}, B_c = {} (given)", row.block_q, row.block_k));
-    } else {
-      row.planner = planner;
-      row.rules = plan_rules(options, schedule, shape, sram, tile_rows, tile_cols);
-      const RuleChoice* chosen = &row.rules[planner == "paper" ? 0 : 1];
-      row.plan = chosen->reasoning;
-      // An SRAM too small for the smallest hardware tile (32 KiB for flash1 on an H100 SM) still runs, on
-      // the paper's blocks, which go down to 1 x 1.
-      if (!chosen->fits && planner == "hardware" && row.rules[0].fits) {
-        chosen = &row.rules[0];
-        row.planner = "paper";
-        row.plan.push_back("the hardware rule finds no pair that fits: the paper rule's blocks instead");
-        row.plan.insert(row.plan.end(), chosen->reasoning.begin(), chosen->reasoning.end());
-      }
-      row.block_q = chosen->block_q;
-      row.block_k = chosen->block_k;
-      if (!chosen->fits)
-        row.error = "no block size fits the SRAM (" + planner +
-                    " rule: " + (chosen->reasoning.empty() ? std::string("-") : chosen->reasoning.back()) +
-                    ")";
-    }
-    // A block longer than the sequence only reserves SRAM it never fills.
-    if (row.ran() && (row.block_q > options.n || row.block_k > options.n)) {
-      row.block_q = std::min(row.block_q, options.n);
-      row.block_k = std::min(row.block_k, options.n);
-      row.plan.push_back(
-          fmt::format("capped at N = {}: B_r = {}, B_c = {}", options.n, row.block_q, row.block_k));
-    }
-    if (!row.ran()) {
-      progress.finish(row);
-      rows.push_back(std::move(row));
-      continue;
-    }
-    traces::AttentionShape run_shape = shape;
-    run_shape.block_q = row.block_q;
-    run_shape.block_k = row.block_k;
-    isa::Program program = traces::stream_program([&] { return schedule.make(run_shape, heads, values); });
-    const auto started = std::chrono::steady_clock::now();
-    // The buffers are laid out in SRAM here, before anything runs: a schedule that does not fit leaves the
-    // machine as it was, and the next schedule loads afresh.
-    try {
-      machine.load(program, false, !values);
-    } catch (const InputError& e) {
-      row.error = e.what();
-      progress.finish(row);
-      rows.push_back(std::move(row));
-      continue;
-    }
-    if (options.record_blocks) {
-      if (!machine.chip_loaded())
-        throw InputError(options.config_path, {},
-                         "--block-times needs a whole-chip config (one with a chip: section)");
-      machine.chip()->record_blocks(true);
-    }
-    auto tensor_values = [&](int t) {
-      return machine.chip_loaded() ? machine.chip()->tensor_values(t) : machine.sequencer().tensor_values(t);
-    };
-    std::vector<std::vector<double>> initial;
-    if (values)
-      for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(tensor_values(int(t)));
-    machine.run();
-    row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (machine.chip_loaded())
-      fill_from_chip(row, machine, program);
-    else
-      fill_from_core(row, machine, program);
-    if (values) {
-      std::vector<std::vector<double>> final;
-      for (size_t t = 0; t < program.tensors.size(); ++t) final.push_back(tensor_values(int(t)));
-      for (const auto& check : program.checks) {
-        CheckResult r =
-            evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
-        row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
-        row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
-        row.passed = row.passed.value_or(true) && r.passed;
-      }
-    }
-    progress.finish(row);
-    rows.push_back(std::move(row));
+  size_t runnable = 0;
+  for (const CompareRow& row : rows) runnable += row.ran() ? 1 : 0;
+  if (options.jobs > 1 && runnable > 1) {
+    warm_references(cx, schedules, rows);
+    ChildRows(cx, schedules, rows, progress).run();
+    return rows;
+  }
+  for (size_t i = 0; i < schedules.size(); ++i) {
+    progress.start(schedules[i].name, i);
+    if (rows[i].ran()) simulate_row(cx, schedules[i], rows[i]);
+    progress.finish(rows[i]);
   }
   return rows;
 }
@@ -440,15 +658,30 @@ std::string blocks_cell(const CompareRow& r) {
   return r.block_q > 0 ? fmt::format("{}x{}", r.block_q, r.block_k) : std::string("-");
 }
 
+// Microjoules, four digits at least (whole numbers above 10^4, no exponent); "-" without energy figures.
+std::string energy_cell(const std::optional<EnergyReport>& energy) {
+  if (!energy) return "-";
+  const double uj = energy->total_pj() * 1e-6;
+  return uj >= 1e4 ? fmt::format("{:.0f}", uj) : fmt::format("{:.4g}", uj);
+}
+
+double tensor_energy_pj(const ChipSummary& c, const std::string& tensor) {
+  if (!c.energy) return 0;
+  const auto per = energy_per_tensor(*c.energy);
+  const auto it = per.find(tensor);
+  return it == per.end() ? 0.0 : it->second;
+}
+
 // A whole chip: each level named, bytes for the whole chip, time in microseconds.
 void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::vector<CompareRow>& rows) {
   const CompareRow* base = base_row(rows);
   const ChipSummary& first = *base->chip;
   out << fmt::format("whole chip: {} cores; L2 {} between kernels; bytes are whole-chip totals\n",
                      first.cores, first.l2_flushed_between_kernels ? "flushed" : "kept");
-  out << fmt::format("{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9}\n",
-                     "schedule", "Br x Bc", "SM<-L2 rd", "SM->L2 wr", "DRAM rd", "DRAM wr", "L2 hit", "waves",
-                     "time us", "FLOP/B", "max err", "DRAM/base", "time/base");
+  out << fmt::format(
+      "{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7} {:>10} {:>9} {:>9} {:>9} {:>9} {:>10}\n",
+      "schedule", "Br x Bc", "SM<-L2 rd", "SM->L2 wr", "DRAM rd", "DRAM wr", "L2 hit", "waves", "time us",
+      "FLOP/B", "max err", "DRAM/base", "time/base", "energy uJ");
   const auto dram = [](const CompareRow& r) {
     return total(r.chip->dram_read) + total(r.chip->dram_written);
   };
@@ -462,20 +695,24 @@ void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::v
     double waves = 0;
     for (const auto& k : c.kernels) waves += k.waves;
     out << fmt::format(
-        "{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7.2f} {:>10.1f} {:>9.1f} {:>9} {:>9.3f} {:>9.3f}\n",
+        "{:16} {:>9} {:>11} {:>11} {:>10} {:>10} {:>7} {:>7.2f} {:>10.1f} {:>9.1f} {:>9} {:>9.3f} {:>9.3f} "
+        "{:>10}\n",
         r.schedule, blocks_cell(r), human_bytes(double(r.hbm_read)), human_bytes(double(r.hbm_written)),
         human_bytes(double(total(c.dram_read))), human_bytes(double(total(c.dram_written))),
         hit + miss ? fmt::format("{:.1f}%", 100.0 * double(hit) / double(hit + miss)) : std::string("-"),
         waves, c.seconds * 1e6, dram(r) ? double(r.mxu_flops) / double(dram(r)) : 0.0, error_cell(r),
         dram(*base) ? double(dram(r)) / double(dram(*base)) : 0.0,
-        base->seconds > 0 ? r.seconds / base->seconds : 0.0);
+        base->seconds > 0 ? r.seconds / base->seconds : 0.0, energy_cell(c.energy));
   }
   out << fmt::format(
       "SM<-L2 / SM->L2: bytes the thread blocks load and store; DRAM: what reached DRAM (wr: evictions "
       "during "
       "kernels; dirty lines left in L2 at a kernel's end are not counted, as Nsight Compute); time: the "
       "whole "
-      "chip at the config's clock; FLOP/B: MXU FLOPs per DRAM byte; base = {}{}\n",
+      "chip at the config's clock; FLOP/B: MXU FLOPs per DRAM byte; energy uJ: {}; base = {}{}\n",
+      first.energy ? "dynamic energy of the whole chip, each level's counts x the config's energy: figures "
+                     "(docs/energy.md)"
+                   : "- (the config has no energy: section)",
       base->schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
 }
 
@@ -485,8 +722,8 @@ void print_per_tensor(std::ostream& out, const std::vector<CompareRow>& rows) {
   const bool chip = base->chip.has_value();
   out << "\nbytes per tensor\n";
   if (chip)
-    out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10}\n", "schedule", "tensor", "SM<-L2 rd",
-                       "SM->L2 wr", "DRAM rd", "DRAM wr");
+    out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10} {:>10}\n", "schedule", "tensor", "SM<-L2 rd",
+                       "SM->L2 wr", "DRAM rd", "DRAM wr", "energy uJ");
   else
     out << fmt::format("{:16} {:8} {:>10} {:>10}\n", "schedule", "tensor", "HBM read", "HBM write");
   const auto at = [](const std::map<std::string, uint64_t>& m, const std::string& k) {
@@ -498,15 +735,20 @@ void print_per_tensor(std::ostream& out, const std::vector<CompareRow>& rows) {
     for (const auto& [tensor, read] : r.bytes_read) {
       const double written = at(r.bytes_written, tensor);
       if (chip)
-        out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10}\n", r.schedule, tensor,
+        out << fmt::format("{:16} {:8} {:>11} {:>11} {:>10} {:>10} {:>10}\n", r.schedule, tensor,
                            human_bytes(double(read)), human_bytes(written),
                            human_bytes(at(r.chip->dram_read, tensor)),
-                           human_bytes(at(r.chip->dram_written, tensor)));
+                           human_bytes(at(r.chip->dram_written, tensor)),
+                           r.chip->energy ? fmt::format("{:.4g}", tensor_energy_pj(*r.chip, tensor) * 1e-6)
+                                          : std::string("-"));
       else
         out << fmt::format("{:16} {:8} {:>10} {:>10}\n", r.schedule, tensor, human_bytes(double(read)),
                            human_bytes(written));
     }
   }
+  if (chip)
+    out << "energy uJ: the tensor's dynamic energy at DRAM, L2, SM<->L2 and the SRAM's DMA side, whole chip "
+           "(MXU, VPU, registers and the SRAM's operand traffic are not charged to tensors)\n";
 }
 
 // --plan: what each rule chose, and the reasoning of the one used.
@@ -539,9 +781,10 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
   if (base && base->chip) {
     print_chip_compare(out, o, rows);
   } else {
-    out << fmt::format("{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9}\n",
-                       "schedule", "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs",
-                       "cycles", "FLOP/byte", "max err", "bytes/base", "cyc/base");
+    out << fmt::format(
+        "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10} {:>12} {:>11} {:>9} {:>10} {:>9} {:>10}\n", "schedule",
+        "Br x Bc", "HBM read", "HBM write", "HBM total", "SRAM peak", "MXU FLOPs", "cycles", "FLOP/byte",
+        "max err", "bytes/base", "cyc/base", "energy uJ");
     for (const auto& r : rows) {
       if (!r.ran()) {
         out << fmt::format("{:16} {:>9} did not run: {}\n", r.schedule, blocks_cell(r),
@@ -551,16 +794,21 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
       const uint64_t total = r.hbm_read + r.hbm_written;
       const uint64_t base_total = base->hbm_read + base->hbm_written;
       out << fmt::format(
-          "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f}\n",
+          "{:16} {:>9} {:>10} {:>10} {:>10} {:>9} {:>10.3g} {:>12} {:>11.1f} {:>9} {:>10.3f} {:>9.3f} "
+          "{:>10}\n",
           r.schedule, blocks_cell(r), human_bytes(double(r.hbm_read)), human_bytes(double(r.hbm_written)),
           human_bytes(double(total)), human_bytes(double(r.sram_peak)), double(r.mxu_flops), r.cycles,
           total ? double(r.mxu_flops) / double(total) : 0.0, error_cell(r),
           base_total ? double(total) / double(base_total) : 0.0,
-          base->cycles ? double(r.cycles) / double(base->cycles) : 0.0);
+          base->cycles ? double(r.cycles) / double(base->cycles) : 0.0, energy_cell(r.energy));
     }
     out << fmt::format(
-        "base = {}; max err is relative to the float64 reference (! = above the {} tolerance){}\n",
+        "base = {}; max err is relative to the float64 reference (! = above the {} tolerance); energy uJ: "
+        "{}{}\n",
         base ? base->schedule : "-", dtype_name(o.dtype),
+        base && base->energy
+            ? "one core's dynamic energy, its counts x the config's energy: figures (docs/energy.md)"
+            : "- (the config has no energy: section)",
         o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
   }
   if (o.per_tensor && base) print_per_tensor(out, rows);
@@ -606,6 +854,7 @@ nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRo
               {"instructions", r.instructions},
               {"simulated_seconds", r.seconds},
               {"host_seconds", r.host_seconds}});
+    if (r.energy && !r.chip) j["energy"] = r.energy->to_json();  // a whole chip's is under whole_chip
     if (r.chip) {
       j["whole_chip"] = chip_summary_json(*r.chip);
       j["sm_l2_bytes_read"] = j["hbm_bytes_read"];
@@ -633,7 +882,7 @@ std::string compare_csv(const CompareOptions& o, const std::vector<CompareRow>& 
   const bool chip = base && base->chip;
   if (o.per_tensor) {
     std::string csv = chip ? "schedule,tensor,sm_l2_read_bytes,sm_l2_write_bytes,dram_read_bytes,"
-                             "dram_write_bytes\n"
+                             "dram_write_bytes,energy_pj\n"
                            : "schedule,tensor,hbm_read_bytes,hbm_write_bytes\n";
     const auto at = [](const std::map<std::string, uint64_t>& m, const std::string& k) {
       const auto it = m.find(k);
@@ -644,7 +893,8 @@ std::string compare_csv(const CompareOptions& o, const std::vector<CompareRow>& 
       for (const auto& [tensor, read] : r.bytes_read) {
         csv += fmt::format("{},{},{},{}", r.schedule, tensor, read, at(r.bytes_written, tensor));
         if (chip)
-          csv += fmt::format(",{},{}", at(r.chip->dram_read, tensor), at(r.chip->dram_written, tensor));
+          csv += fmt::format(",{},{},{}", at(r.chip->dram_read, tensor), at(r.chip->dram_written, tensor),
+                             r.chip->energy ? fmt::format("{}", tensor_energy_pj(*r.chip, tensor)) : "");
         csv += "\n";
       }
     }

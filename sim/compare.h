@@ -45,7 +45,15 @@ struct CompareOptions {
   // (one line redrawn when stderr is a terminal, plain lines otherwise); On: plain lines from the start.
   enum class Progress { Off, Auto, On } progress = Progress::Off;
   std::ostream* progress_out = &std::cerr;
-  bool values_enabled() const { return values == Values::On || (values == Values::Auto && n <= 2048); }
+  // Schedules simulated side by side, each in a child process (1: one after another in this one). The CLI
+  // gives every core.
+  int jobs = 1;
+  // Auto checks values up to N = 8192: about half a minute for all five schedules on two cores
+  // (docs/benchmarks.md).
+  static constexpr int64_t kAutoValuesUpToN = 8192;
+  bool values_enabled() const {
+    return values == Values::On || (values == Values::Auto && n <= kAutoValuesUpToN);
+  }
 };
 
 // What one planner rule chose for a schedule (both rules are worked out; --plan shows them side by side).
@@ -77,7 +85,8 @@ struct CompareRow {
   double host_seconds = 0;  // wall time the simulation took
   // Whole chip: hbm_read/hbm_written above are then SM <-> L2 bytes, and these are the levels behind it.
   std::optional<ChipSummary> chip;
-  std::vector<BlockRecord> blocks;  // record_blocks
+  std::vector<BlockRecord> blocks;     // record_blocks
+  std::optional<EnergyReport> energy;  // the whole chip's or the one core's; none without an energy: section
 };
 
 // What `attnsim plan` needs to know before it simulates: per schedule, both rules' choices and the pairs

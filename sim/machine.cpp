@@ -83,6 +83,8 @@ Machine::Machine(const MachineConfig& config) {
     l2_ = Registry<L2Cache>::instance().create("l2", *p, "sectored", context);
   if (auto* p = section("noc", "on-chip network between the cores and L2 (whole chips)"))
     noc_ = Registry<Noc>::instance().create("noc", *p, "crossbar", context);
+  if (auto* p = section("energy", "per-access energies for the energy report (docs/energy.md)"))
+    energy_ = read_energy_params(*p);
   ChipParams chip_params;
   ParamReader* chip_section = section("chip", "a whole chip: cores, block scheduling, temporal decoupling");
   if (chip_section) register_chip_params(*chip_section, chip_params);
@@ -106,6 +108,7 @@ Machine::Machine(const MachineConfig& config) {
     chip_params.blocking_issue = seq_params.issue == Sequencer::Issue::Blocking;
     chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(),
                                    tile_regs_.get(), *hbm_, l2_.get(), noc_.get());
+    chip_->set_energy(energy_);
   } else if (l2_ || noc_) {
     throw InputError(config.source->file, {}, "l2: and noc: belong to a whole chip: add a chip: section");
   }
@@ -152,6 +155,64 @@ nlohmann::json Machine::stats_json() const {
            dma_.get(), mxu_.get(), vpu_.get(), tile_regs_.get()})
     if (c) out[c->stats().name()] = c->stats().to_json();
   return out;
+}
+
+namespace {
+
+// One core of a tile machine: HBM is its DRAM; SRAM by tensor for the DMA's share.
+void tile_energy_levels(const EnergyParams& e, const Hbm& hbm, const Sram* sram, const DmaEngine* dma,
+                        const TileRegisterFile* regs, const MxuUnit* mxu, const VpuUnit* vpu,
+                        std::vector<EnergyLevel>& out) {
+  EnergyLevel dram{"dram", "bytes", 8 * e.dram_pj_per_bit, 0, {}};
+  EnergyLevel buffers{"sram", "bytes", e.sram_pj_per_byte, 0, {}};
+  for (size_t t = 0; t < hbm.tensor_names.size(); ++t) {
+    const std::string& name = hbm.tensor_names[t];
+    dram.count_per_tensor[name] = hbm.transferred_read_per_tensor[t] + hbm.transferred_written_per_tensor[t];
+    dram.count += dram.count_per_tensor[name];
+    if (dma)
+      buffers.count_per_tensor[name] =
+          t < dma->sram_bytes_per_tensor.size() ? dma->sram_bytes_per_tensor[t] : 0;
+  }
+  out.push_back(dram);
+  if (sram) buffers.count = sram->bytes_read + sram->bytes_written, out.push_back(buffers);
+  if (regs)
+    out.push_back({"regfile", "bytes", e.regfile_pj_per_byte, regs->bytes_read + regs->bytes_written, {}});
+  if (mxu) out.push_back({"mxu", "MACs", e.mac_pj, mxu->macs, {}});
+  if (vpu) out.push_back({"vpu", "element ops", e.vector_op_pj, vpu->element_ops, {}});
+}
+
+// A scalar (toy) machine: words of each tensor's dtype, register accesses of the machine's dtype.
+void scalar_energy_levels(const EnergyParams& e, const Dram& dram, const RegisterFile* regs,
+                          const MacUnit* mac, const Alu* alu, Dtype dtype, const char* level_name,
+                          std::vector<EnergyLevel>& out) {
+  EnergyLevel memory{level_name, "bytes", 8 * e.dram_pj_per_bit, 0, {}};
+  const auto& names = dram.tensor_names();
+  for (size_t t = 0; t < names.size() && t < dram.reads_per_tensor.size(); ++t) {
+    const uint64_t words = dram.reads_per_tensor[t] + dram.writes_per_tensor[t];
+    memory.count_per_tensor[names[t]] = words * dtype_bytes(dram.dtype(static_cast<int>(t)));
+    memory.count += memory.count_per_tensor[names[t]];
+  }
+  out.push_back(memory);
+  if (regs)
+    out.push_back(
+        {"regfile", "bytes", e.regfile_pj_per_byte, (regs->reads + regs->writes) * dtype_bytes(dtype), {}});
+  if (mac) out.push_back({"mac", "MACs", e.mac_pj, mac->ops, {}});
+  if (alu) out.push_back({"alu", "ops", e.vector_op_pj, alu->ops, {}});
+}
+
+}  // namespace
+
+std::optional<EnergyReport> Machine::energy_report() const {
+  if (!energy_) return std::nullopt;
+  if (chip_loaded_) return chip_->energy_report();
+  EnergyReport report{"one core", {}};
+  if (hbm_)
+    tile_energy_levels(*energy_, *hbm_, sram_.get(), dma_.get(), tile_regs_.get(), mxu_.get(), vpu_.get(),
+                       report.levels);
+  if (dram_)
+    scalar_energy_levels(*energy_, *dram_, regfile_.get(), mac_.get(), alu_.get(), dtype_,
+                         hbm_ ? "scalar_dram" : "dram", report.levels);
+  return report;
 }
 
 }  // namespace attnsim

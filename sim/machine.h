@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "chip/chip.h"
@@ -57,6 +58,10 @@ class Machine {
   const nlohmann::json& effective_config() const { return effective_; }
   const std::vector<ParamDoc>& param_docs() const { return docs_; }
   nlohmann::json stats_json() const;
+  // The config's per-access energies (`energy:`); none when the config has no such section.
+  const std::optional<EnergyParams>& energy_params() const { return energy_; }
+  // The last run's energy from the models' counts: the whole chip's, or one core's (tile or scalar units).
+  std::optional<EnergyReport> energy_report() const;
 
  private:
   std::string name_;
@@ -64,6 +69,7 @@ class Machine {
   double clock_ghz_ = 1.0;
   double clock_base_ghz_ = 0.0;
   std::string planner_ = "paper";
+  std::optional<EnergyParams> energy_;
   std::unique_ptr<Dram> dram_;
   std::unique_ptr<RegisterFile> regfile_;
   std::unique_ptr<MacUnit> mac_;

@@ -10,6 +10,7 @@
 
 #include "isa/diagnostics.h"
 #include "sim/compare.h"
+#include "sim/config.h"
 #include "sim/sweep.h"
 
 namespace attnsim {
@@ -45,6 +46,18 @@ std::vector<std::string> candidate_args(const PlanSearchOptions& o, const std::s
   return args;
 }
 
+// --objective energy: a whole chip whose config gives per-access energies (compare reports energy there).
+void require_energy(const CompareOptions& k, bool chip) {
+  if (!chip)
+    throw InputError(
+        k.config_path, {},
+        "--objective energy needs a whole-chip config (a chip: section); run --stats-json reports "
+        "one core's energy");
+  const MachineConfig config = load_config(k.config_path, k.overrides);
+  if (!config.root["energy"])
+    throw InputError(k.config_path, {}, "--objective energy needs an energy: section (docs/energy.md)");
+}
+
 std::string loop_order(const PlanCandidate& c) {
   if (c.schedule == "flash1") return "K/V outer";
   if (c.schedule == "flash2") return c.keys_descending ? "Q outer, keys down" : "Q outer, keys up";
@@ -54,6 +67,7 @@ std::string loop_order(const PlanCandidate& c) {
 std::string objective_title(const std::string& objective, bool chip) {
   if (objective == "dram") return "DRAM bytes (read + written)";
   if (objective == "sm_l2") return chip ? "SM<->L2 bytes (read + written)" : "HBM bytes (read + written)";
+  if (objective == "energy") return "dynamic energy (whole chip)";
   return "cycles";
 }
 
@@ -62,6 +76,7 @@ std::string objective_title(const std::string& objective, bool chip) {
 double objective_value(const PlanResult& result, const PlanCandidate& c) {
   if (result.objective == "dram") return double(c.dram_bytes.value_or(0));
   if (result.objective == "sm_l2") return double(c.sm_l2_bytes);
+  if (result.objective == "energy") return c.energy_pj.value_or(0);
   return double(c.cycles);
 }
 
@@ -79,8 +94,10 @@ PlanResult search_plans(const PlanSearchOptions& o, const std::string& self) {
   PlanResult result;
   result.chip = space.chip;
   result.objective = options.objective.empty() ? (space.chip ? "dram" : "sm_l2") : options.objective;
-  if (result.objective != "dram" && result.objective != "sm_l2" && result.objective != "cycles")
-    throw InputError("attnsim plan", {}, "--objective must be dram, sm_l2 or cycles");
+  if (result.objective != "dram" && result.objective != "sm_l2" && result.objective != "cycles" &&
+      result.objective != "energy")
+    throw InputError("attnsim plan", {}, "--objective must be dram, sm_l2, cycles or energy");
+  if (result.objective == "energy") require_energy(k, space.chip);
   if (result.objective == "dram" && !space.chip)
     throw InputError(k.config_path, {},
                      "--objective dram needs a whole-chip config (a chip: section); on one core the HBM "
@@ -96,7 +113,7 @@ PlanResult search_plans(const PlanSearchOptions& o, const std::string& self) {
     auto it = index.find(key);
     if (it == index.end()) {
       it = index.emplace(key, result.candidates.size()).first;
-      result.candidates.push_back({schedule, descending, q, kk, {}, false, "", 0, {}, 0, 0});
+      result.candidates.push_back({schedule, descending, q, kk, {}, false, "", 0, {}, 0, 0, {}});
     }
     auto& rules = result.candidates[it->second].rules;
     if (!rule.empty() && std::find(rules.begin(), rules.end(), rule) == rules.end()) rules.push_back(rule);
@@ -142,6 +159,8 @@ PlanResult search_plans(const PlanSearchOptions& o, const std::string& self) {
     if (s.contains("whole_chip")) {
       c.sm_l2_bytes = sum(s, "sm_l2_bytes_read", "sm_l2_bytes_written");
       c.dram_bytes = sum(s["whole_chip"], "dram_bytes_read", "dram_bytes_written");
+      if (s["whole_chip"].contains("energy"))
+        c.energy_pj = s["whole_chip"]["energy"]["total_pj"].get<double>();
     } else {
       c.sm_l2_bytes = sum(s, "hbm_bytes_read", "hbm_bytes_written");
     }
@@ -169,9 +188,9 @@ void print_plan(std::ostream& out, const PlanSearchOptions& o, const PlanResult&
       k.n, k.d, k.batch, k.heads, k.causal ? "causal" : "not causal", dtype_name(k.dtype),
       objective_title(r.objective, r.chip), r.candidates.size(), ok, r.candidates.size() - ok, r.jobs,
       r.host_seconds);
-  out << fmt::format("{:>4} {:10} {:>9} {:19} {:>11} {:>11} {:>12} {:>10} {:>8}  {}\n", "rank", "schedule",
-                     "Br x Bc", "loop order", r.chip ? "DRAM" : "-", r.chip ? "SM<->L2" : "HBM", "cycles",
-                     "time us", "vs best", "chosen by");
+  out << fmt::format("{:>4} {:10} {:>9} {:19} {:>11} {:>11} {:>12} {:>10} {:>10} {:>8}  {}\n", "rank",
+                     "schedule", "Br x Bc", "loop order", r.chip ? "DRAM" : "-", r.chip ? "SM<->L2" : "HBM",
+                     "cycles", "time us", "energy uJ", "vs best", "chosen by");
   const double best = ok ? objective_value(r, r.candidates.front()) : 0;
   for (size_t i = 0; i < r.candidates.size() && i < o.top; ++i) {
     const PlanCandidate& c = r.candidates[i];
@@ -179,10 +198,11 @@ void print_plan(std::ostream& out, const PlanSearchOptions& o, const PlanResult&
     std::string rules;
     for (const auto& rule : c.rules) rules += (rules.empty() ? "" : ", ") + rule + " rule";
     const double v = objective_value(r, c);
-    out << fmt::format("{:>4} {:10} {:>9} {:19} {:>11} {:>11} {:>12} {:>10.1f} {:>8.3f}  {}\n", i + 1,
+    out << fmt::format("{:>4} {:10} {:>9} {:19} {:>11} {:>11} {:>12} {:>10.1f} {:>10} {:>8.3f}  {}\n", i + 1,
                        c.schedule, fmt::format("{}x{}", c.block_q, c.block_k), loop_order(c),
                        c.dram_bytes ? human_bytes(double(*c.dram_bytes)) : std::string("-"),
                        human_bytes(double(c.sm_l2_bytes)), c.cycles, c.seconds * 1e6,
+                       c.energy_pj ? fmt::format("{:.4g}", *c.energy_pj * 1e-6) : std::string("-"),
                        best > 0 ? v / best : 1.0, rules);
   }
   // Where the rules' own choices landed, when below the printed rows.

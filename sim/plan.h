@@ -14,10 +14,11 @@ namespace attnsim {
 
 struct PlanSearchOptions {
   CompareOptions compare;  // config, overrides, shape (N, d, heads, batch, causal, dtype); schedules to try
-  std::string objective;   // "dram", "sm_l2", "cycles"; empty: dram on a whole chip, sm_l2 on one core
-  int jobs = 0;            // 0: all cores
-  size_t top = 10;         // rows printed
-  bool progress = true;    // a line on stderr per finished candidate
+  // "dram", "sm_l2", "cycles", "energy"; empty: dram on a whole chip, sm_l2 on one core
+  std::string objective;
+  int jobs = 0;          // 0: all cores
+  size_t top = 10;       // rows printed
+  bool progress = true;  // a line on stderr per finished candidate
 };
 
 struct PlanCandidate {
@@ -30,7 +31,8 @@ struct PlanCandidate {
   uint64_t sm_l2_bytes = 0;            // SM <-> L2 (whole chip) or HBM (one core), read + written
   std::optional<uint64_t> dram_bytes;  // whole chip: read + written
   uint64_t cycles = 0;
-  double seconds = 0;  // simulated
+  double seconds = 0;               // simulated
+  std::optional<double> energy_pj;  // whole chip, dynamic; none without the config's energy: section
 };
 
 struct PlanResult {
@@ -41,7 +43,7 @@ struct PlanResult {
   int jobs = 1;
 };
 
-// The objective's value for a candidate (bytes or cycles).
+// The objective's value for a candidate (bytes, cycles or picojoules).
 double objective_value(const PlanResult& result, const PlanCandidate& c);
 
 // `self`: the attnsim binary the candidates run in. Throws InputError for bad options.

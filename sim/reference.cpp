@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <optional>
 #include <string>
 
@@ -131,9 +132,11 @@ CheckResult::Element first_wrong_element(const isa::TensorDecl& target, const st
 
 }  // namespace
 
-CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
-                           const std::vector<std::vector<double>>& initial,
-                           const std::vector<std::vector<double>>& final, Dtype compute_dtype) {
+namespace {
+
+// The float64 reference of one check, from its arguments' initial contents.
+std::vector<double> compute_reference(const isa::Program& program, const isa::Check& check,
+                                      const std::vector<std::vector<double>>& initial) {
   const auto& target = program.tensors[check.target];
   auto shape_error = [&](const std::string& what) {
     throw InputError(program.file, check.loc, check.function + "(): " + what);
@@ -218,6 +221,72 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
           initial[check.args[2]].data() + h * keys * dv, initial[check.args[3]].data() + h * n * dv, n, keys,
           d, dv, reference.data() + h * rows * cols);
   }
+  return reference;
+}
+
+// compare checks every schedule against the same inputs, so the last few references are kept, keyed by the
+// check's function, the shapes of its target and arguments and the arguments' initial values: each is
+// computed once per command instead of once per schedule (at N = 8192 the reference is seconds of work).
+class ReferenceMemo {
+ public:
+  const std::vector<double>& get(const isa::Program& program, const isa::Check& check,
+                                 const std::vector<std::vector<double>>& initial) {
+    for (const Entry& e : entries_)
+      if (matches(e, program, check, initial)) return e.reference;
+    if (entries_.size() == kEntries) entries_.erase(entries_.begin());
+    Entry e;
+    e.function = check.function;
+    e.target_shape = program.tensors[check.target].shape;
+    for (int a : check.args) {
+      e.arg_shapes.push_back(program.tensors[a].shape);
+      e.arg_values.push_back(initial[a]);
+    }
+    e.reference = compute_reference(program, check, initial);
+    entries_.push_back(std::move(e));
+    return entries_.back().reference;
+  }
+
+ private:
+  static constexpr size_t kEntries = 4;  // the backward's dQ, dK, dV checks alternate
+  struct Entry {
+    std::string function;
+    std::vector<int64_t> target_shape;
+    std::vector<std::vector<int64_t>> arg_shapes;
+    std::vector<std::vector<double>> arg_values;
+    std::vector<double> reference;
+  };
+  static bool matches(const Entry& e, const isa::Program& program, const isa::Check& check,
+                      const std::vector<std::vector<double>>& initial) {
+    if (e.function != check.function || e.target_shape != program.tensors[check.target].shape ||
+        e.arg_shapes.size() != check.args.size())
+      return false;
+    for (size_t i = 0; i < check.args.size(); ++i)
+      if (e.arg_shapes[i] != program.tensors[check.args[i]].shape ||
+          e.arg_values[i] != initial[check.args[i]])
+        return false;
+    return true;
+  }
+  std::deque<Entry> entries_;
+};
+
+ReferenceMemo& memo() {
+  static ReferenceMemo references;
+  return references;
+}
+
+}  // namespace
+
+void warm_reference(const isa::Program& program, const isa::Check& check,
+                    const std::vector<std::vector<double>>& initial) {
+  memo().get(program, check, initial);
+}
+
+CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
+                           const std::vector<std::vector<double>>& initial,
+                           const std::vector<std::vector<double>>& final, Dtype compute_dtype) {
+  const auto& target = program.tensors[check.target];
+  auto arg = [&](size_t i) -> const isa::TensorDecl& { return program.tensors[check.args[i]]; };
+  const std::vector<double>& reference = memo().get(program, check, initial);
   const auto& got = final[check.target];
   CheckResult result;
   result.description = target.name + " = " + check.function + "(";

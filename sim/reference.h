@@ -30,6 +30,11 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
                            const std::vector<std::vector<double>>& initial,
                            const std::vector<std::vector<double>>& final, Dtype compute_dtype);
 
+// Computes and keeps the reference of `check` for these initial contents, so a later evaluate_check of the
+// same function of the same inputs (in this process, or in a child forked after this) finds it ready.
+void warm_reference(const isa::Program& program, const isa::Check& check,
+                    const std::vector<std::vector<double>>& initial);
+
 // Relative tolerance for results computed in a dtype (a few ulps times a growth margin).
 double tolerance_for(Dtype dtype);
 

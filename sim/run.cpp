@@ -347,10 +347,13 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
       program, options, machine, initial, [&](int t) { return machine.sequencer().tensor_values(t); },
       result);
 
+  result.energy = machine.energy_report();
   result.stats = {{"machine", machine.name()},
                   {"trace", program.file},
                   {"config", machine.effective_config()},
                   {"stats", machine.stats_json()}};
+  // Beside the stats tree, not in it: a report derived from its counts (a whole chip's is in its summary).
+  if (result.energy) result.stats["energy"] = result.energy->to_json();
   result.stats["checks"] = checks_json(result.checks);
   write_outputs(options, result, *recorders, machine.sequencer().aliases());
   return result;
@@ -425,6 +428,7 @@ void print_counts(std::ostream& out, const isa::Program& program, const RunResul
       out << fmt::format("sram peak         {} bytes\n", peak.get<uint64_t>());
     if (auto flops = stat("mxu", "flops"); flops.is_number())
       out << fmt::format("mxu flops         {}\n", flops.get<uint64_t>());
+    print_energy(out, r.energy);
     print_checks(out, r.checks);
     return;
   }
@@ -432,6 +436,7 @@ void print_counts(std::ostream& out, const isa::Program& program, const RunResul
   out << fmt::format("dram writes       {}   by tensor:{}\n", r.total_dram_writes(), per(r.dram_writes));
   out << fmt::format("register reads    {}\n", r.register_reads);
   out << fmt::format("register writes   {}\n", r.register_writes);
+  print_energy(out, r.energy);
   // Small written tensors are the answer a student looks for; large ones are left to --stats-json.
   for (const auto& [name, writes] : r.dram_writes) {
     const auto& values = r.final_values.at(name);

@@ -49,7 +49,9 @@ struct RunResult {
   std::map<std::string, std::vector<double>> final_values;
   nlohmann::json stats;
   std::optional<ChipSummary> chip;  // set when the machine is a whole chip
-  std::vector<std::string> notes;   // where --timeline, --vcd or --html stopped, printed after the summary
+  std::optional<EnergyReport>
+      energy;                      // one core's (a chip's is in `chip`); none without energy: in the config
+  std::vector<std::string> notes;  // where --timeline, --vcd or --html stopped, printed after the summary
 
   bool checks_passed() const {
     for (const auto& c : checks)

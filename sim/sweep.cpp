@@ -144,7 +144,8 @@ std::vector<std::string> compare_args(const Plan& plan, const Point& point) {
   for (const auto& [key, value] : point)
     for (auto& a : option_args(key, value)) args.push_back(std::move(a));
   // The child's last stderr line is the point's reason: no progress lines after it.
-  args.insert(args.end(), {"--json", "--progress", "off"});
+  // The sweep runs points side by side; each point's schedules run one after another in its child.
+  args.insert(args.end(), {"--json", "--progress", "off", "--jobs", "1"});
   return args;
 }
 

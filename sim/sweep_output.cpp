@@ -106,6 +106,27 @@ const std::vector<std::string>& derived_columns() {
   return columns;
 }
 
+// Last, so every earlier column keeps its place: dynamic energy in microjoules, total and per level (whole
+// chip; empty on one core or when the config has no energy: section).
+const std::vector<std::string>& energy_columns() {
+  static const std::vector<std::string> columns = {"energy_uj",       "dram_energy_uj", "l2_energy_uj",
+                                                   "sm_l2_energy_uj", "sram_energy_uj", "regfile_energy_uj",
+                                                   "mxu_energy_uj",   "vpu_energy_uj"};
+  return columns;
+}
+
+std::vector<nlohmann::json> energy_cells(const nlohmann::json& s) {
+  std::vector<nlohmann::json> cells(energy_columns().size());
+  if (!s.contains("whole_chip") || !s["whole_chip"].contains("energy")) return cells;
+  const nlohmann::json& e = s["whole_chip"]["energy"];
+  cells[0] = e["total_pj"].get<double>() * 1e-6;
+  for (size_t i = 1; i < cells.size(); ++i) {
+    const std::string level = energy_columns()[i].substr(0, energy_columns()[i].size() - 10);  // "_energy_uj"
+    if (e["levels"].contains(level)) cells[i] = e["levels"][level]["pj"].get<double>() * 1e-6;
+  }
+  return cells;
+}
+
 int64_t element_bytes(const std::string& dtype) {
   return dtype == "f32" ? 4 : dtype == "f16" || dtype == "bf16" ? 2 : 0;
 }
@@ -119,7 +140,7 @@ std::vector<nlohmann::json> extra_cells(const nlohmann::json& record, const std:
   const nlohmann::json& c = record.contains("compare") ? record["compare"] : nlohmann::json::object();
   for (const auto& k : shape_columns(keys)) cells.push_back(c.value(k == "N" ? "n" : k, nlohmann::json()));
   if (!schedule) {
-    cells.resize(cells.size() + derived_columns().size());
+    cells.resize(cells.size() + derived_columns().size() + energy_columns().size());
     return cells;
   }
   const nlohmann::json& s = *schedule;
@@ -160,6 +181,7 @@ std::vector<nlohmann::json> extra_cells(const nlohmann::json& record, const std:
   const bool same_run = units.value("cycles", nlohmann::json()) == s["cycles"];
   for (const char* unit : {"dma", "mxu", "vpu"})
     cells.push_back(same_run ? units.value(unit, nlohmann::json()) : nlohmann::json());
+  for (auto& e : energy_cells(s)) cells.push_back(std::move(e));
   return cells;
 }
 
@@ -195,6 +217,7 @@ std::string csv_header(const std::vector<std::string>& keys, bool chip) {
   columns.push_back("reason");
   for (const auto& c : shape_columns(keys)) columns.push_back(c);
   for (const auto& c : derived_columns()) columns.push_back(c);
+  for (const auto& c : energy_columns()) columns.push_back(c);
   std::string line;
   for (const auto& c : columns) line += (line.empty() ? "" : ",") + csv_field(c);
   return line + "\n";

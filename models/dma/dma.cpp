@@ -49,6 +49,7 @@ void DmaEngine::reset() {
   in_flight_.clear();
   busy_until_ = 0;
   transfers = bytes_loaded = bytes_stored = queue_full_stall_cycles = busy_cycles = elapsed_cycles = 0;
+  sram_bytes_per_tensor.clear();
 }
 
 uint64_t DmaEngine::earliest_start(uint64_t ready_cycle) const {
@@ -124,6 +125,11 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
       break;
   }
   transfers += 1;
+  if (transfer.tensor >= 0) {
+    const auto t = static_cast<size_t>(transfer.tensor);
+    if (t >= sram_bytes_per_tensor.size()) sram_bytes_per_tensor.resize(t + 1, 0);
+    sram_bytes_per_tensor[t] += bytes;
+  }
   // Starts never decrease, so the part of [start, done) not yet counted is [max(start, busy_until), done).
   if (done > busy_until_) {
     busy_cycles += done - std::max(start, busy_until_);

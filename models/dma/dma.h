@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <vector>
 
 #include "models/common/component.h"
 #include "models/common/memory_level.h"
@@ -50,6 +51,9 @@ class DmaEngine : public Component {
   uint64_t queue_full_stall_cycles = 0;  // waiting for a free slot
   uint64_t busy_cycles = 0;              // cycles with at least one transfer in flight
   uint64_t elapsed_cycles = 0;
+  // SRAM bytes the transfers moved, by tensor index (LOAD: written into SRAM; STORE, STORE_ADD: read out),
+  // so the SRAM's energy can be charged to tensors (models/common/energy.h).
+  std::vector<uint64_t> sram_bytes_per_tensor;
 
  private:
   enum class Kind : uint8_t { Load, Store, Accumulate };

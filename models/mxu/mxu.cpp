@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <stdexcept>
 #include <vector>
 
-#include <stdexcept>
-
 #include "models/common/checked.h"
+#include "models/common/parallel.h"
 #include "models/common/registry.h"
+#include "models/common/value_kernels.h"
 
 namespace attnsim {
 
@@ -21,6 +23,25 @@ constexpr double kMaxArrays = 4096;
 
 std::string shape(const TileView& t) {
   return fmt::format("{}x{}", t.rows, t.cols);
+}
+
+// a's rows and b's rows packed dense and row-major once, whatever the views' strides and transposes.
+struct PackedOperands {
+  std::vector<double> a, b;  // m x k, k x n
+  int64_t k = 0, n = 0;
+};
+
+PackedOperands pack(const TileView& a, const TileView& b) {
+  PackedOperands p;
+  p.k = a.cols;
+  p.n = b.cols;
+  p.a.resize(static_cast<size_t>(a.rows * p.k));
+  p.b.resize(static_cast<size_t>(p.k * p.n));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t s = 0; s < p.k; ++s) p.a[i * p.k + s] = a.at(i, s);
+  for (int64_t s = 0; s < p.k; ++s)
+    for (int64_t j = 0; j < p.n; ++j) p.b[s * p.n + j] = b.at(s, j);
+  return p;
 }
 
 }  // namespace
@@ -103,25 +124,13 @@ void MxuUnit::compute(const TileView& a, const TileView& b, const TileView* c, c
   if (!a.has_values() || !b.has_values() || (c && !c->has_values()))
     throw std::invalid_argument("mxu: d holds values but an operand does not");
 
-  // Pack a's rows and b's columns contiguously once, so the inner product runs over two dense arrays
-  // whatever the views' strides and transposes (the sum order, and so the result, is unchanged).
-  const int64_t k = a.cols;
-  std::vector<double> a_rows(static_cast<size_t>(a.rows * k));
-  std::vector<double> b_cols(static_cast<size_t>(b.cols * k));
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (int64_t s = 0; s < k; ++s) a_rows[i * k + s] = a.at(i, s);
-  for (int64_t s = 0; s < k; ++s)
-    for (int64_t j = 0; j < b.cols; ++j) b_cols[j * k + s] = b.at(s, j);
-  // Element (i, j) reads c(i, j) before writing d(i, j), so c may be d itself (d += a * b).
-  for (int64_t i = 0; i < d.rows; ++i) {
-    const double* row = a_rows.data() + i * k;
-    for (int64_t j = 0; j < d.cols; ++j) {
-      const double* col = b_cols.data() + j * k;
-      double sum = c ? c->at(i, j) : 0.0;
-      for (int64_t s = 0; s < k; ++s) sum += row[s] * col[s];
-      d.at(i, j) = round_to(dtype, sum);
-    }
-  }
+  const PackedOperands p = pack(a, b);
+  // Element (i, j) reads c(i, j) before d(i, j) is written, so c may be d itself (d += a * b).
+  auto init = [&](int64_t i, int64_t j) { return c ? c->at(i, j) : 0.0; };
+  auto write = [&](int64_t i, int64_t j, double sum) { d.at(i, j) = round_to(dtype, sum); };
+  ValueThreads::for_ranges(d.rows, d.rows * p.k * p.n, [&](int64_t begin, int64_t end) {
+    kernels::product(p.a.data(), p.k, p.b.data(), p.n, p.k, begin, end, p.n, init, write);
+  });
 }
 
 void register_mxu_models() {

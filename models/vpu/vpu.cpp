@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/common/parallel.h"
 #include "models/common/registry.h"
 
 namespace attnsim {
@@ -76,6 +77,29 @@ double apply(VpuOp op, double a, double b) {
       break;
   }
   throw std::invalid_argument(fmt::format("vpu: {} is not an element-wise op", vpu_op_name(op)));
+}
+
+// An exp costs about as much as this many adds (it decides when a tile is worth sharing among threads).
+constexpr int64_t kExpWork = 32;
+
+// d(i, j) = round(f(a(i, j), b(i, j))) over rows [begin, end), a and b broadcast along a side of length 1;
+// b may be null for a unary f.
+template <class F>
+void map_rows(const TileView& a, const TileView* b, const TileView& d, Dtype dtype, int64_t begin,
+              int64_t end, F f) {
+  auto plain = [&](const TileView& x) { return !x.transposed && x.rows == d.rows && x.cols == d.cols; };
+  if (!d.transposed && plain(a) && (!b || plain(*b))) {  // the common case: rows as plain arrays
+    for (int64_t i = begin; i < end; ++i) {
+      const double* x = a.data + i * a.row_stride;
+      const double* y = b ? b->data + i * b->row_stride : nullptr;
+      double* out = d.data + i * d.row_stride;
+      for (int64_t j = 0; j < d.cols; ++j) out[j] = round_to(dtype, f(x[j], y ? y[j] : 0.0));
+    }
+    return;
+  }
+  for (int64_t i = begin; i < end; ++i)
+    for (int64_t j = 0; j < d.cols; ++j)
+      d.at(i, j) = round_to(dtype, f(broadcast_at(a, i, j), b ? broadcast_at(*b, i, j) : 0.0));
 }
 
 }  // namespace
@@ -192,10 +216,24 @@ void VpuUnit::elementwise(VpuOp op, const TileView& a, const TileView* b, const 
     throw std::invalid_argument(
         fmt::format("vpu {}: d holds values but an operand does not", vpu_op_name(op)));
 
-  // Each d(i, j) is written after its own inputs are read, so d may be a same-shaped a or b (in place).
-  for (int64_t i = 0; i < d.rows; ++i)
-    for (int64_t j = 0; j < d.cols; ++j)
-      d.at(i, j) = round_to(dtype, apply(op, broadcast_at(a, i, j), unary ? 0.0 : broadcast_at(*b, i, j)));
+  // Each d(i, j) is written after its own inputs are read, so d may be a same-shaped a or b (in place);
+  // rows are independent, so large tiles are shared among the value threads.
+  const int64_t work = d.elements() * (op == VpuOp::Exp ? kExpWork : 1);
+  ValueThreads::for_ranges(d.rows, work, [&](int64_t begin, int64_t end) {
+    switch (op) {
+      case VpuOp::Exp:
+        return map_rows(a, nullptr, d, dtype, begin, end, [](double x, double) { return std::exp(x); });
+      case VpuOp::Sub:
+        return map_rows(a, b, d, dtype, begin, end, [](double x, double y) { return x - y; });
+      case VpuOp::Mul:
+        return map_rows(a, b, d, dtype, begin, end, [](double x, double y) { return x * y; });
+      case VpuOp::Add:
+        return map_rows(a, b, d, dtype, begin, end, [](double x, double y) { return x + y; });
+      default:
+        return map_rows(a, unary ? nullptr : b, d, dtype, begin, end,
+                        [op](double x, double y) { return apply(op, x, y); });
+    }
+  });
 }
 
 void VpuUnit::reduce(VpuOp op, const TileView& a, const TileView& d, Dtype dtype) {

@@ -10,10 +10,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <thread>
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/suggest.h"
+#include "models/common/parallel.h"
 #include "models/common/registry.h"
 #include "sim/chip_report.h"
 #include "sim/cli/gen_kinds.h"
@@ -255,6 +257,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   std::string dtype = "f16", values = "auto", progress = "auto";
   bool json = false, csv = false, single_buffer = false, double_buffer = false, timing_only = false;
   std::string json_file, block_times;
+  int compare_jobs = 0, value_threads = 0;
   po::options_description desc("compare options");
   desc.add_options()("config,c", po::value(&options.config_path)->required(),
                      "tile machine YAML (configs/h100.yaml, ...)")(
@@ -274,7 +277,11 @@ int cmd_compare(const std::vector<std::string>& args) {
       "of two, multiples of the MXU tile, the largest that fit double-buffered); default: the config's "
       "planner: key (hardware on the a100/h100/h200 presets)")(
       "values", po::value(&values)->default_value("auto"),
-      "compute values and check them: on, off (timing-only), auto (on for N <= 2048)")(
+      "compute values and check them: on, off (timing-only), auto (on for N <= 8192)")(
+      "jobs,j", po::value(&compare_jobs)->default_value(0),
+      "schedules simulated at once, each in its own process; 0: all cores (results are the same for any "
+      "number)")("threads", po::value(&value_threads)->default_value(0),
+                 "threads for value arithmetic (products, exp, the float64 reference); 0: all cores")(
       "timing-only", po::bool_switch(&timing_only), "the same as --values off (as in attnsim run)")(
       "single-buffer", po::bool_switch(&single_buffer), "do not prefetch the next K/V block")(
       "double-buffer", po::bool_switch(&double_buffer), "prefetch the next K/V block (the default here)")(
@@ -310,6 +317,11 @@ int cmd_compare(const std::vector<std::string>& args) {
   auto parsed_dtype = parse_dtype(dtype);
   if (!parsed_dtype) throw InputError("attnsim compare", {}, "unknown dtype '" + dtype + "'");
   options.dtype = *parsed_dtype;
+  if (compare_jobs < 0 || value_threads < 0)
+    throw InputError("attnsim compare", {}, "--jobs and --threads must be 0 (all cores) or more");
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  options.jobs = compare_jobs > 0 ? compare_jobs : cores;
+  ValueThreads::set_count(value_threads > 0 ? value_threads : cores);
   if (values == "on")
     options.values = CompareOptions::Values::On;
   else if (values == "off")
@@ -379,8 +391,9 @@ int cmd_plan(const std::vector<std::string>& args) {
                                                            "storage dtype of Q, K, V, O: f16, bf16, f32")(
       "objective", po::value(&options.objective),
       "dram (whole-chip configs; the default there), sm_l2 (SM<->L2 bytes, HBM bytes on one core; the "
-      "default there) or cycles")("schedule", po::value(&c.schedules)->composing(),
-                                  "schedules to try (repeatable); default flash1 and flash2")(
+      "default there), cycles or energy (dynamic energy, whole chip; needs an energy: section)")(
+      "schedule", po::value(&c.schedules)->composing(),
+      "schedules to try (repeatable); default flash1 and flash2")(
       "backward", po::bool_switch(&c.backward), "plan the backward (flash2-bwd unless --schedule)")(
       "single-buffer", po::bool_switch(&single_buffer), "no K/V prefetch")(
       "top", po::value(&options.top)->default_value(10), "rows to print")(
@@ -389,9 +402,10 @@ int cmd_plan(const std::vector<std::string>& args) {
       "param,p", po::value(&c.overrides)->composing(),
       "override a config key: -p sram.capacity_bytes=128KiB");
   po::positional_options_description pos;
-  auto parsed = parse("plan", desc, pos, args,
-                      "-c CONFIG [--N 4096] [--d 64] [--heads H] [--causal] [--objective dram|sm_l2|cycles] "
-                      "[--schedule S]... [--jobs J] [--top K]");
+  auto parsed =
+      parse("plan", desc, pos, args,
+            "-c CONFIG [--N 4096] [--d 64] [--heads H] [--causal] [--objective dram|sm_l2|cycles|energy] "
+            "[--schedule S]... [--jobs J] [--top K]");
   if (parsed.help) return 0;
   auto parsed_dtype = parse_dtype(dtype);
   if (!parsed_dtype) throw InputError("attnsim plan", {}, "unknown dtype '" + dtype + "'");

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/common/run_cli.h"
 
 namespace {
@@ -152,7 +154,7 @@ TEST_F(CompareCli, ProgressLinesWhenAskedAndNoneWhenOff) {
   const std::vector<std::string> args = {"compare", "-c",         kSm,      "--N",        "128",   "--block",
                                          "64",      "--schedule", "flash1", "--schedule", "flash2"};
   auto with = args;
-  with.insert(with.end(), {"--progress", "on"});
+  with.insert(with.end(), {"--progress", "on", "--jobs", "1"});
   const CliOutcome on = run(with);
   EXPECT_EQ(on.status, 0) << on.err;
   const auto lines = lines_of(on.err);
@@ -168,6 +170,22 @@ TEST_F(CompareCli, ProgressLinesWhenAskedAndNoneWhenOff) {
   EXPECT_EQ(off.status, 0);
   EXPECT_EQ(off.err, "");
   EXPECT_EQ(off.out, on.out);
+  // Side by side (--jobs 2) a schedule's line says it started when its child does and ended when it
+  // ends, so the four lines may interleave; each schedule's start comes before its end.
+  auto parallel = args;
+  parallel.insert(parallel.end(), {"--progress", "on", "--jobs", "2"});
+  const CliOutcome two = run(parallel);
+  EXPECT_EQ(two.status, 0) << two.err;
+  const std::string& err = two.err;
+  for (const std::string name : {"[1/2] flash1", "[2/2] flash2"}) {
+    const size_t started = err.find("compare: " + name + " running\n"),
+                 ended = err.find("compare: " + name + " done in ");
+    EXPECT_NE(started, std::string::npos) << err;
+    EXPECT_NE(ended, std::string::npos) << err;
+    EXPECT_LT(started, ended) << err;
+  }
+  EXPECT_EQ(lines_of(err).size(), 4u) << err;
+  EXPECT_EQ(two.out, on.out);
 }
 
 // The sequence length is --N in compare, sweep and plan, --n in gen; each accepts the other spelling.
@@ -247,3 +265,42 @@ TEST_F(CompareCli, PlanRefusesDramOnOneCore) {
 }
 
 }  // namespace
+
+namespace {
+
+// compare's JSON without the host's wall times, the one field that differs between runs.
+std::string without_host_seconds(const std::string& json_text) {
+  nlohmann::json j = nlohmann::json::parse(json_text);
+  for (auto& row : j["schedules"]) row.erase("host_seconds");
+  return j.dump(1);
+}
+
+}  // namespace
+
+// Schedules run side by side in child processes hand back exactly the rows one process computes one after
+// another: every figure, value error and per-tensor byte, on a whole chip (with its kernels and blocks)
+// and on one core, forward and backward.
+TEST_F(CompareCli, JobsGiveTheRowsOfOneProcess) {
+  const std::string chip = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  for (const std::vector<std::string>& shape :
+       {std::vector<std::string>{"-c", chip, "--N", "512", "--heads", "2", "--causal"},
+        std::vector<std::string>{"-c", kSm, "--N", "256"},
+        std::vector<std::string>{"-c", chip, "--N", "256", "--backward"}}) {
+    std::vector<std::string> args = {"compare", "--values", "on", "--json", "--per-tensor"};
+    args.insert(args.end(), shape.begin(), shape.end());
+    std::vector<std::string> one = args, two = args;
+    one.insert(one.end(), {"--jobs", "1", "--threads", "1"});
+    two.insert(two.end(), {"--jobs", "3", "--threads", "2"});
+    const CliOutcome a = run(one), b = run(two);
+    ASSERT_EQ(a.status, 0) << a.err;
+    ASSERT_EQ(b.status, 0) << b.err;
+    EXPECT_NE(a.out.find("\"max_rel_error\""), std::string::npos);  // values were checked
+    EXPECT_EQ(without_host_seconds(a.out), without_host_seconds(b.out)) << shape[1];
+  }
+}
+
+TEST_F(CompareCli, JobsMustBeZeroOrMore) {
+  const CliOutcome r = run({"compare", "-c", kSm, "--N", "64", "--jobs", "-1"});
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("--jobs and --threads must be 0 (all cores) or more"), std::string::npos) << r.err;
+}

@@ -283,9 +283,9 @@ std::string without_host_seconds(const std::string& json_text) {
 TEST_F(CompareCli, JobsGiveTheRowsOfOneProcess) {
   const std::string chip = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   for (const std::vector<std::string>& shape :
-       {std::vector<std::string>{"-c", chip, "--N", "512", "--heads", "2", "--causal"},
+       {std::vector<std::string>{"-c", chip, "--N", "256", "--heads", "2", "--causal"},
         std::vector<std::string>{"-c", kSm, "--N", "256"},
-        std::vector<std::string>{"-c", chip, "--N", "256", "--backward"}}) {
+        std::vector<std::string>{"-c", chip, "--N", "128", "--backward"}}) {
     std::vector<std::string> args = {"compare", "--values", "on", "--json", "--per-tensor"};
     args.insert(args.end(), shape.begin(), shape.end());
     std::vector<std::string> one = args, two = args;

@@ -269,3 +269,28 @@ TEST_F(Energy, PlanObjectiveEnergyNeedsAChip) {
 }
 
 }  // namespace
+
+namespace {
+
+// compare on one core: each schedule's energy is that core's, and its MXU level charges exactly the MACs
+// the row reports (half its MXU FLOPs) at the config's figure, set here by -p.
+TEST_F(Energy, CompareOnOneCoreChargesTheRowsOwnMacs) {
+  const std::string sm = kRoot + "/configs/h100-sm.yaml";
+  const auto r = run_cli({"compare", "-c", sm, "--N", "128", "--block", "64", "--schedule", "flash2",
+                          "--values", "off", "--json", "-p", "energy.mac_pj=3"},
+                         dir_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto s = nlohmann::json::parse(r.out)["schedules"][0];
+  const auto& e = s["energy"];
+  EXPECT_EQ(e["scope"], "one core");
+  const double macs = s["mxu_flops"].get<double>() / 2;
+  EXPECT_EQ(macs, 2.0 * 128 * 128 * 64);  // Q K^T and P V, 128 x 128 x 64 each
+  EXPECT_EQ(e["levels"]["mxu"]["count"].get<double>(), macs);
+  EXPECT_EQ(e["levels"]["mxu"]["pj"].get<double>(), 3 * macs);
+  const auto table = run_cli({"compare", "-c", sm, "--N", "128", "--block", "64", "--schedule", "flash2",
+                              "--values", "off", "-p", "energy.mac_pj=3"},
+                             dir_);
+  EXPECT_NE(table.out.find("one core's dynamic energy"), std::string::npos) << table.out;
+}
+
+}  // namespace

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <limits>
 #include <stdexcept>
 
+#include "models/common/checked.h"
 #include "models/common/registry.h"
 
 namespace attnsim {
@@ -41,6 +43,11 @@ Machine::Machine(const MachineConfig& config) {
       "the clock under Nsight Compute's --clock-control base, at which validation data is measured; "
       "validate simulates those rows at it (0: unknown, clock_ghz is used)",
       0.0, 1000.0);
+  max_value_bytes_ = top.get<int64_t>(
+      "max_value_bytes", kDefaultMaxValueBytes, "bytes",
+      "host memory the tensors' float64 values may take in value mode (8 bytes an element); a run that "
+      "needs more is refused before anything is allocated (timing-only runs keep no values)",
+      1, int64_t{1} << 50);
   planner_ =
       top.choice("planner", "paper", {"paper", "hardware"},
                  "block sizes compare plans when none are given: paper (B_c = M/4d, B_r = min(B_c, d)) "
@@ -117,6 +124,7 @@ Machine::Machine(const MachineConfig& config) {
 }
 
 void Machine::load(const isa::Program& program, bool symbolic, bool timing_only) {
+  if (!timing_only) check_value_memory(program);
   if (chip_ && (program.has_tiles() || !program.buffers.empty())) {
     if (symbolic)
       throw InputError(program.file, {}, "--symbolic is for scalar traces; tile programs carry numbers");
@@ -126,6 +134,26 @@ void Machine::load(const isa::Program& program, bool symbolic, bool timing_only)
   }
   chip_loaded_ = false;
   sequencer_->load(program, dtype_, symbolic, timing_only);
+}
+
+// Value mode keeps every tensor as float64 on the host: refuse a program whose tensors would not fit the
+// limit before any is allocated (a 60000 x 60000 tensor once ended in std::bad_alloc, exit 3).
+void Machine::check_value_memory(const isa::Program& program) const {
+  constexpr uint64_t kUnbounded = std::numeric_limits<uint64_t>::max();
+  uint64_t total = 0, largest = 0;
+  std::string largest_name;
+  for (const auto& decl : program.tensors) {
+    const uint64_t bytes = try_mul<uint64_t>(static_cast<uint64_t>(decl.elements()), 8).value_or(kUnbounded);
+    total = try_add<uint64_t>(total, bytes).value_or(kUnbounded);
+    if (bytes > largest) largest = bytes, largest_name = decl.name;
+  }
+  if (total <= static_cast<uint64_t>(max_value_bytes_)) return;
+  throw InputError(
+      program.file, {},
+      fmt::format("value mode needs {} bytes of host memory for the tensors' float64 values (the "
+                  "largest, {}, {} bytes) but max_value_bytes is {}; run timing-only (--values "
+                  "off, or --timing-only with run) or raise the limit with -p max_value_bytes=N",
+                  total, largest_name, largest, max_value_bytes_));
 }
 
 void Machine::set_clock_ghz(double ghz) {

@@ -30,6 +30,9 @@ class Machine {
   double clock_base_ghz() const { return clock_base_ghz_; }  // 0 when the config does not say
   // The block planner compare uses when no block size is given: "paper" or "hardware" (traces/planner.h).
   const std::string& planner() const { return planner_; }
+  // 16 GiB: two thirds of the development machine's memory, far above any check compare makes by default
+  // (1.1 GB at N = 8192).
+  static constexpr int64_t kDefaultMaxValueBytes = int64_t{16} << 30;
 
   // The machine keeps a reference: `program` must outlive run(). A temporary would dangle, so it is refused.
   void load(const isa::Program& program, bool symbolic, bool timing_only = false);
@@ -64,11 +67,13 @@ class Machine {
   std::optional<EnergyReport> energy_report() const;
 
  private:
+  void check_value_memory(const isa::Program& program) const;
   std::string name_;
   Dtype dtype_ = Dtype::F32;
   double clock_ghz_ = 1.0;
   double clock_base_ghz_ = 0.0;
   std::string planner_ = "paper";
+  int64_t max_value_bytes_ = kDefaultMaxValueBytes;
   std::optional<EnergyParams> energy_;
   std::unique_ptr<Dram> dram_;
   std::unique_ptr<RegisterFile> regfile_;

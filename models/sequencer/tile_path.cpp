@@ -28,10 +28,14 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
     tensors_[t].dtype = decl.dtype.value_or(dtype_);
     names.push_back(decl.name);
     sizes.push_back(static_cast<uint64_t>(decl.elements()) * dtype_bytes(tensors_[t].dtype));
-    if (!timing_only) tensors_[t].values = isa::materialize(decl, tensors_[t].dtype);
   }
+  // HBM's capacity is checked before any value is allocated (a tensor too large for it used to cost
+  // gigabytes of host memory before the error).
   std::vector<uint64_t> bases = units_.hbm->allocate(names, sizes, program.file);
-  for (size_t t = 0; t < tensors_.size(); ++t) tensors_[t].base = bases[t];
+  for (size_t t = 0; t < tensors_.size(); ++t) {
+    tensors_[t].base = bases[t];
+    if (!timing_only) tensors_[t].values = isa::materialize(program.tensors[t], tensors_[t].dtype);
+  }
 
   // Buffers: SRAM by default, the tile register file for `regs` ones.
   std::vector<BufferRequest> sram_requests, reg_requests;

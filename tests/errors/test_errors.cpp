@@ -595,3 +595,34 @@ TEST_F(Cli, ValidateCsvHasARowPerMeasurement) {
 }
 
 }  // namespace
+
+namespace {
+
+// Value mode keeps tensors as float64 on the host: a program over the limit is refused before anything is
+// allocated (a 60000 x 60000 tensor on the 80 GB h100-sm used to end in std::bad_alloc, exit 3), naming
+// the limit and both ways out; timing-only runs keep no values and are not limited.
+TEST_F(Cli, ValueMemoryBeyondItsLimitIsRefusedBeforeAllocation) {
+  const std::string sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  const std::string huge =
+      write("huge.trace", ".tensor A[60000][60000]\n.buffer B[64][64]\nLOAD A[0:64, 0:64], B\n");
+  expect_input_error(
+      run_trace(sm, huge), huge + ": error: ",
+      {"28800000000 bytes", "max_value_bytes is 17179869184", "-p max_value_bytes=N", "--values off"});
+  // The limit is the config's: 1 KiB refuses a 16 x 16 tensor (2048 bytes of float64), 2 KiB runs it.
+  const std::string small = write("small.trace", ".tensor A[16][16]\n.buffer B[4][4]\nLOAD A[0:4, 0:4], B\n");
+  expect_input_error(run_trace(kToyTile, small, {"-p", "max_value_bytes=1024"}), small + ": error: ",
+                     {"2048 bytes", "the largest, A, 2048 bytes", "max_value_bytes is 1024"});
+  EXPECT_EQ(run_trace(kToyTile, small, {"-p", "max_value_bytes=2048"}).status, 0);
+  EXPECT_EQ(run_trace(kToyTile, small, {"-p", "max_value_bytes=1024", "--timing-only"}).status, 0);
+}
+
+// A tensor larger than the machine's HBM is refused by HBM's capacity before its values are made (it used
+// to allocate 3 GB and take 6 s first): 60000 x 60000 on the toy tile machine's 1 MiB.
+TEST_F(Cli, TensorBeyondHbmIsRefusedBeforeItsValuesExist) {
+  const std::string huge =
+      write("huge.trace", ".tensor A[60000][60000]\n.buffer B[4][4]\nLOAD A[0:4, 0:4], B\n");
+  expect_input_error(run_trace(kToyTile, huge, {"-p", "max_value_bytes=1125899906842624"}),
+                     huge + ": error: ", {"tensors need", "hbm.capacity_bytes"});
+}
+
+}  // namespace

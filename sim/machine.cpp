@@ -187,11 +187,13 @@ nlohmann::json Machine::stats_json() const {
 
 namespace {
 
-// One core of a tile machine: HBM is its DRAM; SRAM by tensor for the DMA's share.
+// One core of a tile machine: the level behind its SRAM is the config's `hbm` (on the single-SM GPU
+// presets it stands for SM <-> L2 traffic, so it is not called DRAM), charged at the DRAM figure; SRAM by
+// tensor for the DMA's share.
 void tile_energy_levels(const EnergyParams& e, const Hbm& hbm, const Sram* sram, const DmaEngine* dma,
                         const TileRegisterFile* regs, const MxuUnit* mxu, const VpuUnit* vpu,
                         std::vector<EnergyLevel>& out) {
-  EnergyLevel dram{"dram", "bytes", 8 * e.dram_pj_per_bit, 0, {}};
+  EnergyLevel dram{"hbm", "bytes", 8 * e.dram_pj_per_bit, 0, {}};
   EnergyLevel buffers{"sram", "bytes", e.sram_pj_per_byte, 0, {}};
   for (size_t t = 0; t < hbm.tensor_names.size(); ++t) {
     const std::string& name = hbm.tensor_names[t];

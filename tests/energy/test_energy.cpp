@@ -77,10 +77,10 @@ TEST_F(Energy, HandCountedTraceOnToyTile) {
   EXPECT_EQ(e["scope"], "one core");
   EXPECT_EQ(e["unit"], "pJ");
   const auto& levels = e["levels"];
-  EXPECT_DOUBLE_EQ(levels["dram"]["pj"].get<double>(), 36 * 8 * 1.0);
-  EXPECT_DOUBLE_EQ(levels["dram"]["pj_per_tensor"]["A"].get<double>(), 16 * 8.0);
-  EXPECT_DOUBLE_EQ(levels["dram"]["pj_per_tensor"]["B"].get<double>(), 16 * 8.0);
-  EXPECT_DOUBLE_EQ(levels["dram"]["pj_per_tensor"]["C"].get<double>(), 4 * 8.0);
+  EXPECT_DOUBLE_EQ(levels["hbm"]["pj"].get<double>(), 36 * 8 * 1.0);
+  EXPECT_DOUBLE_EQ(levels["hbm"]["pj_per_tensor"]["A"].get<double>(), 16 * 8.0);
+  EXPECT_DOUBLE_EQ(levels["hbm"]["pj_per_tensor"]["B"].get<double>(), 16 * 8.0);
+  EXPECT_DOUBLE_EQ(levels["hbm"]["pj_per_tensor"]["C"].get<double>(), 4 * 8.0);
   EXPECT_DOUBLE_EQ(levels["sram"]["pj"].get<double>(), 72 * 10.0);
   EXPECT_DOUBLE_EQ(levels["sram"]["pj_per_tensor"]["A"].get<double>(), 16 * 10.0);
   EXPECT_DOUBLE_EQ(levels["sram"]["pj_per_tensor"]["C"].get<double>(), 4 * 10.0);

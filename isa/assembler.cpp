@@ -1,5 +1,7 @@
 #include "isa/assembler.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -142,7 +144,10 @@ std::optional<int> parse_register_name(std::string_view name) {
 
 class Assembler {
  public:
-  Assembler(std::string_view text, const std::string& file) : text_(text) { program_.file = file; }
+  Assembler(std::string_view text, const std::string& file, int64_t max_instructions)
+      : text_(text), max_instructions_(max_instructions) {
+    program_.file = file;
+  }
 
   Program run() {
     int line_no = 0;
@@ -231,12 +236,10 @@ class Assembler {
     program_.tensors.push_back(std::move(decl));
   }
 
-  // Element counts stay far below int64 overflow, so offsets and byte counts downstream cannot wrap.
-  static constexpr int64_t kMaxElements = int64_t{1} << 48;
   void check_size(LineCursor& c, SourceLoc where, const std::vector<int64_t>& shape, const char* what) {
     int64_t elements = 1;
     for (int64_t extent : shape)
-      if (__builtin_mul_overflow(elements, extent, &elements) || elements > kMaxElements)
+      if (__builtin_mul_overflow(elements, extent, &elements) || elements > kMaxTensorElements)
         c.fail(where, std::string("the ") + what + " has more than 2^48 elements");
   }
 
@@ -643,6 +646,10 @@ class Assembler {
                                   " (" + std::string(spec.semantics) + ")");
       }
     }
+    if (static_cast<int64_t>(program_.instructions.size()) >= max_instructions_)
+      c.fail(inst.loc, fmt::format("the trace has more than {} instructions, the most a run reads (about 200 "
+                                   "bytes of host memory each); raise the limit with --max-instructions N",
+                                   max_instructions_));
     program_.instructions.push_back(std::move(inst));
   }
 
@@ -822,6 +829,7 @@ class Assembler {
   }
 
   std::string_view text_;
+  int64_t max_instructions_;
   Program program_;
   std::unordered_map<std::string, int32_t> kernel_index_;
   std::vector<KernelState> kernel_states_;  // parallel to program_.kernels
@@ -831,11 +839,11 @@ class Assembler {
 
 }  // namespace
 
-Program assemble(std::string_view text, const std::string& file_name) {
-  return Assembler(text, file_name).run();
+Program assemble(std::string_view text, const std::string& file_name, int64_t max_instructions) {
+  return Assembler(text, file_name, max_instructions).run();
 }
 
-Program assemble_file(const std::string& path) {
+Program assemble_file(const std::string& path, int64_t max_instructions) {
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, {}, "cannot open trace file: " + system_reason(errno));
@@ -844,7 +852,7 @@ Program assemble_file(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path, {}, "read error");
-  return assemble(buffer.str(), path);
+  return assemble(buffer.str(), path, max_instructions);
 }
 
 }  // namespace attnsim::isa

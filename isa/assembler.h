@@ -14,9 +14,20 @@
 
 namespace attnsim::isa {
 
-// Throws InputError with file:line:col on the first error.
-Program assemble(std::string_view text, const std::string& file_name);
-Program assemble_file(const std::string& path);
+// The most instructions a trace may hold unless the command says otherwise (`--max-instructions`). An
+// assembled instruction takes about 200 bytes of host memory with its decoded form, so this bounds a run
+// of a hand-written or generated trace to a few GB; `gen` refuses to write a longer one.
+// The most elements a tensor may have: counts stay far below int64 overflow, so offsets and byte counts
+// downstream cannot wrap.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 48;
+
+inline constexpr int64_t kDefaultMaxInstructions = int64_t{1} << 25;  // 33,554,432
+
+// Throws InputError with file:line:col on the first error, and at the first instruction past
+// `max_instructions` (before it takes any memory).
+Program assemble(std::string_view text, const std::string& file_name,
+                 int64_t max_instructions = kDefaultMaxInstructions);
+Program assemble_file(const std::string& path, int64_t max_instructions = kDefaultMaxInstructions);
 
 // The functions a `.check` may name, with their arity.
 struct CheckFunction {

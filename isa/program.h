@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,16 @@ class ChunkSource {
   virtual void recycle(Chunk&& /*used*/) {}
 };
 
+// Generators stop at this many instructions in one program (`gen --max-instructions`), so a request for a
+// huge trace is refused while its memory is still small. Per thread: streamed generation on a worker
+// thread, whose memory is bounded anyway, is not limited.
+inline thread_local size_t generator_instruction_limit = SIZE_MAX;
+// Throws std::length_error naming generator_instruction_limit.
+[[noreturn]] inline void throw_generator_limit() {
+  throw std::length_error("the program would have more than " + std::to_string(generator_instruction_limit) +
+                          " instructions");
+}
+
 struct Program {
   std::string file;  // for diagnostics
   std::vector<TensorDecl> tensors;
@@ -231,6 +242,7 @@ struct Program {
     return static_cast<int>(tensors.size()) - 1;
   }
   void emit(Opcode op, std::initializer_list<Operand> operands) {
+    if (instructions.size() >= generator_instruction_limit) throw_generator_limit();
     Instruction inst;
     inst.op = op;
     for (const auto& o : operands) inst.push(o);

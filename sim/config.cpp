@@ -1,7 +1,10 @@
 #include "sim/config.h"
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 namespace attnsim {
 
@@ -48,20 +51,57 @@ void apply_override(YAML::Node& root, const std::string& text, ConfigSource& sou
   source.overrides[key] = text;
 }
 
+void reject_duplicate_keys(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (const auto& item : node) reject_duplicate_keys(item, path);
+    return;
+  }
+  if (!node.IsMap()) return;
+  std::map<std::string, YAML::Mark> seen;
+  for (const auto& entry : node) {
+    const YAML::Mark mark = entry.first.Mark();
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : "";
+    const auto [first, inserted] = seen.emplace(key, mark);
+    if (!inserted)
+      throw InputError(path, {mark.line + 1, mark.column + 1},
+                       "key '" + key + "' is given twice in this map (first at line " +
+                           std::to_string(first->second.line + 1) + ")");
+    reject_duplicate_keys(entry.second, path);
+  }
+}
+
 }  // namespace
+
+std::string read_input_file(const std::string& path, const std::string& what) {
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, {}, "cannot open " + what + ": " + system_reason(errno));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(path, {}, what + " is not a regular file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, {}, "cannot read " + what);
+  return buffer.str();
+}
+
+YAML::Node load_yaml_file(const std::string& path, const std::string& what) {
+  const std::string text = read_input_file(path, what);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(path, {e.mark.line + 1, e.mark.column + 1}, "YAML syntax: " + e.msg);
+  }
+  reject_duplicate_keys(root, path);
+  return root;
+}
 
 MachineConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
   MachineConfig config;
   config.source = std::make_shared<ConfigSource>();
   config.source->file = path;
-  errno = 0;
-  std::ifstream probe(path);
-  if (!probe) throw InputError(path, {}, "cannot open config file: " + system_reason(errno));
-  try {
-    config.root = YAML::LoadFile(path);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(path, {e.mark.line + 1, e.mark.column + 1}, "YAML syntax: " + e.msg);
-  }
+  config.root = load_yaml_file(path, "config file");
   if (!config.root.IsMap()) throw InputError(path, {}, "a machine config must be a YAML map");
   for (const auto& text : overrides) apply_override(config.root, text, *config.source);
   return config;

@@ -19,4 +19,12 @@ struct MachineConfig {
 
 MachineConfig load_config(const std::string& path, const std::vector<std::string>& overrides);
 
+// The whole contents of a user's input file (`what` names it in errors: "config file"); an InputError when
+// it cannot be opened or is not a regular file (a directory, a FIFO).
+std::string read_input_file(const std::string& path, const std::string& what);
+
+// A YAML file parsed, with its syntax errors and any key given twice in one map reported at file:line:col.
+// (yaml-cpp keeps both entries and `node[key]` finds the first, so the second would be silently ignored.)
+YAML::Node load_yaml_file(const std::string& path, const std::string& what);
+
 }  // namespace attnsim

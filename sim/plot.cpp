@@ -17,6 +17,7 @@
 
 #include "isa/diagnostics.h"
 #include "isa/suggest.h"
+#include "sim/config.h"
 #include "sim/run.h"
 
 namespace attnsim {
@@ -84,8 +85,7 @@ std::pair<std::vector<std::string>, std::vector<int>> split_line(const std::stri
 }
 
 Table read_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, {}, "cannot open: " + system_reason(errno));
+  std::istringstream in(read_input_file(path, "CSV file"));
   Table table{path, {}, {}};
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

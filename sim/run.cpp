@@ -175,7 +175,8 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
                   {"summary", chip_summary_json(*result.chip)},
                   {"stats", machine.stats_json()},
                   {"checks", checks_json(result.checks)}};
-  if (!options.stats_json.empty()) write_file_atomically(options.stats_json, result.stats.dump(2) + "\n");
+  if (!options.stats_json.empty())
+    write_file_atomically(options.stats_json, json_text(result.stats, 2) + "\n");
   return result;
 }
 
@@ -297,7 +298,7 @@ void record_counts(const isa::Program& program, Machine& machine, bool tiles, Ru
 void write_outputs(const RunOptions& options, RunResult& result, const Recorders& recorders,
                    const symbolic::Aliases& aliases) {
   std::vector<std::pair<std::string, std::string>> files;
-  if (!options.stats_json.empty()) files.emplace_back(options.stats_json, result.stats.dump(2) + "\n");
+  if (!options.stats_json.empty()) files.emplace_back(options.stats_json, json_text(result.stats, 2) + "\n");
   if (recorders.timeline) {
     files.emplace_back(options.timeline, recorders.timeline->json());
     if (auto note = recorders.timeline->note(options.timeline); !note.empty()) result.notes.push_back(note);
@@ -306,7 +307,7 @@ void write_outputs(const RunOptions& options, RunResult& result, const Recorders
     files.emplace_back(options.vcd, recorders.vcd->text());
     if (recorders.vcd->dropped())
       result.notes.push_back(
-          fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd is for small runs)",
+          fmt::format("{}: --vcd stopped after {} instructions ({} more not drawn; --vcd-limit N draws more)",
                       options.vcd, recorders.vcd->recorded(), recorders.vcd->dropped()));
   }
   if (recorders.html) {
@@ -314,7 +315,7 @@ void write_outputs(const RunOptions& options, RunResult& result, const Recorders
                        recorders.html->html(aliases, {result.machine, result.cycles, result.instructions}));
     if (recorders.html->dropped())
       result.notes.push_back(fmt::format(
-          "{}: --html shows the first {} instructions ({} more not shown; --html is for small runs)",
+          "{}: --html shows the first {} instructions ({} more not shown; --html-limit N shows more)",
           options.html, recorders.html->recorded(), recorders.html->dropped()));
   }
   write_files_atomically(files);
@@ -492,6 +493,10 @@ void write_files_atomically(const std::vector<std::pair<std::string, std::string
       throw InputError(path, {}, "cannot rename temporary file into place");
     }
   }
+}
+
+std::string json_text(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 void write_file_atomically(const std::string& path, const std::string& contents) {

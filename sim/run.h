@@ -69,6 +69,10 @@ RunResult run_trace_file(const std::string& trace_path, const RunOptions& option
 
 void print_summary(std::ostream& out, const isa::Program& program, const RunResult& result);
 
+// JSON text for output. A string that is not UTF-8 (a trace's file name is bytes) is written with U+FFFD
+// for its bad bytes, rather than failing after the run.
+std::string json_text(const nlohmann::json& value, int indent = -1);
+
 // Writes to a temporary file beside `path` and renames it, so readers never see half a file.
 void write_file_atomically(const std::string& path, const std::string& contents);
 // The same for several files, all or none: every file is written to its temporary name before any is

@@ -424,7 +424,7 @@ size_t run_points(const Plan& plan, const std::vector<Point>& todo, const std::v
         if (!record) continue;
         if (!shard[i].is_null()) (*record)["shard"] = shard[i];
         std::lock_guard guard(lock);
-        append_line(outputs.jsonl_fd, record->dump() + "\n", outputs.jsonl);
+        append_line(outputs.jsonl_fd, json_text(*record) + "\n", outputs.jsonl);
         append_line(outputs.csv_fd, csv_rows(*record, plan.keys, plan.chip), outputs.csv);
         if ((*record)["status"] != "ok") ++failed;
         progress.finished(todo[i], *record);
@@ -539,7 +539,7 @@ int run_sweep(const SweepSpec& spec, const std::string& self) {
   if (spec.retry_failed) {  // failed points leave the files and run again
     std::erase_if(records, [](const nlohmann::json& r) { return r["status"] != "ok"; });
     std::string kept;
-    for (const auto& r : records) kept += r.dump() + "\n";
+    for (const auto& r : records) kept += json_text(r) + "\n";
     if (fs::exists(outputs.jsonl)) write_file_atomically(outputs.jsonl.string(), kept);
   }
   std::set<std::string> done;

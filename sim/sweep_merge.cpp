@@ -117,7 +117,7 @@ int merge_sweep(const std::string& output, const std::vector<std::string>& shard
   std::string jsonl, csv = csv_header(keys, chip);
   size_t failed = 0;
   for (const auto& [index, f] : found) {
-    jsonl += f.record.dump() + "\n";
+    jsonl += json_text(f.record) + "\n";
     csv += csv_rows(f.record, keys, chip);
     failed += f.record.value("status", "") != "ok";
   }

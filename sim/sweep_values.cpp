@@ -12,6 +12,7 @@
 
 #include "isa/diagnostics.h"
 #include "isa/suggest.h"
+#include "sim/config.h"
 #include "sim/sweep.h"
 
 namespace attnsim {
@@ -197,12 +198,7 @@ std::string yaml_values(const YAML::Node& node, const std::string& where) {
 }  // namespace
 
 void read_sweep_spec(const std::string& path, SweepSpec& spec) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::Exception& e) {
-    throw InputError(path, {e.mark.line + 1, e.mark.column + 1}, e.msg);
-  }
+  const YAML::Node root = load_yaml_file(path, "sweep file");
   if (!root.IsMap())
     throw InputError(path, {}, "expected a map with config:, sweep:, fixed:, output:, jobs:");
   for (const auto& entry : root) {

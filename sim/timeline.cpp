@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "isa/disassembler.h"
+#include "sim/run.h"
 
 namespace attnsim {
 
@@ -69,13 +70,13 @@ std::string TimelineRecorder::json() const {
                          {{"time_unit", "1 us on the axis = 1 cycle"},
                           {"trace", program_.file},
                           {"instructions_not_shown", dropped_}}}};
-  return doc.dump() + "\n";
+  return json_text(doc) + "\n";
 }
 
 std::string TimelineRecorder::note(const std::string& path) const {
   if (!dropped_) return "";
   return path + ": --timeline stopped after " + std::to_string(slices_.size()) + " instructions (" +
-         std::to_string(dropped_) + " more not shown)";
+         std::to_string(dropped_) + " more not shown; --timeline-limit N keeps more)";
 }
 
 }  // namespace attnsim

@@ -10,6 +10,7 @@
 
 #include "isa/diagnostics.h"
 #include "sim/chip_report.h"
+#include "sim/config.h"
 #include "sim/csv_row.h"
 #include "sim/machine.h"
 #include "sim/sdpa_cases.h"
@@ -163,8 +164,7 @@ Measurement project_measurement(const CsvRow& row) {
 }  // namespace
 
 std::vector<Measurement> read_measurements(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, {}, "cannot open measurements file");
+  std::istringstream in(read_input_file(path, "measurements file"));
   std::string line;
   if (!std::getline(in, line)) throw InputError(path, {1, 1}, "empty file: expected a header row");
   std::map<std::string, size_t> column;

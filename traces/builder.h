@@ -122,6 +122,7 @@ class Builder {
   // operand made in the previous chunk and kept in a variable is moved into the current table; one made
   // two or more chunks ago is refused (its table is gone).
   void emit(Opcode op, std::initializer_list<Operand> operands) {
+    if (p.instructions.size() >= isa::generator_instruction_limit) isa::throw_generator_limit();
     isa::Instruction inst;
     inst.op = op;
     inst.group = group_;

@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
+#include "isa/assembler.h"
 #include "isa/suggest.h"
 #include "traces/attention_backward.h"
 #include "traces/loop_order.h"
@@ -44,44 +47,47 @@ int64_t lab7_d(const GenInputs& in) {
 void add_scalar_kinds(std::vector<GenKind>& kinds) {
   for (const auto& g : traces::scalar_generators()) {
     std::string name = g.name;
-    kinds.push_back({name, fmt::format("{} ({} registers)", g.description, g.registers),
+    kinds.push_back({GenKind::Family::Scalar, name,
+                     fmt::format("{} ({} registers)", g.description, g.registers),
                      [name](const GenInputs& in) { return traces::generate_scalar(name, in.scalar); }});
   }
 }
 
 void add_lab7_kinds(std::vector<GenKind>& kinds) {
   kinds.push_back(
-      {"inner-product",
+      {GenKind::Family::Lab7, "inner-product",
        "lab 7: attention by rows in FlashAttention-2 order, --n rows, --d 4 (configs/toy-tile.yaml)",
        [](const GenInputs& in) {
          return traces::inner_product_attention(in.scalar.n, lab7_d(in), loop_order_options(in, false));
        }});
-  kinds.push_back(
-      {"outer-product", "lab 7: the same in FlashAttention-1 order; --slots R keeps R output rows on chip",
-       [](const GenInputs& in) {
-         return traces::outer_product_attention(in.scalar.n, lab7_d(in), loop_order_options(in, true));
-       }});
+  kinds.push_back({GenKind::Family::Lab7, "outer-product",
+                   "lab 7: the same in FlashAttention-1 order; --slots R keeps R output rows on chip",
+                   [](const GenInputs& in) {
+                     return traces::outer_product_attention(in.scalar.n, lab7_d(in),
+                                                            loop_order_options(in, true));
+                   }});
 }
 
 void add_tile_kinds(std::vector<GenKind>& kinds) {
-  kinds.push_back({"flash2-forward", "tiled attention, FlashAttention-2 loop order (tile machines)",
-                   [](const GenInputs& in) {
+  kinds.push_back({GenKind::Family::Attention, "flash2-forward",
+                   "tiled attention, FlashAttention-2 loop order (tile machines)", [](const GenInputs& in) {
                      return traces::forward_program(traces::ForwardSchedule::Flash2, forward_shape(in));
                    }});
   for (auto f : traces::all_forward_schedules())
-    kinds.push_back({std::string(traces::schedule_name(f)), "forward attention schedule (docs/schedules.md)",
+    kinds.push_back({GenKind::Family::Attention, std::string(traces::schedule_name(f)),
+                     "forward attention schedule (docs/schedules.md)",
                      [f](const GenInputs& in) { return traces::forward_program(f, forward_shape(in)); }});
   for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
                  traces::BackwardSchedule::Naive})
-    kinds.push_back({std::string(traces::schedule_name(b)), "backward attention schedule (docs/schedules.md)",
-                     [b](const GenInputs& in) {
+    kinds.push_back({GenKind::Family::Attention, std::string(traces::schedule_name(b)),
+                     "backward attention schedule (docs/schedules.md)", [b](const GenInputs& in) {
                        traces::BackwardShape shape;
                        static_cast<traces::AttentionShape&>(shape) = in.shape;
                        shape.heads = in.heads;
                        return traces::backward_program(b, shape);
                      }});
-  kinds.push_back({"standard-attention", "attention with all of S on chip (seed 003's standard)",
-                   [](const GenInputs& in) {
+  kinds.push_back({GenKind::Family::Attention, "standard-attention",
+                   "attention with all of S on chip (seed 003's standard)", [](const GenInputs& in) {
                      if (in.heads != 1)
                        throw std::invalid_argument(
                            "standard-attention has one head; --heads is for the schedules");
@@ -113,6 +119,68 @@ const GenKind& find_gen_kind(const std::string& name) {
   }
   throw std::invalid_argument("unknown kind '" + name + "'" + did_you_mean(name, names) +
                               " (known: " + known + ")");
+}
+
+namespace {
+
+void check_random_inputs(const GenInputs& in) {
+  if (!std::isfinite(in.scalar.lo) || !std::isfinite(in.scalar.hi) || !(in.scalar.lo < in.scalar.hi))
+    throw std::invalid_argument(
+        fmt::format("--lo ({}) must be below --hi ({}), both finite", in.scalar.lo, in.scalar.hi));
+  if (!std::isfinite(in.qk_range) || !(in.qk_range > 0))
+    throw std::invalid_argument(fmt::format("--qk-range must be positive and finite, not {}", in.qk_range));
+}
+
+// The instructions the kind emits at a small n (0 if it refuses that n).
+double instructions_at(const GenKind& kind, GenInputs in, int64_t n) {
+  in.scalar.n = in.shape.n = n;
+  in.scalar.x.reset();
+  in.scalar.v.reset();
+  in.slots = std::min(in.slots, n);
+  try {
+    return static_cast<double>(kind.make(in).instructions.size());
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+// A lower bound on the instructions the kind emits for these inputs, as a double (it may exceed int64).
+double fewest_instructions(const GenKind& kind, const GenInputs& in) {
+  const double n = static_cast<double>(in.scalar.n);
+  if (kind.family != GenKind::Family::Attention) {
+    // The scalar kinds repeat the same steps per element (a count linear in n); lab 7's repeat them per
+    // pair of rows (quadratic). The polynomial through the counts at n = 1, 2, 3 gives the count at n.
+    const double one = instructions_at(kind, in, 1), two = instructions_at(kind, in, 2);
+    const double three = instructions_at(kind, in, 3);
+    const double second_difference = std::max(0.0, three - 2 * two + one);
+    return std::max(n, one + (two - one) * (n - 1) + second_difference * (n - 1) * (n - 2) / 2);
+  }
+  if (kind.name == "standard-attention") return 1;
+  const double query_blocks = std::ceil(n / static_cast<double>(in.shape.block_q));
+  const double key_blocks = std::ceil(n / static_cast<double>(in.shape.block_k));
+  // Causal masking visits at least a quarter of the pairs (half, less the diagonal's partial blocks).
+  return static_cast<double>(in.heads) * query_blocks * key_blocks * (in.shape.causal ? 0.25 : 1.0);
+}
+
+}  // namespace
+
+void check_gen_request(const GenKind& kind, const GenInputs& in, int64_t max_instructions) {
+  check_random_inputs(in);
+  if (kind.family == GenKind::Family::Attention) {
+    if (in.shape.n < 1 || in.shape.d < 1 || in.heads < 1 || in.shape.block_q < 1 || in.shape.block_k < 1)
+      throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+    const double elements =
+        static_cast<double>(in.heads) * static_cast<double>(in.shape.n) * static_cast<double>(in.shape.d);
+    if (elements > static_cast<double>(isa::kMaxTensorElements))
+      throw std::invalid_argument(
+          fmt::format("heads x n x d = {:.3g} elements: a tensor may have at most 2^48", elements));
+  }
+  const double fewest = fewest_instructions(kind, in);
+  if (fewest > static_cast<double>(max_instructions))
+    throw std::invalid_argument(fmt::format(
+        "{} would have at least {:.3g} instructions, more than the {} a run reads; generate a smaller "
+        "shape, or raise the limit with --max-instructions N here and in run",
+        kind.name, fewest, max_instructions));
 }
 
 }  // namespace attnsim::cli

@@ -28,6 +28,8 @@ struct GenInputs {
 };
 
 struct GenKind {
+  enum class Family { Scalar, Lab7, Attention };
+  Family family;
   std::string name;
   std::string description;
   std::function<isa::Program(const GenInputs&)> make;  // throws std::invalid_argument for bad inputs
@@ -36,5 +38,11 @@ struct GenKind {
 const std::vector<GenKind>& gen_kinds();
 // Throws std::invalid_argument naming every kind when `name` is not one.
 const GenKind& find_gen_kind(const std::string& name);
+
+// Refuses, before anything is generated, inputs out of range and a program `run` would refuse: one with
+// more than `max_instructions` instructions (by a lower bound on its count: every attention schedule
+// issues at least one instruction per query block and key block it visits) or a tensor beyond the
+// assembler's size. Throws std::invalid_argument.
+void check_gen_request(const GenKind& kind, const GenInputs& in, int64_t max_instructions);
 
 }  // namespace attnsim::cli

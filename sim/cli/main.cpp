@@ -94,7 +94,21 @@ size_t terminal_width() {
   return 160;
 }
 
+// The bounds of run's --*-limit options: at least one, and small enough that a limit's record fits memory.
+void check_output_limits(const RunOptions& options, int64_t max_instructions) {
+  constexpr size_t kMostRecorded = size_t{1} << 28;
+  auto check = [](const char* option, uint64_t value, uint64_t most) {
+    if (value < 1 || value > most)
+      throw InputError("attnsim run", {}, fmt::format("--{} must be from 1 to {}", option, most));
+  };
+  check("timeline-limit", options.timeline_limit, kMostRecorded);
+  check("vcd-limit", options.vcd_limit, kMostRecorded);
+  check("html-limit", options.html_limit, kMostRecorded);
+  check("max-instructions", static_cast<uint64_t>(std::max<int64_t>(max_instructions, 0)), uint64_t{1} << 40);
+}
+
 int cmd_run(const std::vector<std::string>& args) {
+  int64_t max_instructions = isa::kDefaultMaxInstructions;
   RunOptions options;
   TableLayout layout;
   layout.width = terminal_width();
@@ -120,6 +134,14 @@ int cmd_run(const std::vector<std::string>& args) {
       "html", po::value(&options.html),
       "write a self-contained page that steps through the run in a browser: the machine, the trace, "
       "registers or SRAM buffers, DRAM/HBM traffic and cycles (first 10,000 instructions)")(
+      "timeline-limit", po::value(&options.timeline_limit)->default_value(options.timeline_limit),
+      "--timeline: instructions kept")("vcd-limit",
+                                       po::value(&options.vcd_limit)->default_value(options.vcd_limit),
+                                       "--vcd: instructions drawn")(
+      "html-limit", po::value(&options.html_limit)->default_value(options.html_limit),
+      "--html: instructions shown")(
+      "max-instructions", po::value(&max_instructions)->default_value(isa::kDefaultMaxInstructions),
+      "refuse a trace with more instructions (about 200 bytes of host memory each)")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -127,7 +149,8 @@ int cmd_run(const std::vector<std::string>& args) {
                       "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [--timeline FILE] [--vcd "
                       "FILE] [--html FILE] [-p K=V]...");
   if (parsed.help) return 0;
-  isa::Program program = isa::assemble_file(trace);
+  check_output_limits(options, max_instructions);
+  isa::Program program = isa::assemble_file(trace, max_instructions);
   RunResult result = run_program(program, options);
   if (options.table) {
     print_table(std::cout, result.table, layout);
@@ -176,10 +199,29 @@ std::string gen_synopsis() {
   return synopsis;
 }
 
+// The kind's program, stopped with an input error once it passes `max_instructions` (a shape whose lower
+// bound passed check_gen_request may still be too long).
+isa::Program generate_bounded(const cli::GenKind& generator, const cli::GenInputs& in,
+                              int64_t max_instructions) {
+  struct LimitScope {
+    explicit LimitScope(size_t limit) { isa::generator_instruction_limit = limit; }
+    ~LimitScope() { isa::generator_instruction_limit = SIZE_MAX; }
+  } scope(static_cast<size_t>(max_instructions));
+  try {
+    return generator.make(in);
+  } catch (const std::length_error& e) {
+    throw std::invalid_argument(
+        fmt::format("{}: {}, the most a run reads; generate a smaller shape, or raise the limit with "
+                    "--max-instructions N "
+                    "here and in run",
+                    generator.name, e.what()));
+  }
+}
+
 int cmd_gen(const std::vector<std::string>& args) {
   std::string kind, output, x_values, v_values;
   cli::GenInputs in;
-  int64_t block = 0;
+  int64_t block = 0, seed = 1, max_instructions = isa::kDefaultMaxInstructions;
   bool single_buffer = false;
   std::string dtype = "f16";
   po::options_description desc("gen options");
@@ -210,12 +252,14 @@ int cmd_gen(const std::vector<std::string>& args) {
                                                          po::bool_switch(&in.breaks.no_rescaling),
                                                          "forward kinds: BREAK IT, drop the rescaling")(
       "qk-range", po::value(&in.qk_range)->default_value(1.0), "forward kinds: Q, K uniform in [-r, r)")(
-      "seed", po::value(&in.scalar.seed)->default_value(1), "seed of the random inputs")(
+      "seed", po::value(&seed)->default_value(1), "seed of the random inputs, 0 or more")(
       "lo", po::value(&in.scalar.lo)->default_value(-4.0), "random inputs: lower bound")(
       "hi", po::value(&in.scalar.hi)->default_value(4.0), "random inputs: upper bound")(
       "x", po::value(&x_values), "explicit x values, comma-separated (sets n)")(
       "v", po::value(&v_values), "explicit v values, comma-separated")(
-      "output,o", po::value(&output), "write the trace here instead of stdout");
+      "output,o", po::value(&output), "write the trace here instead of stdout")(
+      "max-instructions", po::value(&max_instructions)->default_value(isa::kDefaultMaxInstructions),
+      "refuse to write a trace with more instructions (run's --max-instructions)");
   po::positional_options_description pos;
   pos.add("kind", 1);
   const std::string synopsis = gen_synopsis();
@@ -228,6 +272,9 @@ int cmd_gen(const std::vector<std::string>& args) {
   if (!v_values.empty()) in.scalar.v = split_numbers(v_values);
   if (single_buffer && in.shape.double_buffer)
     throw InputError("attnsim gen", {}, "--single-buffer and --double-buffer contradict each other");
+  if (seed < 0) throw InputError("attnsim gen", {}, fmt::format("--seed must be 0 or more, not {}", seed));
+  if (max_instructions < 1) throw InputError("attnsim gen", {}, "--max-instructions must be at least 1");
+  in.scalar.seed = static_cast<uint64_t>(seed);
   in.d_given = !parsed.vars["d"].defaulted();
   in.dtype_given = !parsed.vars["dtype"].defaulted();
   isa::Program program;
@@ -240,7 +287,8 @@ int cmd_gen(const std::vector<std::string>& args) {
     auto parsed_dtype = parse_dtype(dtype);
     if (!parsed_dtype) throw std::invalid_argument("unknown dtype '" + dtype + "'");
     in.shape.dtype = *parsed_dtype;
-    program = generator.make(in);
+    cli::check_gen_request(generator, in, max_instructions);
+    program = generate_bounded(generator, in, max_instructions);
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim gen", {}, e.what());
   }
@@ -354,11 +402,11 @@ int cmd_compare(const std::vector<std::string>& args) {
   }
   nlohmann::json j = compare_json(options, rows);
   std::vector<std::pair<std::string, std::string>> files;
-  if (!json_file.empty()) files.emplace_back(json_file, j.dump(2) + "\n");
+  if (!json_file.empty()) files.emplace_back(json_file, json_text(j, 2) + "\n");
   if (!block_times.empty()) files.emplace_back(block_times, block_times_csv(rows));
   write_files_atomically(files);
   if (json)
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j, 2) << "\n";
   else if (csv)
     std::cout << compare_csv(options, rows, effective);
   else
@@ -648,13 +696,17 @@ int cmd_probe(const std::vector<std::string>& args) {
 
 int cmd_disasm(const std::vector<std::string>& args) {
   std::string trace;
+  int64_t max_instructions = isa::kDefaultMaxInstructions;
   po::options_description desc("disasm options");
-  desc.add_options()("trace", po::value(&trace)->required(), "trace file");
+  desc.add_options()("trace", po::value(&trace)->required(), "trace file")(
+      "max-instructions", po::value(&max_instructions)->default_value(isa::kDefaultMaxInstructions),
+      "refuse a trace with more instructions");
   po::positional_options_description pos;
   pos.add("trace", 1);
   auto parsed = parse("disasm", desc, pos, args, "TRACE");
   if (parsed.help) return 0;
-  std::cout << isa::disassemble(isa::assemble_file(trace));
+  if (max_instructions < 1) throw InputError("attnsim disasm", {}, "--max-instructions must be at least 1");
+  std::cout << isa::disassemble(isa::assemble_file(trace, max_instructions));
   return 0;
 }
 
@@ -672,7 +724,7 @@ int cmd_config(const std::vector<std::string>& args) {
   if (parsed.help) return 0;
   Machine machine(load_config(config_path, overrides));
   if (!describe) {
-    std::cout << machine.effective_config().dump(2) << "\n";
+    std::cout << json_text(machine.effective_config(), 2) << "\n";
     return 0;
   }
   std::cout << fmt::format("{:30} {:8} {:>10} {:>10}  {:12} {}\n", "key", "type", "value", "default", "unit",

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <fcntl.h>
 
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 const std::string kToy3 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-3reg.yaml";
 
 using Outcome = attnsim::testing::CliOutcome;
+using attnsim::testing::read_whole_file;
 
 // Per-test scratch directory. Inputs go in work/, captured output in cap/, so "no file was written" is
 // simply "work/ holds only what the test put there".
@@ -319,6 +321,138 @@ TEST_F(Cli, PassingCheckExitsZeroAndSaysOk) {
   EXPECT_EQ(o.status, 0) << o.err << o.out;
   EXPECT_NE(o.out.find("OK"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("FAIL"), std::string::npos) << o.out;
+}
+
+// ---- issue 11: input classes an outside campaign found accepted or ending in an internal error ----
+
+// yaml-cpp keeps both entries of a key given twice and `node[key]` finds the first, so the second used to be
+// ignored with exit 0. Now it is an error at the second key, naming the first's line, at any depth.
+TEST_F(Cli, KeyGivenTwiceInAConfigIsAnErrorAtTheSecond) {
+  const std::string trace = write("t.trace", kGoodTrace);
+  const std::string text = read_whole_file(kToy3) + "dtype: f16\n";
+  const std::string top = write("top.yaml", text);
+  const int line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  expect_input_error(run_trace(top, trace), at(top, line, 1),
+                     {"key 'dtype' is given twice", "first at line 5"});
+  const std::string nested =
+      write("nested.yaml", "name: n\ndram:\n  type: word\n  load_latency: 1\n  load_latency: 9\n");
+  expect_input_error(run_trace(nested, trace), at(nested, 5, 3),
+                     {"key 'load_latency' is given twice", "first at line 4"});
+}
+
+// A directory where a file is expected used to end in "internal error: basic_filebuf::underflow" (exit 3).
+TEST_F(Cli, DirectoryWhereAnInputFileIsExpectedIsAnInputError) {
+  const std::string trace = write("t.trace", kGoodTrace);
+  const std::string dir = (work() / "adir").string();
+  fs::create_directories(dir);
+  inputs_.insert("adir");
+  expect_input_error(run_trace(dir, trace), dir + ": error: ", {"config file is not a regular file"});
+  expect_input_error(run({"validate", "-c", kToy3, dir}),
+                     dir + ": error: ", {"measurements file is not a regular file"});
+  expect_input_error(run({"plot", dir, "-o", (work() / "p.svg").string()}),
+                     dir + ": error: ", {"CSV file is not a regular file"});
+}
+
+// A file name is bytes; one that is not UTF-8 used to fail in the JSON writer after the run (exit 3).
+TEST_F(Cli, TraceNameThatIsNotUtf8StillGivesValidJson) {
+  const std::string trace = write("bad\xff.trace", kGoodTrace);
+  const Outcome o = run_trace(kToy3, trace);
+  ASSERT_EQ(o.status, 0) << o.err;
+  const auto stats = nlohmann::json::parse(read_whole_file(stats_path()));
+  EXPECT_NE(stats["trace"].get<std::string>().find("bad\xef\xbf\xbd.trace"), std::string::npos)
+      << "the bad byte is written as U+FFFD";
+}
+
+TEST_F(Cli, GenRefusesRandomInputsItCannotDraw) {
+  expect_input_error(run({"gen", "softmax-safe", "--lo", "5", "--hi", "1"}),
+                     "attnsim gen: error: ", {"--lo (5) must be below --hi (1)"});
+  expect_input_error(run({"gen", "softmax-safe", "--lo", "2", "--hi", "2"}),
+                     "attnsim gen: error: ", {"--lo"});
+  expect_input_error(run({"gen", "softmax-safe", "--hi", "inf"}), "attnsim gen: error: ", {"both finite"});
+  expect_input_error(run({"gen", "softmax-safe", "--seed", "-1"}),
+                     "attnsim gen: error: ", {"--seed must be 0 or more, not -1"});
+  expect_input_error(run({"gen", "flash2", "--qk-range", "0"}), "attnsim gen: error: ", {"--qk-range"});
+  EXPECT_EQ(run({"gen", "softmax-safe", "--seed", "0", "--lo", "-1", "--hi", "1"}).status, 0);
+}
+
+// gen never writes a trace run would refuse. A shape far beyond the limit is refused at once (it used to
+// generate for minutes and end in std::bad_alloc, exit 3), one just beyond it when the generator reaches it.
+TEST_F(Cli, GenRefusesATraceLongerThanRunReads) {
+  expect_input_error(run({"gen", "flash2", "--n", "100000000", "--heads", "1000"}), "attnsim gen: error: ",
+                     {"at least 2.44e+15 instructions", "33554432", "--max-instructions N"});
+  expect_input_error(run({"gen", "flash2", "--n", "9223372036854775807"}),
+                     "attnsim gen: error: ", {"at most 2^48"});
+  expect_input_error(run({"gen", "softmax-safe", "--n", "100000000000"}),
+                     "attnsim gen: error: ", {"softmax-safe would have at least 1.1e+12 instructions"});
+  // softmax-safe at n = 10 is 109 instructions: a limit of 108 refuses it before generating, 109 writes it,
+  // and run reads it with a limit of 109 and refuses it at its 109th instruction with 108.
+  expect_input_error(run({"gen", "softmax-safe", "--n", "10", "--max-instructions", "108"}),
+                     "attnsim gen: error: ", {"at least 109 instructions, more than the 108"});
+  const std::string trace = (work() / "s.trace").string();
+  ASSERT_EQ(run({"gen", "softmax-safe", "--n", "10", "--max-instructions", "109", "-o", trace}).status, 0);
+  inputs_.insert("s.trace");
+  EXPECT_EQ(run_trace(kToy3, trace, {"--max-instructions", "109"}).status, 0);
+  fs::remove(stats_path());
+  const std::string text = read_whole_file(trace);
+  const int last_line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  expect_input_error(run_trace(kToy3, trace, {"--max-instructions", "108"}), at(trace, last_line, 1),
+                     {"more than 108 instructions", "--max-instructions N"});
+  // flash2 at n = 128 visits 4 block pairs (the fast bound) but emits far more than 50 instructions.
+  expect_input_error(run({"gen", "flash2", "--n", "128", "--max-instructions", "50"}),
+                     "attnsim gen: error: ", {"flash2: the program would have more than 50 instructions"});
+}
+
+TEST_F(Cli, RecordingLimitsAreBoundedAndNamedWhenReached) {
+  const std::string trace = write("t.trace", kGoodTrace);
+  for (const char* option : {"--timeline-limit", "--vcd-limit", "--html-limit", "--max-instructions"})
+    expect_input_error(run_trace(kToy3, trace, {option, "0"}),
+                       "attnsim run: error: ", {std::string(option) + " must be from 1 to"});
+  const std::string timeline = (work() / "t.json").string();
+  const Outcome o = run_trace(kToy3, trace, {"--timeline", timeline, "--timeline-limit", "1"});
+  ASSERT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("--timeline stopped after 1 instructions (1 more not shown; --timeline-limit N"),
+            std::string::npos)
+      << o.out;
+}
+
+// Property (item 3): a scalar run's cycle count does not depend on the clock, whose only role is to turn
+// cycles into seconds, and under blocking issue it is the sum of the instructions' latencies, so scaling
+// every latency by k scales it by exactly k, up to 10^10 cycles at a 1 us period (10^16 ps: the integer
+// conversion to SystemC time must neither round nor wrap there).
+TEST_F(Cli, CyclesIgnoreTheClockAndScaleExactlyWithEveryLatency) {
+  // Unequal per-opcode latencies, so a count that mixed them up would not scale by chance.
+  const std::vector<std::pair<std::string, int64_t>> latencies = {
+      {"dram.load_latency", 3}, {"dram.store_latency", 2}, {"mac.latency", 5},     {"alu.max_latency", 1},
+      {"alu.sub_latency", 2},   {"alu.exp_latency", 11},   {"alu.add_latency", 1}, {"alu.mul_latency", 4},
+      {"alu.div_latency", 13},  {"alu.mov_latency", 1}};
+  auto cycles = [&](const std::string& trace, int64_t scale, double clock_ghz, const char* issue) {
+    std::vector<std::string> o = {"-p", "regfile.count=6",
+                                  "-p", fmt::format("clock_ghz={}", clock_ghz),
+                                  "-p", fmt::format("sequencer.issue={}", issue)};
+    for (const auto& [key, latency] : latencies) {
+      o.push_back("-p");
+      o.push_back(fmt::format("{}={}", key, latency * scale));
+    }
+    const Outcome outcome = run_trace(kToy3, trace, o);
+    EXPECT_EQ(outcome.status, 0) << outcome.err;
+    return nlohmann::json::parse(read_whole_file(stats_path()))["stats"]["sequencer"]["cycles"]["value"]
+        .get<uint64_t>();
+  };
+  for (const char* kind : {"softmax-safe", "softmax-online", "online-attention"}) {
+    const std::string trace = (work() / (std::string(kind) + ".trace")).string();
+    ASSERT_EQ(run({"gen", kind, "--n", "29", "-o", trace}).status, 0);
+    for (const char* issue : {"blocking", "pipelined"}) {
+      const uint64_t base = cycles(trace, 1, 1.0, issue);
+      ASSERT_GT(base, 100u);
+      for (double clock_ghz : {1e-6, 0.001, 0.37, 1.7, 1000.0})
+        EXPECT_EQ(cycles(trace, 1, clock_ghz, issue), base) << kind << " " << issue << " at " << clock_ghz;
+      if (std::string(issue) != "blocking") continue;  // pipelined issue keeps one issue slot per cycle
+      for (int64_t scale : {int64_t{2}, int64_t{1000}, int64_t{1} << 22})
+        for (double clock_ghz : {0.001, 1.0})
+          EXPECT_EQ(cycles(trace, scale, clock_ghz, issue), base * static_cast<uint64_t>(scale))
+              << kind << " latencies x" << scale << " at " << clock_ghz << " GHz";
+    }
+  }
 }
 
 }  // namespace

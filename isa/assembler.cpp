@@ -824,6 +824,12 @@ class Assembler {
         want_buffer(0, false);
         want_kind(1, Operand::Kind::Immediate, "an integer (the tile's first query row)");
         want_kind(2, Operand::Kind::Immediate, "an integer (the tile's first key column)");
+        // Positions in a sequence no tensor can exceed, so `col0 + j > row0 + i` cannot overflow.
+        for (size_t i : {size_t{1}, size_t{2}})
+          if (inst.operand(i).flat < -kMaxTensorElements || inst.operand(i).flat > kMaxTensorElements)
+            c.fail(at(i), op + " operand " + std::to_string(i + 1) +
+                              " is a row or column position, from -2^48 to 2^48 (the most elements a "
+                              "tensor has)");
         break;
     }
   }

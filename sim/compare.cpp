@@ -302,6 +302,20 @@ BlockSpace block_space(const CompareOptions& options) {
   return space;
 }
 
+void check_compare_options(const CompareOptions& options, const std::string& command) {
+  if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
+    throw InputError(command, {}, "--N, --d, --heads and --batch must be positive");
+  // Bounds that keep every tensor's element count (heads x N x N for S) well inside 64 bits.
+  if (options.n > (int64_t{1} << 24) || options.d > 65536 || options.heads > 65536 || options.batch > 65536 ||
+      options.heads * options.batch > 65536)
+    throw InputError(command, {}, "--N is at most 2^24, --d 65536, and --heads x --batch at most 65536");
+  if (options.block < 0 || options.block_q < 0 || options.block_k < 0)
+    throw InputError(command, {}, "--block, --block-q and --block-k must be positive (or 0 to plan)");
+  if ((options.block_q > 0) != (options.block_k > 0) && options.block == 0)
+    throw InputError(command, {}, "--block-q and --block-k go together (or with --block for the other)");
+  if (options.jobs < 1) throw InputError(command, {}, "--jobs must be at least 1");
+}
+
 namespace {
 
 // What every schedule of one compare shares: the options, the machine and the planner's inputs.
@@ -314,23 +328,6 @@ struct CompareContext {
   std::string planner;
   int64_t tile_rows = 1, tile_cols = 1;
 };
-
-void check_options(const CompareOptions& options) {
-  if (options.n < 1 || options.d < 1 || options.heads < 1 || options.batch < 1)
-    throw InputError("attnsim compare", {}, "--N, --d, --heads and --batch must be positive");
-  // Bounds that keep every tensor's element count (heads x N x N for S) well inside 64 bits.
-  if (options.n > (int64_t{1} << 24) || options.d > 65536 || options.heads > 65536 || options.batch > 65536 ||
-      options.heads * options.batch > 65536)
-    throw InputError("attnsim compare", {},
-                     "--N is at most 2^24, --d 65536, and --heads x --batch at most 65536");
-  if (options.block < 0 || options.block_q < 0 || options.block_k < 0)
-    throw InputError("attnsim compare", {},
-                     "--block, --block-q and --block-k must be positive (or 0 to plan)");
-  if ((options.block_q > 0) != (options.block_k > 0) && options.block == 0)
-    throw InputError("attnsim compare", {},
-                     "--block-q and --block-k go together (or with --block for the other)");
-  if (options.jobs < 1) throw InputError("attnsim compare", {}, "--jobs must be at least 1");
-}
 
 // The row's blocks (given, or planned by the chosen rule), or the reason it cannot run; nothing simulated.
 CompareRow plan_row(const CompareContext& cx, const ScheduleEntry& schedule) {
@@ -580,7 +577,7 @@ class ChildRows {
 }  // namespace
 
 std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::json* effective_config) {
-  check_options(options);
+  check_compare_options(options);
   MachineConfig config = load_config(options.config_path, options.overrides);
   Machine machine(config);
   if (effective_config) *effective_config = machine.effective_config();

@@ -106,6 +106,9 @@ BlockSpace block_space(const CompareOptions& options);
 
 // Rows for every schedule; rows that did not run carry `error`. Throws InputError for bad options.
 // `effective_config`, when given, receives the machine's effective config (for compare_csv).
+// The bounds on the shape and blocks every compare (and plan) checks first: an InputError naming the option.
+void check_compare_options(const CompareOptions& options, const std::string& command = "attnsim compare");
+
 std::vector<CompareRow> run_compare(const CompareOptions& options,
                                     nlohmann::json* effective_config = nullptr);
 // The rows that did not run, as one line each ("flash1: buffers need ..."), for stderr.

@@ -84,6 +84,7 @@ PlanResult search_plans(const PlanSearchOptions& o, const std::string& self) {
   const auto started = std::chrono::steady_clock::now();
   PlanSearchOptions options = o;
   CompareOptions& k = options.compare;
+  check_compare_options(k, "attnsim plan");
   if (k.block > 0 || k.block_q > 0 || k.block_k > 0)
     throw InputError("attnsim plan", {}, "plan chooses the blocks: leave out --block, --block-q, --block-k");
   // The schedules with a choice of blocks that matter most: FlashAttention's two loop orders.

@@ -183,16 +183,26 @@ std::vector<std::string> option_args(const std::string& key, const std::string& 
 namespace {
 
 // A YAML value as sweep text: a scalar as written, a sequence as a comma list of its scalars.
-std::string yaml_values(const YAML::Node& node, const std::string& where) {
+SourceLoc loc_of(const YAML::Node& node) {
+  return {node.Mark().line + 1, node.Mark().column + 1};
+}
+
+std::string yaml_values(const std::string& path, const YAML::Node& node, const std::string& key) {
   if (node.IsScalar()) return node.Scalar();
   if (!node.IsSequence() || node.size() == 0)
-    throw InputError(where, {}, "expected a value, a range or a list of them");
+    throw InputError(path, loc_of(node), key + ": expected a value, a range or a list of them");
   std::string text;
   for (const auto& item : node) {
-    if (!item.IsScalar()) throw InputError(where, {}, "list items must be values or ranges");
+    if (!item.IsScalar()) throw InputError(path, loc_of(item), key + ": list items must be values or ranges");
     text += (text.empty() ? "" : ",") + item.Scalar();
   }
   return text;
+}
+
+// A spec entry's value as text; an InputError at the value when it is not a single value.
+std::string spec_scalar(const std::string& path, const YAML::Node& value, const std::string& name) {
+  if (!value.IsScalar()) throw InputError(path, loc_of(value), name + ": expected a single value");
+  return value.Scalar();
 }
 
 }  // namespace
@@ -202,30 +212,39 @@ void read_sweep_spec(const std::string& path, SweepSpec& spec) {
   if (!root.IsMap())
     throw InputError(path, {}, "expected a map with config:, sweep:, fixed:, output:, jobs:");
   for (const auto& entry : root) {
-    const std::string name = entry.first.as<std::string>();
+    const std::string name = spec_scalar(path, entry.first, "a key");
     const YAML::Node& value = entry.second;
-    const std::string where = path + ": " + name;
-    if (name == "config" && spec.config_path.empty()) {
-      spec.config_path = value.as<std::string>();
-    } else if (name == "output" && spec.output.empty()) {
-      spec.output = value.as<std::string>();
+    if (name == "config") {
+      const std::string config = spec_scalar(path, value, name);
+      if (spec.config_path.empty()) spec.config_path = config;
+    } else if (name == "output") {
+      const std::string output = spec_scalar(path, value, name);
+      if (spec.output.empty()) spec.output = output;
     } else if (name == "jobs") {
-      if (spec.jobs == 0) spec.jobs = value.as<int>();
-    } else if (name == "sweep" && value.IsMap()) {
-      for (const auto& axis : value)
-        spec.axes.push_back(
-            parse_sweep_axis(axis.first.as<std::string>() + "=" + yaml_values(axis.second, where)));
-    } else if (name == "fixed" && value.IsMap()) {
-      for (const auto& fixed : value) {
-        const std::string key = fixed.first.as<std::string>();
-        check_key(key);
-        spec.fixed.emplace_back(key, yaml_values(fixed.second, where + "." + key));
+      int jobs = -1;
+      if (!value.IsScalar() || !YAML::convert<int>::decode(value, jobs) || jobs < 0)
+        throw InputError(path, loc_of(value), "jobs: must be 0 (all cores) or a positive whole number");
+      if (spec.jobs == 0) spec.jobs = jobs;
+    } else if (name == "sweep" || name == "fixed") {
+      if (!value.IsMap()) throw InputError(path, loc_of(value), name + ": expected a map of key: values");
+      for (const auto& item : value) {
+        const std::string key = spec_scalar(path, item.first, "a key");
+        const std::string values = yaml_values(path, item.second, name + "." + key);
+        try {  // the command line's errors, placed at the spec's line
+          if (name == "sweep") {
+            spec.axes.push_back(parse_sweep_axis(key + "=" + values));
+          } else {
+            check_key(key);
+            spec.fixed.emplace_back(key, values);
+          }
+        } catch (const InputError& e) {
+          throw InputError(path, loc_of(item.first), e.message());
+        }
       }
-    } else if (name != "config" && name != "output") {
-      throw InputError(path, {},
-                       "unknown key '" + name + "'" +
-                           did_you_mean(name, {"config", "sweep", "fixed", "output", "jobs"}) +
-                           " (sweep: and fixed: are maps)");
+    } else {
+      throw InputError(
+          path, loc_of(entry.first),
+          "unknown key '" + name + "'" + did_you_mean(name, {"config", "sweep", "fixed", "output", "jobs"}));
     }
   }
 }

@@ -41,16 +41,16 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
   if (!power_of_two(p.line_bytes) || !power_of_two(p.sector_bytes) || p.sector_bytes > p.line_bytes ||
       p.line_bytes / p.sector_bytes > 8)
     throw std::invalid_argument(fmt::format(
-        "{}: line_bytes ({}) and sector_bytes ({}) must be powers of two with 1 to 8 sectors per line",
-        name(), p.line_bytes, p.sector_bytes));
+        "line_bytes ({}) and sector_bytes ({}) must be powers of two with 1 to 8 sectors per line",
+        p.line_bytes, p.sector_bytes));
   const uint64_t per_set = static_cast<uint64_t>(p.line_bytes * p.ways * p.partitions);
   if (p.ways < 1 || p.partitions < 1 || p.capacity_bytes % per_set != 0 || p.capacity_bytes == 0)
-    throw std::invalid_argument(fmt::format(
-        "{}: capacity_bytes ({}) must be a positive multiple of line_bytes x ways x partitions ({})", name(),
-        p.capacity_bytes, per_set));
+    throw std::invalid_argument(
+        fmt::format("capacity_bytes ({}) must be a positive multiple of line_bytes x ways x partitions ({})",
+                    p.capacity_bytes, per_set));
   sets_per_partition_ = p.capacity_bytes / per_set;
   if (sets_per_partition_ >= kMaxSets)
-    throw std::invalid_argument(fmt::format("{}: more than {} sets per partition", name(), kMaxSets));
+    throw std::invalid_argument(fmt::format("more than {} sets per partition", kMaxSets));
   set_divisor_magic_ = sets_per_partition_ == 1 ? 0 : UINT64_MAX / sets_per_partition_ + 1;
   sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
   line_shift_ = std::countr_zero(static_cast<uint64_t>(p.line_bytes));
@@ -541,7 +541,7 @@ void register_l2_models() {
         try {
           return std::make_unique<L2Cache>(instance, r);
         } catch (const std::invalid_argument& e) {
-          p.fail_node(YAML::Node(), p.key_path(), e.what());
+          p.fail_combination({}, e.what());
         }
       });
 }

@@ -461,6 +461,7 @@ int cmd_plan(const std::vector<std::string>& args) {
   c.double_buffer = !single_buffer;
   options.progress = !quiet;
   if (options.top < 1) throw InputError("attnsim plan", {}, "--top must be at least 1");
+  if (options.jobs < 0) throw InputError("attnsim plan", {}, "--jobs must be 0 (all cores) or more");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   PlanResult result;
   try {
@@ -569,6 +570,7 @@ int cmd_sweep(const std::vector<std::string>& args) {
     spec.shard = shard;
     spec.shards = shards;
   }
+  if (spec.jobs < 0) throw InputError("attnsim sweep", {}, "--jobs must be 0 (all cores) or more");
   if (!spec_file.empty()) read_sweep_spec(spec_file, spec);
   for (const auto& s : sweeps) spec.axes.push_back(parse_sweep_axis(s));
   for (auto& f : fixed_options(parsed.vars)) spec.fixed.push_back(std::move(f));

@@ -455,6 +455,50 @@ TEST_F(Cli, CyclesIgnoreTheClockAndScaleExactlyWithEveryLatency) {
   }
 }
 
+// Immediates and options without a bound reached overflow downstream (MASK's `col0 + j > row0 + i`) or
+// ran without end (plan at any N).
+TEST_F(Cli, BoundsOfMaskPositionsAndPlanShapes) {
+  const std::string sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  const std::string trace =
+      write("m.trace",
+            ".buffer S[4][4] f32\nMASK S, 281474976710656, -281474976710656\nMASK S, 0, "
+            "9223372036854775807\n");
+  expect_input_error(run_trace(sm, trace), at(trace, 3, 12), {"MASK operand 3 is a row or column position"});
+  expect_input_error(run({"plan", "-c", sm, "--N", "9223372036854775807"}),
+                     "attnsim plan: error: ", {"--N is at most 2^24"});
+  expect_input_error(run({"plan", "-c", sm, "--jobs", "-1"}), "attnsim plan: error: ", {"--jobs must be 0"});
+  expect_input_error(
+      run({"sweep", "-c", sm, "--sweep", "N=64", "--jobs", "-1", "-o", (work() / "sw").string()}),
+      "attnsim sweep: error: ", {"--jobs must be 0"});
+}
+
+// An error about a combination of L2 parameters names the -p override that set one (it blamed the file).
+TEST_F(Cli, AnL2GeometryErrorNamesTheOverride) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string trace = write("t.trace", ".buffer S[4][4] f32\nMASK S, 0, 0\n");
+  expect_input_error(
+      run_trace(h100, trace, {"-p", "l2.capacity_bytes=1000"}),
+      "-p l2.capacity_bytes=1000: error: l2: capacity_bytes (1000) must be a positive multiple", {});
+}
+
+// A sweep spec's errors point at its line and column, those of the command line's own checks included.
+TEST_F(Cli, SweepSpecErrorsAreAtTheirLine) {
+  const std::string sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  const std::string out = (work() / "sw").string();
+  auto spec_error = [&](const std::string& name, const std::string& text, int line, int col,
+                        const std::string& piece) {
+    const std::string spec = write(name, text);
+    expect_input_error(run({"sweep", "-c", sm, "--spec", spec, "-o", out}), at(spec, line, col), {piece});
+  };
+  spec_error("twice.yaml", "sweep:\n  N: [64]\nsweep:\n  d: [64]\n", 3, 1, "key 'sweep' is given twice");
+  spec_error("jobs.yaml", "sweep:\n  N: [64]\njobs: -2\n", 3, 7, "jobs: must be 0");
+  spec_error("notmap.yaml", "sweep: 5\n", 1, 8, "sweep: expected a map");
+  spec_error("nested.yaml", "sweep:\n  N: [[1]]\n", 2, 7, "sweep.N: list items must be values");
+  spec_error("key.yaml", "sweep:\n  nosuch: [1]\n", 2, 3, "unknown key 'nosuch'");
+  spec_error("top.yaml", "sweep:\n  N: [64]\nsweeps: 1\n", 3, 1, "unknown key 'sweeps'");
+  spec_error("config.yaml", "config: [a]\nsweep:\n  N: [64]\n", 1, 9, "config: expected a single value");
+}
+
 }  // namespace
 
 // ---- regressions from the code review ----

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <unordered_map>
 
@@ -150,22 +151,45 @@ class Assembler {
   }
 
   Program run() {
-    int line_no = 0;
     size_t start = 0;
     while (start <= text_.size()) {
       size_t end = text_.find('\n', start);
       if (end == std::string_view::npos) end = text_.size();
-      std::string_view line = text_.substr(start, end - start);
-      ++line_no;
-      if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-      LineCursor cursor(line, line_no, program_.file);
-      if (!cursor.at_end()) parse_line(cursor);
+      assemble_line(text_.substr(start, end - start));
       if (end == text_.size()) break;
       start = end + 1;
     }
     check_grids_complete();
     return std::move(program_);
+  }
+
+  // Line by line from `in`, handing the instructions to `handler` every `chunk` of them; the returned
+  // header has none.
+  Program run_streamed(std::istream& in, const ChunkHandler& handler, size_t chunk) {
+    handler_ = &handler;
+    chunk_ = chunk;
+    std::string line;
+    while (std::getline(in, line)) assemble_line(line);
+    if (in.bad()) throw InputError(program_.file, {line_no_, 1}, "read error");
+    flush();
+    return std::move(program_);
+  }
+
+ private:
+  void assemble_line(std::string_view line) {
+    if (line_no_ == std::numeric_limits<int>::max())
+      throw InputError(program_.file, {line_no_, 1}, "a trace has at most 2^31 - 1 lines");
+    ++line_no_;
+    if (size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    LineCursor cursor(line, line_no_, program_.file);
+    if (!cursor.at_end()) parse_line(cursor);
+  }
+
+  void flush() {
+    (*handler_)(program_, program_.instructions);
+    program_.instructions.clear();
+    flushed_ = true;
   }
 
  private:
@@ -174,6 +198,7 @@ class Assembler {
       SourceLoc where = c.loc();
       c.accept('.');
       std::string directive = c.identifier();
+      if (handler_) check_streamable(c, where, directive);
       if (directive == "tensor") return parse_tensor(c);
       if (directive == "check") return parse_check(c);
       if (directive == "buffer") return parse_buffer(c);
@@ -646,11 +671,26 @@ class Assembler {
                                   " (" + std::string(spec.semantics) + ")");
       }
     }
-    if (static_cast<int64_t>(program_.instructions.size()) >= max_instructions_)
-      c.fail(inst.loc, fmt::format("the trace has more than {} instructions, the most a run reads (about 200 "
-                                   "bytes of host memory each); raise the limit with --max-instructions N",
+    if (instructions_ >= max_instructions_)
+      c.fail(inst.loc, fmt::format("the trace has more than {} instructions, the most a run reads; raise the "
+                                   "limit with --max-instructions N",
                                    max_instructions_));
+    ++instructions_;
     program_.instructions.push_back(std::move(inst));
+    if (handler_ && program_.instructions.size() >= chunk_) flush();
+  }
+
+  // A streamed trace's memory is laid out from its header when its first chunk runs, and only scalar
+  // traces stream (tile programs carry tables of tiles and blocks).
+  void check_streamable(LineCursor& c, SourceLoc where, const std::string& directive) {
+    if (directive == "buffer" || directive == "kernel" || directive == "block" || directive == "group")
+      c.fail(where, "." + directive + " in a trace that began as a scalar trace of more than " +
+                        std::to_string(chunk_) +
+                        " instructions: long traces stream, and only scalar ones can");
+    if (flushed_)
+      c.fail(where, "." + directive + " after the first " + std::to_string(chunk_) +
+                        " instructions: a long trace streams, so it declares its tensors and checks before "
+                        "them");
   }
 
   Operand parse_operand(LineCursor& c) {
@@ -836,6 +876,11 @@ class Assembler {
 
   std::string_view text_;
   int64_t max_instructions_;
+  int line_no_ = 0;
+  int64_t instructions_ = 0;
+  const ChunkHandler* handler_ = nullptr;  // streaming: where each chunk goes
+  size_t chunk_ = 0;
+  bool flushed_ = false;
   Program program_;
   std::unordered_map<std::string, int32_t> kernel_index_;
   std::vector<KernelState> kernel_states_;  // parallel to program_.kernels
@@ -847,6 +892,11 @@ class Assembler {
 
 Program assemble(std::string_view text, const std::string& file_name, int64_t max_instructions) {
   return Assembler(text, file_name, max_instructions).run();
+}
+
+Program assemble_stream(std::istream& in, const std::string& file_name, int64_t max_instructions,
+                        size_t chunk_instructions, const ChunkHandler& handler) {
+  return Assembler({}, file_name, max_instructions).run_streamed(in, handler, chunk_instructions);
 }
 
 Program assemble_file(const std::string& path, int64_t max_instructions) {

@@ -7,6 +7,8 @@
 //   LOAD a[0][0], R0                         seed 002 operand order, registers case-insensitive
 #pragma once
 
+#include <functional>
+#include <istream>
 #include <string>
 #include <string_view>
 
@@ -28,6 +30,15 @@ inline constexpr int64_t kDefaultMaxInstructions = int64_t{1} << 25;  // 33,554,
 Program assemble(std::string_view text, const std::string& file_name,
                  int64_t max_instructions = kDefaultMaxInstructions);
 Program assemble_file(const std::string& path, int64_t max_instructions = kDefaultMaxInstructions);
+
+// Streamed assembly of a scalar trace, line by line from `in`: every `chunk_instructions` instructions (and
+// at the end) `handler` receives the header as it stands (tensors, checks) and the instructions, which it
+// takes out of the vector. Memory stays bounded by a chunk at any length. Directives after the first
+// chunk, and the tile directives (.buffer, .kernel, .block, .group), are errors at their line. Returns the
+// header.
+using ChunkHandler = std::function<void(const Program& header, std::vector<Instruction>& instructions)>;
+Program assemble_stream(std::istream& in, const std::string& file_name, int64_t max_instructions,
+                        size_t chunk_instructions, const ChunkHandler& handler);
 
 // The functions a `.check` may name, with their arity.
 struct CheckFunction {

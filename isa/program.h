@@ -191,7 +191,9 @@ struct Program {
       if (buffers[i].name == name) return static_cast<int>(i);
     return -1;
   }
-  bool has_tiles() const { return !tiles.empty() || stream != nullptr; }
+  // A streamed program's tiles arrive with its chunks; a tile program always declares buffers (every tile
+  // instruction names one), a scalar trace never does.
+  bool has_tiles() const { return !tiles.empty() || (stream != nullptr && !buffers.empty()); }
   int add_tile(const TileRef& t) {
     tiles.push_back(t);
     return static_cast<int>(tiles.size()) - 1;

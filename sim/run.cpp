@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
@@ -14,6 +17,7 @@
 #include "sim/machine.h"
 #include "sim/timeline.h"
 #include "sim/vcd.h"
+#include "traces/stream.h"
 
 namespace attnsim {
 
@@ -321,6 +325,21 @@ void write_outputs(const RunOptions& options, RunResult& result, const Recorders
   write_files_atomically(files);
 }
 
+// Lines on stderr while a one-core run goes on, at most one a second (the sequencer calls every 2^16
+// instructions); with Auto the first comes once the run has taken a second.
+Sequencer::Progress progress_lines(const RunOptions& options, const std::string& file) {
+  if (options.progress == RunOptions::Progress::Off) return {};
+  const auto started = std::chrono::steady_clock::now();
+  auto due = std::make_shared<double>(options.progress == RunOptions::Progress::On ? 0.0 : 1.0);
+  return [=](uint64_t instructions, uint64_t cycle) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (elapsed < *due) return;
+    *due = elapsed + 1.0;
+    std::cerr << fmt::format("{}: {} instructions run, cycle {} ({:.1f} s)\n", file, instructions, cycle,
+                             elapsed);
+  };
+}
+
 }  // namespace
 
 RunResult run_program(const isa::Program& program, const RunOptions& options) {
@@ -328,6 +347,7 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
   Machine machine(config);
   machine.load(program, options.symbolic, options.timing_only);
   if (machine.chip_loaded()) return run_on_chip(program, options, machine);
+  machine.sequencer().set_progress(progress_lines(options, program.file));
   const bool tiles = machine.sequencer().tile_mode();
   if (options.timing_only && !tiles)
     throw InputError(program.file, {},
@@ -361,8 +381,60 @@ RunResult run_program(const isa::Program& program, const RunOptions& options) {
 }
 
 RunResult run_trace_file(const std::string& trace_path, const RunOptions& options) {
-  isa::Program program = isa::assemble_file(trace_path);
+  isa::Program program = load_trace(trace_path, options);
   return run_program(program, options);
+}
+
+namespace {
+
+bool keeps_instructions(const RunOptions& o) {
+  return o.table || o.symbolic || !o.timeline.empty() || !o.vcd.empty() || !o.html.empty();
+}
+
+// Whether the lines before the first instruction declare no buffer, kernel, block or group: a scalar trace.
+bool starts_as_scalar_trace(std::istream& in) {
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (line[first] != '.') return true;
+    for (const char* tile : {".buffer", ".kernel", ".block", ".group"})
+      if (line.compare(first, std::strlen(tile), tile) == 0) return false;
+  }
+  return true;
+}
+
+isa::Program stream_trace(const std::string& path, int64_t max_instructions) {
+  return traces::stream_program([path, max_instructions] {
+    traces::StreamSink& sink = *traces::current_stream_sink();
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw InputError(path, {}, "cannot open trace file: " + system_reason(errno));
+    bool header_sent = false;
+    isa::assemble_stream(in, path, max_instructions, sink.chunk_instructions(),
+                         [&](const isa::Program& header, std::vector<isa::Instruction>& instructions) {
+                           if (!header_sent) sink.header(header);
+                           header_sent = true;
+                           if (instructions.empty()) return;
+                           isa::Chunk chunk = sink.reusable();  // its empty vector goes back to the assembler
+                           std::swap(chunk.instructions, instructions);
+                           sink.chunk(std::move(chunk));
+                         });
+    return isa::Program{};
+  });
+}
+
+}  // namespace
+
+isa::Program load_trace(const std::string& trace_path, const RunOptions& options) {
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(trace_path, ec);
+  const uint64_t size = regular ? std::filesystem::file_size(trace_path, ec) : 0;
+  if (!regular || ec || size < options.stream_bytes || keeps_instructions(options))
+    return isa::assemble_file(trace_path, options.max_instructions);
+  std::ifstream probe(trace_path, std::ios::binary);
+  if (!starts_as_scalar_trace(probe)) return isa::assemble_file(trace_path, options.max_instructions);
+  return stream_trace(trace_path, options.max_instructions);
 }
 
 namespace {

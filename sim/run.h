@@ -29,6 +29,13 @@ struct RunOptions {
   size_t vcd_limit = 100000;           // instructions drawn in the VCD
   std::string html;                    // write a step-through page (sim/html_view.h) here when non-empty
   size_t html_limit = 10000;           // instructions shown in the page
+  int64_t max_instructions = int64_t{1} << 25;  // a longer trace is refused (isa::kDefaultMaxInstructions)
+  // A scalar trace file at least this long streams: it is read in chunks while it runs, so memory does not
+  // grow with its length (unless --table, --symbolic, --timeline, --vcd or --html keep it in memory).
+  uint64_t stream_bytes = uint64_t{32} << 20;
+  enum class Progress : uint8_t { Auto, On, Off };
+  // Lines on stderr while a one-core run goes on: Auto once it has run a second, On from the start.
+  Progress progress = Progress::Auto;
 };
 
 struct RunResult {
@@ -66,6 +73,8 @@ struct RunResult {
 
 RunResult run_program(const isa::Program& program, const RunOptions& options);
 RunResult run_trace_file(const std::string& trace_path, const RunOptions& options);
+// A trace file as a program: in memory, or streamed (options.stream_bytes) for a long scalar trace.
+isa::Program load_trace(const std::string& trace_path, const RunOptions& options);
 
 void print_summary(std::ostream& out, const isa::Program& program, const RunResult& result);
 

@@ -74,10 +74,18 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bo
         "on a toy config");
   dram_->allocate(program, dtype, symbolic);
   regfile_->reset(symbolic);
-  const int registers = regfile_->count();
   code_.clear();
-  code_.reserve(program.instructions.size());
-  for (const auto& inst : program.instructions) {
+  // An in-memory trace is decoded (and so validated) before it runs; a streamed one chunk by chunk.
+  if (!program.stream) decode_scalar(program.instructions, code_);
+}
+
+void Sequencer::decode_scalar(std::span<const isa::Instruction> instructions,
+                              std::vector<Decoded>& out) const {
+  const isa::Program& program = *program_;
+  const int registers = regfile_->count();
+  out.clear();
+  out.reserve(instructions.size());
+  for (const auto& inst : instructions) {
     if (inst.group != 0)
       throw InputError(program.file, inst.loc,
                        ".group is for tile programs (thread blocks of buffers); a scalar trace runs in one "
@@ -108,7 +116,7 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bo
         d.source_count = 1;
         d.tensor = ops[1].tensor;
         d.address = dram_->base(d.tensor) + ops[1].flat;
-        d.round_on_store = dram_->dtype(d.tensor) != dtype;
+        d.round_on_store = dram_->dtype(d.tensor) != dtype_;
         d.unit = kDramPort;
         d.latency = static_cast<uint32_t>(dram_->params().store_latency);
         break;
@@ -128,12 +136,11 @@ void Sequencer::load(const isa::Program& program, Dtype dtype, bool symbolic, bo
         d.latency = static_cast<uint32_t>(alu_->params().latency[static_cast<size_t>(inst.op)]);
         break;
     }
-    code_.push_back(d);
+    out.push_back(d);
   }
 }
 
-void Sequencer::uninitialized_read(size_t index, int source) const {
-  const auto& inst = program_->instructions[index];
+void Sequencer::uninitialized_read(const isa::Instruction& inst, int source) const {
   const auto& operand = inst.operand(static_cast<size_t>(source));
   throw InputError(program_->file, operand.loc,
                    "R" + std::to_string(operand.reg) + " is read by '" +
@@ -190,6 +197,23 @@ void Sequencer::run_thread() {
     } catch (...) {
       error_ = std::current_exception();
     }
+  }
+}
+
+template <class Run>
+void Sequencer::for_each_scalar_window(Run&& run) {
+  if (!program_->stream) {
+    run(ScalarWindow{code_, program_->instructions, 0});
+    return;
+  }
+  isa::Chunk chunk;
+  size_t first = 0;
+  while (program_->stream->next(chunk)) {
+    decode_scalar(chunk.instructions, code_);
+    run(ScalarWindow{code_, chunk.instructions, first});
+    first += chunk.instructions.size();
+    program_->stream->recycle(std::move(chunk));
+    chunk = isa::Chunk{};
   }
 }
 
@@ -269,65 +293,69 @@ void Sequencer::execute_numeric() {
   IssueClock<kIssue> clock(regfile_->values.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
 
-  const size_t n = code_.size();
-  for (size_t i = 0; i < n; ++i) {
-    const Decoded& d = code_[i];
-    for (int s = 0; s < d.source_count; ++s)
-      if (!written[d.src[s]]) [[unlikely]]
-        uninitialized_read(i, s);
-    const uint64_t issued = clock.issue(d);
-    ++counts[static_cast<size_t>(d.op)];
-    const double a = d.src[0] >= 0 ? regs[d.src[0]] : 0.0;
-    double result = 0.0;  // every opcode sets it; initialised for the compiler
-    switch (d.op) {
-      case isa::Opcode::Load:
-        ++tensor_reads[d.tensor];
-        result = mem[d.address];
-        break;
-      case isa::Opcode::Store:
-        ++tensor_writes[d.tensor];
-        mem[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), a) : a;
-        goto next;
-      case isa::Opcode::MacZ:
-        result = MacUnit::mac_z(a, regs[d.src[1]]);
-        break;
-      case isa::Opcode::Mac:
-        result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
-        break;
-      case isa::Opcode::Max:
-        result = std::max(a, regs[d.src[1]]);
-        break;
-      case isa::Opcode::Sub:
-        result = a - regs[d.src[1]];
-        break;
-      case isa::Opcode::Exp:
-        result = std::exp(a);
-        break;
-      case isa::Opcode::Add:
-        result = a + regs[d.src[1]];
-        break;
-      case isa::Opcode::Mul:
-        result = a * regs[d.src[1]];
-        break;
-      case isa::Opcode::Div:
-        result = a / regs[d.src[1]];
-        break;
-      case isa::Opcode::Mov:
-        result = a;
-        break;
-      case isa::Opcode::RowMax:
-      case isa::Opcode::RowSum:
-      case isa::Opcode::Mask:
-      case isa::Opcode::StoreAdd:
-        throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
+  for_each_scalar_window([&](const ScalarWindow& w) {
+    for (size_t c = 0; c < w.code.size(); ++c) {
+      const size_t i = w.first + c;
+      const Decoded& d = w.code[c];
+      for (int s = 0; s < d.source_count; ++s)
+        if (!written[d.src[s]]) [[unlikely]]
+          uninitialized_read(w.instructions[c], s);
+      const uint64_t issued = clock.issue(d);
+      ++counts[static_cast<size_t>(d.op)];
+      const double a = d.src[0] >= 0 ? regs[d.src[0]] : 0.0;
+      double result = 0.0;  // every opcode sets it; initialised for the compiler
+      switch (d.op) {
+        case isa::Opcode::Load:
+          ++tensor_reads[d.tensor];
+          result = mem[d.address];
+          break;
+        case isa::Opcode::Store:
+          ++tensor_writes[d.tensor];
+          mem[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), a) : a;
+          goto next;
+        case isa::Opcode::MacZ:
+          result = MacUnit::mac_z(a, regs[d.src[1]]);
+          break;
+        case isa::Opcode::Mac:
+          result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
+          break;
+        case isa::Opcode::Max:
+          result = std::max(a, regs[d.src[1]]);
+          break;
+        case isa::Opcode::Sub:
+          result = a - regs[d.src[1]];
+          break;
+        case isa::Opcode::Exp:
+          result = std::exp(a);
+          break;
+        case isa::Opcode::Add:
+          result = a + regs[d.src[1]];
+          break;
+        case isa::Opcode::Mul:
+          result = a * regs[d.src[1]];
+          break;
+        case isa::Opcode::Div:
+          result = a / regs[d.src[1]];
+          break;
+        case isa::Opcode::Mov:
+          result = a;
+          break;
+        case isa::Opcode::RowMax:
+        case isa::Opcode::RowSum:
+        case isa::Opcode::Mask:
+        case isa::Opcode::StoreAdd:
+          throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
+      }
+      regs[d.dst] = round_to<D>(result);
+      written_mut[d.dst] = 1;
+    next:
+      if (observer_) [[unlikely]]
+        observer_->after_step(i, issued, clock.done_of(issued, d.latency));
+      if (progress_ && (i + 1) % kProgressInstructions == 0) [[unlikely]]
+        progress_(i + 1, issued);
+      keep_quantum(issued);
     }
-    regs[d.dst] = round_to<D>(result);
-    written_mut[d.dst] = 1;
-  next:
-    if (observer_) [[unlikely]]
-      observer_->after_step(i, issued, clock.done_of(issued, d.latency));
-    keep_quantum(issued);
-  }
+  });
   per_opcode_ = counts;
   stall_cycles_ = clock.stalls;
   finish(clock.end);
@@ -344,84 +372,89 @@ void Sequencer::execute_symbolic() {
   auto& words = dram_->words;
   IssueClock<kIssue> clock(regs.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
-  for (size_t i = 0; i < code_.size(); ++i) {
-    const Decoded& d = code_[i];
-    for (int s = 0; s < d.source_count; ++s)
-      if (!written[d.src[s]]) uninitialized_read(i, s);
-    const uint64_t issued = clock.issue(d);
-    ++counts[static_cast<size_t>(d.op)];
-    symbolic::Expr a = d.src[0] >= 0 ? regs[d.src[0]] : nullptr;
-    const double x = d.src[0] >= 0 ? values[d.src[0]] : 0.0;
-    const double y = d.src[1] >= 0 ? values[d.src[1]] : 0.0;
-    symbolic::Expr result;
-    double number = 0;
-    switch (d.op) {
-      case isa::Opcode::Load:
-        ++dram_->reads_per_tensor[d.tensor];
-        result = mem[d.address];
-        number = words[d.address];
-        break;
-      case isa::Opcode::Store: {
-        ++dram_->writes_per_tensor[d.tensor];
-        mem[d.address] = a;
-        words[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), x) : x;
-        // The stored node is printed by its memory name from now on (and in earlier table rows), as the
-        // seed's tables print c00 for a00·b00 + a01·b10.
-        const auto& target = program_->instructions[i].operand(1);
-        aliases_.emplace(a.get(), symbolic::element_name(program_->tensors[target.tensor].name,
-                                                         program_->indices(target)));
-        break;
+  for_each_scalar_window([&](const ScalarWindow& w) {
+    for (size_t c = 0; c < w.code.size(); ++c) {
+      const size_t i = w.first + c;
+      const Decoded& d = w.code[c];
+      for (int s = 0; s < d.source_count; ++s)
+        if (!written[d.src[s]]) uninitialized_read(w.instructions[c], s);
+      const uint64_t issued = clock.issue(d);
+      ++counts[static_cast<size_t>(d.op)];
+      symbolic::Expr a = d.src[0] >= 0 ? regs[d.src[0]] : nullptr;
+      const double x = d.src[0] >= 0 ? values[d.src[0]] : 0.0;
+      const double y = d.src[1] >= 0 ? values[d.src[1]] : 0.0;
+      symbolic::Expr result;
+      double number = 0;
+      switch (d.op) {
+        case isa::Opcode::Load:
+          ++dram_->reads_per_tensor[d.tensor];
+          result = mem[d.address];
+          number = words[d.address];
+          break;
+        case isa::Opcode::Store: {
+          ++dram_->writes_per_tensor[d.tensor];
+          mem[d.address] = a;
+          words[d.address] = d.round_on_store ? round_to(dram_->dtype(d.tensor), x) : x;
+          // The stored node is printed by its memory name from now on (and in earlier table rows), as the
+          // seed's tables print c00 for a00·b00 + a01·b10.
+          const auto& target = w.instructions[c].operand(1);
+          aliases_.emplace(a.get(), symbolic::element_name(program_->tensors[target.tensor].name,
+                                                           program_->indices(target)));
+          break;
+        }
+        case isa::Opcode::MacZ:
+          result = MacUnit::mac_z(a, regs[d.src[1]]);
+          number = MacUnit::mac_z(x, y);
+          break;
+        case isa::Opcode::Mac:
+          result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
+          number = MacUnit::mac(x, y, values[d.src[2]]);
+          break;
+        case isa::Opcode::Max:
+          result = symbolic::max(a, regs[d.src[1]]);
+          number = std::max(x, y);
+          break;
+        case isa::Opcode::Sub:
+          result = symbolic::sub(a, regs[d.src[1]]);
+          number = x - y;
+          break;
+        case isa::Opcode::Exp:
+          result = symbolic::exp(a);
+          number = std::exp(x);
+          break;
+        case isa::Opcode::Add:
+          result = symbolic::add(a, regs[d.src[1]]);
+          number = x + y;
+          break;
+        case isa::Opcode::Mul:
+          result = symbolic::mul(a, regs[d.src[1]]);
+          number = x * y;
+          break;
+        case isa::Opcode::Div:
+          result = symbolic::div(a, regs[d.src[1]]);
+          number = x / y;
+          break;
+        case isa::Opcode::Mov:
+          result = a;
+          number = x;
+          break;
+        case isa::Opcode::RowMax:
+        case isa::Opcode::RowSum:
+        case isa::Opcode::Mask:
+        case isa::Opcode::StoreAdd:
+          throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
       }
-      case isa::Opcode::MacZ:
-        result = MacUnit::mac_z(a, regs[d.src[1]]);
-        number = MacUnit::mac_z(x, y);
-        break;
-      case isa::Opcode::Mac:
-        result = MacUnit::mac(a, regs[d.src[1]], regs[d.src[2]]);
-        number = MacUnit::mac(x, y, values[d.src[2]]);
-        break;
-      case isa::Opcode::Max:
-        result = symbolic::max(a, regs[d.src[1]]);
-        number = std::max(x, y);
-        break;
-      case isa::Opcode::Sub:
-        result = symbolic::sub(a, regs[d.src[1]]);
-        number = x - y;
-        break;
-      case isa::Opcode::Exp:
-        result = symbolic::exp(a);
-        number = std::exp(x);
-        break;
-      case isa::Opcode::Add:
-        result = symbolic::add(a, regs[d.src[1]]);
-        number = x + y;
-        break;
-      case isa::Opcode::Mul:
-        result = symbolic::mul(a, regs[d.src[1]]);
-        number = x * y;
-        break;
-      case isa::Opcode::Div:
-        result = symbolic::div(a, regs[d.src[1]]);
-        number = x / y;
-        break;
-      case isa::Opcode::Mov:
-        result = a;
-        number = x;
-        break;
-      case isa::Opcode::RowMax:
-      case isa::Opcode::RowSum:
-      case isa::Opcode::Mask:
-      case isa::Opcode::StoreAdd:
-        throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
+      if (d.dst >= 0) {
+        regs[d.dst] = result;
+        values[d.dst] = round_to(dtype_, number);
+        written[d.dst] = 1;
+      }
+      if (observer_) observer_->after_step(i, issued, clock.done_of(issued, d.latency));
+      if (progress_ && (i + 1) % kProgressInstructions == 0) [[unlikely]]
+        progress_(i + 1, issued);
+      keep_quantum(issued);
     }
-    if (d.dst >= 0) {
-      regs[d.dst] = result;
-      values[d.dst] = round_to(dtype_, number);
-      written[d.dst] = 1;
-    }
-    if (observer_) observer_->after_step(i, issued, clock.done_of(issued, d.latency));
-    keep_quantum(issued);
-  }
+  });
   per_opcode_ = counts;
   stall_cycles_ = clock.stalls;
   finish(clock.end);

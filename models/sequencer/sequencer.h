@@ -6,7 +6,9 @@
 
 #include <array>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "isa/program.h"
@@ -72,6 +74,11 @@ class Sequencer : public Component {
   // Contents of a tensor after the run (scalar DRAM or tile HBM values); empty in timing-only runs.
   std::vector<double> tensor_values(int tensor) const;
   void set_observer(StepObserver* observer) { observer_ = observer; }
+  // Called about every kProgressInstructions instructions with the instructions executed and the current
+  // issue cycle, so a long run can say how far it has got.
+  using Progress = std::function<void(uint64_t instructions, uint64_t cycle)>;
+  static constexpr uint64_t kProgressInstructions = uint64_t{1} << 16;
+  void set_progress(Progress progress) { progress_ = std::move(progress); }
   // Starts the loaded program; the caller then runs the kernel (sc_start) until it is idle. A machine can
   // run several programs one after another in one process (load, start, sc_start, repeat).
   void start() {
@@ -104,13 +111,25 @@ class Sequencer : public Component {
     uint32_t latency;
   };
 
+  // A stretch of a scalar program: decoded instructions, the instructions they came from (for errors and
+  // aliases) and the index of the first in the whole program.
+  struct ScalarWindow {
+    std::span<const Decoded> code;
+    std::span<const isa::Instruction> instructions;
+    size_t first = 0;
+  };
+
   void run_thread();
+  void decode_scalar(std::span<const isa::Instruction> instructions, std::vector<Decoded>& out) const;
+  // Calls `run` for the whole in-memory program, or for each chunk of a streamed one as it arrives.
+  template <class Run>
+  void for_each_scalar_window(Run&& run);
   template <Dtype D, Issue kIssue>
   void execute_numeric();
   template <Issue kIssue>
   void execute_symbolic();
   void execute();
-  [[noreturn]] void uninitialized_read(size_t index, int source) const;
+  [[noreturn]] void uninitialized_read(const isa::Instruction& instruction, int source) const;
   void finish(uint64_t end_cycle);
 
   // Advances local time; syncs with the kernel when a quantum has accumulated.
@@ -149,6 +168,7 @@ class Sequencer : public Component {
   Dtype dtype_ = Dtype::F32;
   bool symbolic_ = false;
   StepObserver* observer_ = nullptr;
+  Progress progress_;
   std::exception_ptr error_;
   symbolic::Aliases aliases_;
 

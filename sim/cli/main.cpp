@@ -108,7 +108,7 @@ void check_output_limits(const RunOptions& options, int64_t max_instructions) {
 }
 
 int cmd_run(const std::vector<std::string>& args) {
-  int64_t max_instructions = isa::kDefaultMaxInstructions;
+  std::string progress = "auto";
   RunOptions options;
   TableLayout layout;
   layout.width = terminal_width();
@@ -140,8 +140,12 @@ int cmd_run(const std::vector<std::string>& args) {
                                        "--vcd: instructions drawn")(
       "html-limit", po::value(&options.html_limit)->default_value(options.html_limit),
       "--html: instructions shown")(
-      "max-instructions", po::value(&max_instructions)->default_value(isa::kDefaultMaxInstructions),
-      "refuse a trace with more instructions (about 200 bytes of host memory each)")(
+      "max-instructions", po::value(&options.max_instructions)->default_value(isa::kDefaultMaxInstructions),
+      "refuse a trace with more instructions (a scalar trace file over 32 MiB streams: memory does not grow "
+      "with its length)")("progress", po::value(&progress)->default_value("auto"),
+                          "progress lines on stderr: auto (once a one-core run passes a second), on, off")(
+      "stream-bytes", po::value(&options.stream_bytes)->default_value(options.stream_bytes),
+      "a scalar trace file at least this long is read in chunks while it runs")(
       "param,p", po::value(&options.overrides)->composing(), "override a config key: -p regfile.count=6");
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -149,8 +153,16 @@ int cmd_run(const std::vector<std::string>& args) {
                       "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [--timeline FILE] [--vcd "
                       "FILE] [--html FILE] [-p K=V]...");
   if (parsed.help) return 0;
-  check_output_limits(options, max_instructions);
-  isa::Program program = isa::assemble_file(trace, max_instructions);
+  check_output_limits(options, options.max_instructions);
+  if (progress == "auto")
+    options.progress = RunOptions::Progress::Auto;
+  else if (progress == "on")
+    options.progress = RunOptions::Progress::On;
+  else if (progress == "off")
+    options.progress = RunOptions::Progress::Off;
+  else
+    throw InputError("attnsim run", {}, "--progress must be auto, on or off");
+  isa::Program program = load_trace(trace, options);
   RunResult result = run_program(program, options);
   if (options.table) {
     print_table(std::cout, result.table, layout);

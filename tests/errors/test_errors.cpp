@@ -499,6 +499,69 @@ TEST_F(Cli, SweepSpecErrorsAreAtTheirLine) {
   spec_error("config.yaml", "config: [a]\nsweep:\n  N: [64]\n", 1, 9, "config: expected a single value");
 }
 
+// A long scalar trace streams: it is assembled in chunks of 65,536 instructions while it runs, so memory
+// does not grow with its length. --stream-bytes 1 streams any trace; everything a run reports must be the
+// same as from the trace in memory.
+TEST_F(Cli, StreamedScalarRunEqualsTheInMemoryRun) {
+  const std::string toy6 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/toy-6reg.yaml";
+  const std::string generated = (work() / "so.trace").string();
+  ASSERT_EQ(run({"gen", "softmax-online", "--n", "20000", "-o", generated}).status, 0);  // 5 chunks
+  inputs_.insert("so.trace");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {kToy3, std::string(ATTNSIM_SOURCE_DIR) + "/labs/01-c00/c00.trace"},
+      {toy6, std::string(ATTNSIM_SOURCE_DIR) + "/labs/03-matmul-outer/matmul_outer.trace"},
+      {toy6, generated}};
+  for (const auto& [config, trace] : cases)
+    for (const char* issue : {"blocking", "pipelined"}) {
+      auto stats = [&](const std::vector<std::string>& extra) {
+        std::vector<std::string> args = {"-p", std::string("sequencer.issue=") + issue};
+        args.insert(args.end(), extra.begin(), extra.end());
+        const Outcome o = run_trace(config, trace, args);
+        EXPECT_EQ(o.status, 0) << o.err;
+        auto json = nlohmann::json::parse(read_whole_file(stats_path()));
+        json.erase("host_seconds");
+        return std::make_pair(o.out, json);
+      };
+      const auto in_memory = stats({});
+      const auto streamed = stats({"--stream-bytes", "1"});
+      EXPECT_EQ(streamed.first, in_memory.first) << trace << " " << issue;
+      EXPECT_EQ(streamed.second, in_memory.second) << trace << " " << issue;
+      EXPECT_GT(in_memory.second["stats"]["sequencer"]["instructions"]["value"].get<uint64_t>(), 0u);
+    }
+}
+
+// A streamed trace's errors are still at their line: in a later chunk, and for what cannot stream.
+TEST_F(Cli, StreamedTraceErrorsAreAtTheirLine) {
+  std::string text = ".tensor x[4] = {1, 2, 3, 4}\nLOAD x[0], R0\n";
+  for (int i = 0; i < 70000; ++i) text += "ADD R0, R0, R0\n";  // past the first chunk
+  const int tail = 2 + 70000;
+  const std::string late = write("late.trace", text + ".tensor y[2]\n");
+  expect_input_error(
+      run_trace(kToy3, late, {"--stream-bytes", "1"}), at(late, tail + 1, 1),
+      {".tensor after the first 65536 instructions", "declares its tensors and checks before"});
+  const std::string unset = write("unset.trace", text + "ADD R1, R0, R0\n");
+  expect_input_error(run_trace(kToy3, unset, {"--stream-bytes", "1"}), at(unset, tail + 1, 5),
+                     {"R1 is read by 'ADD R1, R0, R0' before anything was written to it"});
+  const std::string many = write("many.trace", text);
+  expect_input_error(run_trace(kToy3, many, {"--stream-bytes", "1", "--max-instructions", "66000"}),
+                     at(many, 66002, 1), {"more than 66000 instructions"});  // line 1 is .tensor
+}
+
+TEST_F(Cli, LongRunsSayHowFarTheyHaveGot) {
+  std::string text = ".tensor x[1] = {1}\nLOAD x[0], R0\n";
+  for (int i = 0; i < 140000; ++i) text += "MOV R0, R1\nMOV R1, R0\n";
+  const std::string trace = write("long.trace", text);
+  const Outcome on = run_trace(kToy3, trace, {"--progress", "on"});
+  ASSERT_EQ(on.status, 0) << on.err;
+  EXPECT_NE(on.err.find(trace + ": 65536 instructions run, cycle 65535 ("), std::string::npos) << on.err;
+  fs::remove(stats_path());
+  const Outcome off = run_trace(kToy3, trace, {"--progress", "off"});
+  EXPECT_EQ(off.err, "");
+  fs::remove(stats_path());
+  expect_input_error(run_trace(kToy3, trace, {"--progress", "sometimes"}),
+                     "attnsim run: error: ", {"--progress must be auto, on or off"});
+}
+
 }  // namespace
 
 // ---- regressions from the code review ----

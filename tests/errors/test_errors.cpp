@@ -2,6 +2,7 @@
 // (or the YAML key path / the `-p key=value` it came from) on stderr, nothing on stdout, writes no output
 // file and exits 2; a failed value check exits 1. Each test runs the real binary on scratch inputs it writes.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -379,7 +380,7 @@ TEST_F(Cli, GenRefusesRandomInputsItCannotDraw) {
 // generate for minutes and end in std::bad_alloc, exit 3), one just beyond it when the generator reaches it.
 TEST_F(Cli, GenRefusesATraceLongerThanRunReads) {
   expect_input_error(run({"gen", "flash2", "--n", "100000000", "--heads", "1000"}), "attnsim gen: error: ",
-                     {"at least 2.44e+15 instructions", "33554432", "--max-instructions N"});
+                     {"at least 3.66e+16 instructions", "33554432", "--max-instructions N"});
   expect_input_error(run({"gen", "flash2", "--n", "9223372036854775807"}),
                      "attnsim gen: error: ", {"at most 2^48"});
   expect_input_error(run({"gen", "softmax-safe", "--n", "100000000000"}),
@@ -397,9 +398,10 @@ TEST_F(Cli, GenRefusesATraceLongerThanRunReads) {
   const int last_line = static_cast<int>(std::count(text.begin(), text.end(), '\n'));
   expect_input_error(run_trace(kToy3, trace, {"--max-instructions", "108"}), at(trace, last_line, 1),
                      {"more than 108 instructions", "--max-instructions N"});
-  // flash2 at n = 128 visits 4 block pairs (the fast bound) but emits far more than 50 instructions.
-  expect_input_error(run({"gen", "flash2", "--n", "128", "--max-instructions", "50"}),
-                     "attnsim gen: error: ", {"flash2: the program would have more than 50 instructions"});
+  // flash2 at n = 191 is bounded by its count at n = 128 (52 instructions, the last multiple of the block)
+  // but emits 123: the generator stops at the limit.
+  expect_input_error(run({"gen", "flash2", "--n", "191", "--max-instructions", "100"}),
+                     "attnsim gen: error: ", {"flash2: the program would have more than 100 instructions"});
 }
 
 TEST_F(Cli, RecordingLimitsAreBoundedAndNamedWhenReached) {
@@ -560,6 +562,44 @@ TEST_F(Cli, LongRunsSayHowFarTheyHaveGot) {
   fs::remove(stats_path());
   expect_input_error(run_trace(kToy3, trace, {"--progress", "sometimes"}),
                      "attnsim run: error: ", {"--progress must be auto, on or off"});
+}
+
+// gen's lower bound on a kind's instruction count must never pass the real count, or gen would refuse a
+// trace run accepts: every kind, at shapes that are and are not multiples of the blocks, is written with
+// --max-instructions at its exact count and refused one below it.
+TEST_F(Cli, GenWritesATraceAtExactlyItsLimit) {
+  std::vector<std::vector<std::string>> requests = {{"softmax-safe", "--n", "37"},
+                                                    {"softmax-online", "--n", "37"},
+                                                    {"online-attention", "--n", "37"},
+                                                    {"inner-product", "--n", "7"},
+                                                    {"outer-product", "--n", "7", "--slots", "3"}};
+  for (const char* kind : {"flash2", "naive-safe", "naive-online", "two-pass", "flash1", "flash2-bwd",
+                           "flash2-bwd-no-d", "naive-bwd"})
+    for (const char* n : {"96", "191", "256"})
+      for (bool causal : {false, true}) {
+        std::vector<std::string> r = {kind, "--n", n, "--block-q", "64", "--block-k", "32", "--heads", "2"};
+        if (causal) r.push_back("--causal");
+        requests.push_back(r);
+      }
+  for (const auto& request : requests) {
+    std::vector<std::string> args = {"gen"};
+    args.insert(args.end(), request.begin(), request.end());
+    const Outcome full = run(args);
+    ASSERT_EQ(full.status, 0) << full.err;
+    int64_t count = 0;
+    std::istringstream lines(full.out);
+    for (std::string line; std::getline(lines, line);)
+      count += !line.empty() && line[0] != '.' && line[0] != '#';
+    auto at_limit = [&](int64_t limit) {
+      std::vector<std::string> limited = args;
+      limited.insert(limited.end(), {"--max-instructions", std::to_string(limit)});
+      return run(limited);
+    };
+    EXPECT_EQ(at_limit(count).status, 0) << fmt::format("{}", fmt::join(request, " "));
+    const Outcome below = at_limit(count - 1);
+    EXPECT_EQ(below.status, 2) << fmt::format("{}", fmt::join(request, " "));
+    EXPECT_NE(below.err.find(std::to_string(count - 1)), std::string::npos) << below.err;
+  }
 }
 
 }  // namespace

@@ -571,6 +571,20 @@ std::string json_text(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+void check_output_paths(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  for (const auto& path : paths) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) throw InputError(path, {}, "cannot write output file: it is a directory");
+    const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+    if (!fs::is_directory(folder, ec))
+      throw InputError(path, {}, "cannot write output file: no folder " + folder.string());
+    if (::access(folder.c_str(), W_OK) != 0)
+      throw InputError(path, {}, "cannot write output file: " + system_reason(errno));
+  }
+}
+
 void write_file_atomically(const std::string& path, const std::string& contents) {
   write_files_atomically({{path, contents}});
 }

@@ -82,6 +82,11 @@ void print_summary(std::ostream& out, const isa::Program& program, const RunResu
 // for its bad bytes, rather than failing after the run.
 std::string json_text(const nlohmann::json& value, int indent = -1);
 
+// Before a long command runs: an InputError for an output whose folder does not exist or cannot be written,
+// or which is itself a folder, so the error does not come after minutes of simulation. Empty paths are
+// skipped.
+void check_output_paths(const std::vector<std::string>& paths);
+
 // Writes to a temporary file beside `path` and renames it, so readers never see half a file.
 void write_file_atomically(const std::string& path, const std::string& contents);
 // The same for several files, all or none: every file is written to its temporary name before any is

@@ -162,6 +162,7 @@ int cmd_run(const std::vector<std::string>& args) {
     options.progress = RunOptions::Progress::Off;
   else
     throw InputError("attnsim run", {}, "--progress must be auto, on or off");
+  check_output_paths({options.stats_json, options.timeline, options.vcd, options.html});
   isa::Program program = load_trace(trace, options);
   RunResult result = run_program(program, options);
   if (options.table) {
@@ -277,6 +278,7 @@ int cmd_gen(const std::vector<std::string>& args) {
   const std::string synopsis = gen_synopsis();
   auto parsed = parse("gen", desc, pos, args, synopsis.c_str());
   if (parsed.help) return 0;
+  check_output_paths({output});
   if (!x_values.empty()) {
     in.scalar.x = split_numbers(x_values);
     in.scalar.n = static_cast<int64_t>(in.scalar.x->size());
@@ -374,6 +376,7 @@ int cmd_compare(const std::vector<std::string>& args) {
             "-c CONFIG [--N 4096] [--d 64] [--heads H] [--batch B] [--causal] [--dtype f16] [--block B] "
             "[--planner paper|hardware] [--values auto|on|off] [--json | --csv] [--per-tensor]");
   if (parsed.help) return 0;
+  check_output_paths({json_file, block_times});
   auto parsed_dtype = parse_dtype(dtype);
   if (!parsed_dtype) throw InputError("attnsim compare", {}, "unknown dtype '" + dtype + "'");
   options.dtype = *parsed_dtype;
@@ -622,6 +625,7 @@ int cmd_plot(const std::vector<std::string>& args) {
             "RESULTS.csv [--kind lines|scatter|sram|n|roofline|units] [--x COL --y COL[,COL] [--series COL]] "
             "[--log-x] [--log-y] [--where COL=VALUE] [--title TEXT] -o OUT.svg");
   if (parsed.help) return 0;
+  check_output_paths({o.output});
   for (size_t start = 0; !y.empty() && start <= y.size();) {
     const size_t comma = std::min(y.find(',', start), y.size());
     o.y.push_back(y.substr(start, comma - start));
@@ -653,6 +657,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv... [-p key=value] [--csv FILE]");
   if (parsed.help) return 0;
+  check_output_paths({csv_file});
   std::vector<Measurement> measurements;
   for (const auto& path : data) {  // every file read (and checked) before anything is simulated
     std::vector<Measurement> rows = read_measurements(path);

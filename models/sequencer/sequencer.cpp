@@ -200,21 +200,20 @@ void Sequencer::run_thread() {
   }
 }
 
-template <class Run>
-void Sequencer::for_each_scalar_window(Run&& run) {
-  if (!program_->stream) {
-    run(ScalarWindow{code_, program_->instructions, 0});
-    return;
+bool Sequencer::next_scalar_window(ScalarWindow& window, isa::Chunk& chunk) {
+  const bool started = window.first != kNoWindow;
+  if (!program_->stream) {  // one window: the whole program, decoded at load
+    if (started) return false;
+    window = {code_, program_->instructions, 0};
+    return true;
   }
-  isa::Chunk chunk;
-  size_t first = 0;
-  while (program_->stream->next(chunk)) {
-    decode_scalar(chunk.instructions, code_);
-    run(ScalarWindow{code_, chunk.instructions, first});
-    first += chunk.instructions.size();
-    program_->stream->recycle(std::move(chunk));
-    chunk = isa::Chunk{};
-  }
+  const size_t first = started ? window.first + window.code.size() : 0;
+  if (started) program_->stream->recycle(std::move(chunk));
+  chunk = isa::Chunk{};
+  if (!program_->stream->next(chunk)) return false;
+  decode_scalar(chunk.instructions, code_);
+  window = {code_, chunk.instructions, first};
+  return true;
 }
 
 void Sequencer::execute() {
@@ -293,7 +292,9 @@ void Sequencer::execute_numeric() {
   IssueClock<kIssue> clock(regfile_->values.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
 
-  for_each_scalar_window([&](const ScalarWindow& w) {
+  ScalarWindow w;
+  isa::Chunk chunk;
+  while (next_scalar_window(w, chunk)) {
     for (size_t c = 0; c < w.code.size(); ++c) {
       const size_t i = w.first + c;
       const Decoded& d = w.code[c];
@@ -351,11 +352,9 @@ void Sequencer::execute_numeric() {
     next:
       if (observer_) [[unlikely]]
         observer_->after_step(i, issued, clock.done_of(issued, d.latency));
-      if (progress_ && (i + 1) % kProgressInstructions == 0) [[unlikely]]
-        progress_(i + 1, issued);
-      keep_quantum(issued);
+      keep_quantum(issued, i + 1);
     }
-  });
+  }
   per_opcode_ = counts;
   stall_cycles_ = clock.stalls;
   finish(clock.end);
@@ -372,7 +371,9 @@ void Sequencer::execute_symbolic() {
   auto& words = dram_->words;
   IssueClock<kIssue> clock(regs.size());
   std::array<uint64_t, isa::kOpcodeCount> counts{};
-  for_each_scalar_window([&](const ScalarWindow& w) {
+  ScalarWindow w;
+  isa::Chunk chunk;
+  while (next_scalar_window(w, chunk)) {
     for (size_t c = 0; c < w.code.size(); ++c) {
       const size_t i = w.first + c;
       const Decoded& d = w.code[c];
@@ -450,11 +451,9 @@ void Sequencer::execute_symbolic() {
         written[d.dst] = 1;
       }
       if (observer_) observer_->after_step(i, issued, clock.done_of(issued, d.latency));
-      if (progress_ && (i + 1) % kProgressInstructions == 0) [[unlikely]]
-        progress_(i + 1, issued);
-      keep_quantum(issued);
+      keep_quantum(issued, i + 1);
     }
-  });
+  }
   per_opcode_ = counts;
   stall_cycles_ = clock.stalls;
   finish(clock.end);

@@ -74,10 +74,9 @@ class Sequencer : public Component {
   // Contents of a tensor after the run (scalar DRAM or tile HBM values); empty in timing-only runs.
   std::vector<double> tensor_values(int tensor) const;
   void set_observer(StepObserver* observer) { observer_ = observer; }
-  // Called about every kProgressInstructions instructions with the instructions executed and the current
-  // issue cycle, so a long run can say how far it has got.
+  // Called at every synchronisation with the kernel (every sequencer.quantum_cycles) with the instructions
+  // executed and the current issue cycle, so a long run can say how far it has got.
   using Progress = std::function<void(uint64_t instructions, uint64_t cycle)>;
-  static constexpr uint64_t kProgressInstructions = uint64_t{1} << 16;
   void set_progress(Progress progress) { progress_ = std::move(progress); }
   // Starts the loaded program; the caller then runs the kernel (sc_start) until it is idle. A machine can
   // run several programs one after another in one process (load, start, sc_start, repeat).
@@ -113,17 +112,18 @@ class Sequencer : public Component {
 
   // A stretch of a scalar program: decoded instructions, the instructions they came from (for errors and
   // aliases) and the index of the first in the whole program.
+  static constexpr size_t kNoWindow = SIZE_MAX;
   struct ScalarWindow {
     std::span<const Decoded> code;
     std::span<const isa::Instruction> instructions;
-    size_t first = 0;
+    size_t first = kNoWindow;  // none yet
   };
 
   void run_thread();
   void decode_scalar(std::span<const isa::Instruction> instructions, std::vector<Decoded>& out) const;
-  // Calls `run` for the whole in-memory program, or for each chunk of a streamed one as it arrives.
-  template <class Run>
-  void for_each_scalar_window(Run&& run);
+  // The next stretch to run: the whole in-memory program, or the next chunk of a streamed one as it
+  // arrives (decoded into code_); false at the end. A loop over windows keeps its state in locals.
+  bool next_scalar_window(ScalarWindow& window, isa::Chunk& chunk);
   template <Dtype D, Issue kIssue>
   void execute_numeric();
   template <Issue kIssue>
@@ -132,9 +132,13 @@ class Sequencer : public Component {
   [[noreturn]] void uninitialized_read(const isa::Instruction& instruction, int source) const;
   void finish(uint64_t end_cycle);
 
-  // Advances local time; syncs with the kernel when a quantum has accumulated.
-  void keep_quantum(uint64_t now) {
-    if (now - synced_cycle_ >= quantum_) sync(now);
+  // Advances local time; syncs with the kernel when a quantum has accumulated, and then reports progress
+  // (so a run pays for it once a quantum, not per instruction).
+  void keep_quantum(uint64_t now, uint64_t executed) {
+    if (now - synced_cycle_ >= quantum_) [[unlikely]] {
+      sync(now);
+      if (progress_) progress_(executed, now);
+    }
   }
   void sync(uint64_t now);
   // Simulated time of cycle `cycle` of this run, in integer picoseconds: an InputError past SystemC's

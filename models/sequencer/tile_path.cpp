@@ -101,9 +101,7 @@ void Sequencer::execute_tiles() {
       const TileCore::Step step = core.execute(d, ctx, blocking, values);
       if (observer_) [[unlikely]]
         observer_->after_step(i, step.start, step.unit_free);  // the unit's occupancy
-      if (progress_ && (i + 1) % kProgressInstructions == 0) [[unlikely]]
-        progress_(i + 1, step.start);
-      keep_quantum(step.start);
+      keep_quantum(step.start, i + 1);
     }
   }
   per_opcode_ = core.per_opcode();

@@ -553,9 +553,10 @@ TEST_F(Cli, LongRunsSayHowFarTheyHaveGot) {
   std::string text = ".tensor x[1] = {1}\nLOAD x[0], R0\n";
   for (int i = 0; i < 140000; ++i) text += "MOV R0, R1\nMOV R1, R0\n";
   const std::string trace = write("long.trace", text);
-  const Outcome on = run_trace(kToy3, trace, {"--progress", "on"});
+  // Progress is reported when the sequencer meets the kernel, every quantum: here 65,536 cycles, one a cycle.
+  const Outcome on = run_trace(kToy3, trace, {"--progress", "on", "-p", "sequencer.quantum_cycles=65536"});
   ASSERT_EQ(on.status, 0) << on.err;
-  EXPECT_NE(on.err.find(trace + ": 65536 instructions run, cycle 65535 ("), std::string::npos) << on.err;
+  EXPECT_NE(on.err.find(trace + ": 65537 instructions run, cycle 65536 ("), std::string::npos) << on.err;
   fs::remove(stats_path());
   const Outcome off = run_trace(kToy3, trace, {"--progress", "off"});
   EXPECT_EQ(off.err, "");

@@ -94,6 +94,15 @@ size_t terminal_width() {
   return 160;
 }
 
+// --progress auto|on|off, as run's or compare's enum (both name the same three modes).
+template <class Progress>
+Progress parse_progress(const std::string& text, const std::string& command) {
+  if (text == "auto") return Progress::Auto;
+  if (text == "on") return Progress::On;
+  if (text == "off") return Progress::Off;
+  throw InputError(command, {}, "--progress must be auto, on or off");
+}
+
 // The bounds of run's --*-limit options: at least one, and small enough that a limit's record fits memory.
 void check_output_limits(const RunOptions& options, int64_t max_instructions) {
   constexpr size_t kMostRecorded = size_t{1} << 28;
@@ -154,14 +163,7 @@ int cmd_run(const std::vector<std::string>& args) {
                       "FILE] [--html FILE] [-p K=V]...");
   if (parsed.help) return 0;
   check_output_limits(options, options.max_instructions);
-  if (progress == "auto")
-    options.progress = RunOptions::Progress::Auto;
-  else if (progress == "on")
-    options.progress = RunOptions::Progress::On;
-  else if (progress == "off")
-    options.progress = RunOptions::Progress::Off;
-  else
-    throw InputError("attnsim run", {}, "--progress must be auto, on or off");
+  options.progress = parse_progress<RunOptions::Progress>(progress, "attnsim run");
   check_output_paths({options.stats_json, options.timeline, options.vcd, options.html});
   isa::Program program = load_trace(trace, options);
   RunResult result = run_program(program, options);
@@ -398,14 +400,7 @@ int cmd_compare(const std::vector<std::string>& args) {
   if (single_buffer && double_buffer)
     throw InputError("attnsim compare", {}, "--single-buffer and --double-buffer contradict each other");
   if (json && csv) throw InputError("attnsim compare", {}, "--json and --csv: choose one");
-  if (progress == "auto")
-    options.progress = CompareOptions::Progress::Auto;
-  else if (progress == "on")
-    options.progress = CompareOptions::Progress::On;
-  else if (progress == "off")
-    options.progress = CompareOptions::Progress::Off;
-  else
-    throw InputError("attnsim compare", {}, "--progress must be auto, on or off");
+  options.progress = parse_progress<CompareOptions::Progress>(progress, "attnsim compare");
   options.double_buffer = !single_buffer;
   options.record_blocks = !block_times.empty();
   std::vector<CompareRow> rows;

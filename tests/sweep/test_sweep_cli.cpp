@@ -130,6 +130,35 @@ std::string table_cycles(const std::string& table, const std::string& schedule) 
   return "(no row for " + schedule + ")";
 }
 
+// A sweep's results do not depend on how many points run at once (issue 11, determinism): the same grid at
+// --jobs 1 and --jobs 3 writes the same records, leaf for leaf, once the host's timings are left out (the
+// lines come in the order points finish, so they are compared by point).
+TEST_F(Sweep, JobsDoNotChangeAnyRecord) {
+  auto records = [&](const std::string& jobs) {
+    std::vector<std::string> args = grid();
+    args[args.size() - 1] = jobs;
+    const Outcome o = run(args);
+    EXPECT_EQ(o.status, 0) << o.err;
+    std::map<std::string, nlohmann::json> by_point;
+    for (const auto& line : lines(read_file(jsonl_path()))) {
+      nlohmann::json record = nlohmann::json::parse(line);
+      nlohmann::json flat = record.flatten();
+      for (auto it = flat.begin(); it != flat.end();)
+        it = it.key().find("host_seconds") != std::string::npos ? flat.erase(it) : std::next(it);
+      by_point[record["point"].dump()] = flat.unflatten();
+    }
+    fs::remove(jsonl_path());
+    fs::remove(csv_path());
+    return by_point;
+  };
+  const auto one = records("1"), three = records("3");
+  ASSERT_EQ(one.size(), 8u);
+  for (const auto& [point, record] : one) {
+    ASSERT_TRUE(three.count(point)) << point;
+    EXPECT_EQ(three.at(point), record) << point;
+  }
+}
+
 TEST_F(Sweep, GridWritesEveryPointAndMatchesCompare) {
   const Outcome o = run(grid());
   ASSERT_EQ(o.status, 0) << o.err;

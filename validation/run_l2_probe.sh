@@ -4,6 +4,8 @@
 #   SET=extra bash validation/run_l2_probe.sh  (writers, two blocks per SM, and per-block pass timestamps)
 #   SET=waves bash validation/run_l2_probe.sh  (in-step readers over 1 to 8 waves, with timestamps)
 #   SET=samples bash validation/run_l2_probe.sh  (out-of-step and in-step readers, 32 timestamps a pass)
+#   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
+#                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
 # row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
 set -uo pipefail
@@ -18,15 +20,23 @@ write_env "$OUT/${G}_l2_probe_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/l2_probe" validation/l2_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
 SET="${SET:-reads}"
+# Hopper's L2 request coalescer (LRC) sits between the SMs and the L2 slices and merges reads of one sector
+# that arrive together: sectors in from the L2 (lts2lrc), out towards the SMs (lrc2xbar), out thanks to a
+# merge (coalescing_achieved), and into the GPCs (xbar2gpc).
+LRC_METRICS=lrc__lts2lrc_sectors_op_read.sum,lrc__lrc2xbar_sectors_op_read.sum,lrc__lrc2xbar_sectors_op_read_coalescing_achieved.sum,lrc__xbar2gpc_sectors_op_read.sum
+[ "$SET" = lrc ] && METRICS="$METRICS,$LRC_METRICS"
+export LRC_METRICS SET
 CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
-echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
+HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
+[ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
+echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
   local log="$WORK/ncu.log"
   timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k l2_probe_kernel --csv \
     --page raw --print-units base "$WORK/l2_probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" "$@" << 'EOF'
-import csv, io, sys
+import csv, io, os, sys
 log, out, mode, nbytes, passes = sys.argv[1:6]
 text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
@@ -38,6 +48,8 @@ names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcuni
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
          "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
          "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
+if os.environ.get("SET") == "lrc":
+    names += os.environ["LRC_METRICS"].split(",")
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
 open(out, "a").write(",".join(line) + "\n")
@@ -64,6 +76,10 @@ elif [ "$SET" = samples ]; then
     name="$(echo "$args" | awk '{printf "%s_%dMiB_x%d_%db", $1, $2 / 1048576, $3, $4}')"
     # shellcheck disable=SC2086
     SAMPLES=32 TIMES="$OUT/${G}_l2_probe_samples_$name.csv" run $args
+  done
+elif [ "$SET" = lrc ]; then
+  for mode in spread shared single private; do
+    for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done
   done
 elif [ "$SET" = reads ]; then
   for s in 8 16 20 24 28 32 36 40 48 64; do run single $((s * MB)) 3; done

@@ -104,7 +104,7 @@ Progress parse_progress(const std::string& text, const std::string& command) {
 }
 
 // The bounds of run's --*-limit options: at least one, and small enough that a limit's record fits memory.
-void check_output_limits(const RunOptions& options, int64_t max_instructions) {
+void check_run_limits(const RunOptions& options) {
   constexpr size_t kMostRecorded = size_t{1} << 28;
   auto check = [](const char* option, uint64_t value, uint64_t most) {
     if (value < 1 || value > most)
@@ -113,7 +113,8 @@ void check_output_limits(const RunOptions& options, int64_t max_instructions) {
   check("timeline-limit", options.timeline_limit, kMostRecorded);
   check("vcd-limit", options.vcd_limit, kMostRecorded);
   check("html-limit", options.html_limit, kMostRecorded);
-  check("max-instructions", static_cast<uint64_t>(std::max<int64_t>(max_instructions, 0)), uint64_t{1} << 40);
+  check("max-instructions", static_cast<uint64_t>(std::max<int64_t>(options.max_instructions, 0)),
+        uint64_t{1} << 40);
 }
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -162,7 +163,7 @@ int cmd_run(const std::vector<std::string>& args) {
                       "-c CONFIG TRACE [--table] [--symbolic] [--stats-json FILE] [--timeline FILE] [--vcd "
                       "FILE] [--html FILE] [-p K=V]...");
   if (parsed.help) return 0;
-  check_output_limits(options, options.max_instructions);
+  check_run_limits(options);
   options.progress = parse_progress<RunOptions::Progress>(progress, "attnsim run");
   check_output_paths({options.stats_json, options.timeline, options.vcd, options.html});
   isa::Program program = load_trace(trace, options);

@@ -325,8 +325,8 @@ void write_outputs(const RunOptions& options, RunResult& result, const Recorders
   write_files_atomically(files);
 }
 
-// Lines on stderr while a one-core run goes on, at most one a second (the sequencer calls every 2^16
-// instructions); with Auto the first comes once the run has taken a second.
+// Lines on stderr while a one-core run goes on, at most one a second (the sequencer calls at each kernel
+// sync); with Auto the first comes once the run has taken a second.
 Sequencer::Progress progress_lines(const RunOptions& options, const std::string& file) {
   if (options.progress == RunOptions::Progress::Off) return {};
   const auto started = std::chrono::steady_clock::now();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/assembler.h"
 #include "isa/program.h"
 #include "sim/chip_report.h"
 #include "sim/reference.h"
@@ -29,7 +30,7 @@ struct RunOptions {
   size_t vcd_limit = 100000;           // instructions drawn in the VCD
   std::string html;                    // write a step-through page (sim/html_view.h) here when non-empty
   size_t html_limit = 10000;           // instructions shown in the page
-  int64_t max_instructions = int64_t{1} << 25;  // a longer trace is refused (isa::kDefaultMaxInstructions)
+  int64_t max_instructions = isa::kDefaultMaxInstructions;  // a longer trace is refused
   // A scalar trace file at least this long streams: it is read in chunks while it runs, so memory does not
   // grow with its length (unless --table, --symbolic, --timeline, --vcd or --html keep it in memory).
   uint64_t stream_bytes = uint64_t{32} << 20;

@@ -171,8 +171,10 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   return true;
 }
 
-bool Chip::kernel_finished() const {
-  return resident_ == 0;
+// No block resident and none left to hand out. A core can have every slot free with blocks left when its
+// blocks issued their last instructions but end after the quantum: the kernel goes on.
+bool Chip::kernel_finished() {
+  return resident_ == 0 && !blocks_left();
 }
 
 void Chip::start_kernel(uint64_t at) {

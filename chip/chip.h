@@ -160,7 +160,7 @@ class Chip : public Component {
   void prepare(int core, Slot& slot);
   Slot* next_to_issue(int core, uint64_t& start);
   void start_kernel(uint64_t at);
-  bool kernel_finished() const;
+  bool kernel_finished();
   int64_t occupancy(int kernel) const;
   int32_t launch_index() const { return static_cast<int32_t>(kernel_reports_.size()) - 1; }
 

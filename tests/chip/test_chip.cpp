@@ -10,6 +10,7 @@
 #include "sim/machine.h"
 #include "sim/reference.h"
 #include "traces/attention_forward.h"
+#include "traces/builder.h"
 
 namespace attnsim {
 namespace {
@@ -53,6 +54,27 @@ TEST(Chip, Flash2SpreadsItsGridAndMovesTheSingleCoreLedgerBetweenSmAndL2) {
   EXPECT_EQ(total(s.dram_read), 3 * 8 * tile);
   EXPECT_EQ(total(s.dram_written), 0u);                // O stays dirty in L2 ...
   EXPECT_EQ(s.dirty_at_kernel_end.at("O"), 8 * tile);  // ... and is reported as such
+}
+
+// Blocks that each store one 64 KB tile end within a quantum of their start; at a quantum's end every slot
+// can be free with blocks left to hand out. That is not the kernel's end: one launch (it used to be eight
+// here, with the L2 flushed between them), every block run, every byte stored once.
+TEST(Chip, AKernelIsNotOverWhileBlocksAreLeft) {
+  traces::Builder b("<short blocks>");
+  const int64_t blocks = 2112, floats = 16384;
+  const int out = b.tensor("L", blocks, floats, Dtype::F32, false, 0);
+  const int tile = b.buffer("B", 1, floats, Dtype::F32);
+  const int kernel = b.kernel("short_blocks", {blocks, 1, 1});
+  for (int64_t block = 0; block < blocks; ++block) {
+    b.begin_block(kernel, {block, 0, 0});
+    b.emit(isa::Opcode::Store, {b.buf(tile), b.rows_of(out, block, 1)});
+  }
+  Machine machine(load_config(kConfigs + "h200.yaml", {"chip.blocks_per_core=2"}));
+  const ChipSummary s = run_on(machine, b.take());
+  ASSERT_EQ(s.kernels.size(), 1u);
+  EXPECT_EQ(s.kernels[0].blocks, blocks);
+  EXPECT_EQ(s.blocks, static_cast<uint64_t>(blocks));
+  EXPECT_EQ(s.sm_l2_written.at("L"), static_cast<uint64_t>(blocks * floats * 4));
 }
 
 TEST(Chip, NaiveScoresOutgrowL2AndReachDram) {

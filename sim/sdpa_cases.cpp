@@ -76,6 +76,33 @@ int64_t backward_spill_bytes(const std::string& kernel_template, bool causal) {
   return 0;
 }
 
+// flash_fwd_kernel's stores beyond O and its f32 log-sum-exp per row: a fixed number of bytes per key block
+// and per block, the same to the byte on every row of a kernel variant. Its source stores nothing else in
+// its loop; it runs at 255 registers per thread, so these are register spills to local memory (which
+// reach L2: Nsight Compute counts them in l1tex__m_l1tex2xbar_write_bytes). Per key block from the two
+// non-causal rows of each head dimension at different n (h100_sdpa_cases.csv: 1x16x4096x64 and
+// 1x16x16384x64; 8x32x2048x128 and 1x16x8192x128); per block, which takes the masking steps' extra
+// spills too, from one row per variant (those rows and 1x16x4096x64 causal, 8x32x2048x128 causal). The
+// other rows are predictions: 4x16x4096x64 and 1x8x32768x128 exact, the causal ones within 60 bytes a
+// block.
+struct ForwardSpill {
+  const char* traits;
+  bool causal;
+  int64_t bytes_per_key_block, bytes_per_block;
+};
+constexpr ForwardSpill kForwardSpills[] = {
+    {"Flash_fwd_kernel_traits<64;128;128;4;", false, 3072, 11264},
+    {"Flash_fwd_kernel_traits<64;128;128;4;", true, 3072, 13280},
+    {"Flash_fwd_kernel_traits<128;128;64;4;", false, 7168, 7168},
+    {"Flash_fwd_kernel_traits<128;128;64;4;", true, 7168, 8128},
+};
+
+const ForwardSpill* forward_spill(const std::string& kernel_template, bool causal) {
+  for (const ForwardSpill& s : kForwardSpills)
+    if (s.causal == causal && kernel_template.find(s.traits) != std::string::npos) return &s;
+  return nullptr;
+}
+
 // Why a forward kernel has no schedule yet.
 std::string unmapped_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassF", 0) == 0)
@@ -172,6 +199,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.dram_read_bytes = row.number("attn_dram_read_bytes");
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   m.max_rel_error = row.number("err_o_maxrel");
+  if (row.has("main_sm_count") && !row.text("main_sm_count").empty()) m.sm_count = row.size("main_sm_count");
   m.sm_clock_ghz = attention_clock_ghz(row, m.time_ns);
   if (row.text("pass") != "fwd") return backward_measurement(row, m);
   // Every forward kernel here keeps S, P and the O accumulator in registers (the backward's program does
@@ -208,7 +236,12 @@ Measurement sdpa_measurement(const CsvRow& row) {
   }
   m.block_q = tiles->block_q;
   m.block_k = tiles->block_k;
-  m.keys_descending = true;  // flash_fwd_kernel: "we iterate over the blocks in reverse order"
+  m.keys_descending = true;      // flash_fwd_kernel: "we iterate over the blocks in reverse order"
+  m.store_row_statistic = true;  // softmax_lse, f32 per row, which the backward reads
+  if (const ForwardSpill* spill = forward_spill(row.text("main_kernel_template"), m.causal)) {
+    m.spill_bytes_per_key_block = spill->bytes_per_key_block;
+    m.spill_bytes_per_block = spill->bytes_per_block;
+  }
   return m;
 }
 

@@ -238,6 +238,14 @@ std::optional<traces::BackwardSchedule> find_backward_schedule(const std::string
   return std::nullopt;
 }
 
+// A GPU keeps a thread's local memory (register spills) at an address fixed by the hardware slot it runs in,
+// so blocks that follow each other in a slot reuse its lines (validation/data/h100_local_probe.csv): one row
+// of spill stores per resident block of the measured launch (its main kernel's occupancy); 0, a row per
+// block, when the CSV does not give the SM count.
+int64_t spill_rows(const Measurement& m) {
+  return m.sm_count > 0 && !m.blocks_per_sm.empty() ? m.sm_count * m.blocks_per_sm[0] : 0;
+}
+
 // The measured row's program: a forward schedule, or a backward one (flash2-bwd for PyTorch's FlashAttention
 // backward), streamed block by block: the generator runs while the machine does, so it owns its shape.
 isa::Program measured_program(const Measurement& m, const std::string& data_path) {
@@ -257,6 +265,8 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.store_row_statistic = m.store_row_statistic;
       shape.as_mem_efficient = m.as_mem_efficient;
       shape.spill_bytes_per_block = m.spill_bytes_per_block;
+      shape.spill_bytes_per_key_block = m.spill_bytes_per_key_block;
+      shape.spill_rows = spill_rows(m);
       shape.double_buffer = m.double_buffer;
       shape.accumulators_in_registers = m.accumulators_in_registers;
       shape.ping_pong = m.ping_pong;
@@ -271,6 +281,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.skip_forward_values = true;  // validation runs are timing-only
     shape.as_flash_attn = m.as_flash_attn;
     shape.spill_bytes_per_block = m.spill_bytes_per_block;
+    shape.spill_rows = spill_rows(m);
     shape.accumulators_in_registers = m.accumulators_in_registers;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });

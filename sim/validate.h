@@ -31,6 +31,8 @@ struct Measurement {
   // beyond its tiles (traces/attention_backward.h, BackwardShape; attention_forward.h, ForwardShape).
   bool as_flash_attn = false;
   int64_t spill_bytes_per_block = 0;
+  int64_t spill_bytes_per_key_block = 0;  // forward flash2 (ForwardShape)
+  int64_t sm_count = 0;  // the GPU's SMs (column main_sm_count), when the CSV has it: spill rows are per slot
   // Forward flash2: whether the kernel stores a row statistic with O (traces/attention_forward.h,
   // ForwardShape).
   // A persistent kernel whose work tiles go to blocks as they finish (a dynamic tile scheduler): simulated

@@ -177,9 +177,10 @@ TileBuffers declare_tile_buffers(Builder& b, const BackwardShape& s) {
 // as the f32 accumulator here, so there is no such step; as_flash_attn adds it (BackwardShape).
 struct Flash2Plan {
   Common t;
-  int d = -1;       // D_i = rowsum(dO_i * O_i), f32
-  int dq_acc = -1;  // what STORE_ADD adds into: t.dq, or dQaccum with as_flash_attn
-  int local = -1;   // the dK/dV blocks' spill stores (as_flash_attn with spill bytes)
+  int d = -1;              // D_i = rowsum(dO_i * O_i), f32
+  int dq_acc = -1;         // what STORE_ADD adds into: t.dq, or dQaccum with as_flash_attn
+  int local = -1;          // the dK/dV blocks' spill stores (as_flash_attn with spill bytes)
+  int64_t local_rows = 0;  // block b stores to row b mod local_rows
   TileBuffers buf;
   int spill = -1;  // buffer of one block's spill stores
   std::vector<Block> qblocks, kblocks;
@@ -206,7 +207,8 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   if (s.spill_bytes_per_block > 0) {
     const int64_t words = s.spill_bytes_per_block / 4;
     const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
-    p.local = b.tensor("local", blocks, words, kAcc, false, 0);
+    p.local_rows = s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+    p.local = b.tensor("local", p.local_rows, words, kAcc, false, 0);
     p.spill = b.buffer("spill", 1, words, kAcc);
   }
   return p;
@@ -289,7 +291,7 @@ void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
       g.emit(Opcode::Store, {b.buf(dv_from, c), g.rows(p.t.dv, h, kb)});
       if (p.local >= 0) {
         const int64_t row = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
-        g.emit(Opcode::Store, {b.buf(p.spill), b.rows_of(p.local, row, 1)});
+        g.emit(Opcode::Store, {b.buf(p.spill), b.rows_of(p.local, row % p.local_rows, 1)});
       }
     }
 }
@@ -308,6 +310,7 @@ void emit_convert_dq(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
 }
 
 isa::Program flash2(const BackwardShape& s, Gen& g) {
+  if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn))
     throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");

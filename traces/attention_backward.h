@@ -53,6 +53,9 @@ struct BackwardShape : AttentionShape {
   // register spills to local memory, which reach L2; a property of the compiled kernel, not of the
   // algorithm). A multiple of 4; 0 for none.
   int64_t spill_bytes_per_block = 0;
+  // Rows of `local` the spill stores share: block b stores to row b mod spill_rows, as a GPU keeps a thread's
+  // local memory at an address fixed by its hardware slot (ForwardShape::spill_rows). 0: a row per block.
+  int64_t spill_rows = 0;
   // flash2-bwd and flash2-bwd-no-d, as the project's tensor-core kernels (validation/kernels_tc_bwd.cu) keep
   // them in registers: S, P, dP and the f32 accumulators that are not added into HBM (flash2-bwd: dK_j,
   // dV_j, stored through the SRAM of K_j, V_j; no-D: D_i and dQ_i, stored through Q_i's) in the register

@@ -553,6 +553,7 @@ struct Flash2Buffers {
   Flash2Rows half[2];          // [1] only with ping_pong
   int stats = -1;              // one f32 per query row, stored with O
   int local = -1, spill = -1;  // spill stores: a tensor of a row per block, and the buffer stored there
+  int64_t local_rows = 0;      // rows of `local`: block b stores to row b mod local_rows
 };
 
 Flash2Rows flash2_rows(Gen& g, int64_t rows, const std::string& suffix) {
@@ -597,10 +598,12 @@ Flash2Buffers flash2_buffers(Gen& g) {
   f.half[0] = flash2_rows(g, s.ping_pong ? first_half_rows(br) : br, "");
   if (s.ping_pong) f.half[1] = flash2_rows(g, br - first_half_rows(br), "_b");
   if (s.store_row_statistic) f.stats = g.row_stat("stats");
-  if (s.spill_bytes_per_block > 0) {
+  const int64_t spill_bytes = std::max(s.spill_bytes_per_block, s.spill_bytes_per_key_block);
+  if (spill_bytes > 0) {
     const int64_t blocks = s.persistent_blocks > 0 ? s.persistent_blocks : s.heads * ((s.n + br - 1) / br);
-    f.local = g.b.tensor("local", blocks, s.spill_bytes_per_block / 4, kAcc, false, 0);
-    f.spill = g.b.buffer("spill", 1, s.spill_bytes_per_block / 4, kAcc);
+    f.local_rows = s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+    f.local = g.b.tensor("local", f.local_rows, spill_bytes / 4, kAcc, false, 0);
+    f.spill = g.b.buffer("spill", 1, spill_bytes / 4, kAcc);
   }
   return f;
 }
@@ -699,8 +702,16 @@ void load_kv_block(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, c
   g.emit(Opcode::Load, {g.at(g.v, h, key), g.buf(f.vj[slot], key.size)});
 }
 
-// One query block of one head: load Q_i, stream its visible K/V blocks, store O_i (and the row statistic).
-void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
+// `bytes` of spill stores of a block into its row of `local` (nothing for 0).
+void store_spill(Gen& g, const Flash2Buffers& f, int64_t block, int64_t bytes) {
+  if (bytes <= 0) return;
+  g.emit(Opcode::Store,
+         {g.buf(f.spill, 1, bytes / 4), g.b.slice(f.local, block % f.local_rows, 1, 0, bytes / 4)});
+}
+
+// One query block of one head: load Q_i, stream its visible K/V blocks, store O_i (and the row statistic);
+// `block` is its row of `local` for spill stores after each key block.
+void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, int64_t block) {
   const ForwardShape& s = g.s;
   auto keys = visible_keys(s, qb);
   if (s.keys_descending) std::reverse(keys.begin(), keys.end());
@@ -711,6 +722,7 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
       [&](size_t j, int slot) {
         flash2_score(g, f, f.half[0], all, keys[j], slot);
         flash2_update(g, f.half[0], qb.size, keys[j].size, j == 0, f.vj[slot]);
+        store_spill(g, f, block, s.spill_bytes_per_key_block);
       });
   flash2_finish(g, f, f.half[0], h, all, true);
 }
@@ -794,16 +806,11 @@ void flash2_tile_ping_pong(Gen& g, const Flash2Buffers& f, int64_t h, const Bloc
   if (s.accumulators_in_registers) g.emit(Opcode::Store, {g.buf(f.qi, qb.size), g.at(g.o, h, qb)});
 }
 
-void flash2_query_block(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb) {
+void flash2_query_block(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, int64_t block) {
   if (g.s.ping_pong && qb.size >= 2)
     flash2_tile_ping_pong(g, f, h, qb);
   else
-    flash2_tile(g, f, h, qb);
-}
-
-// A block's spill stores, at its end: a row of `local` per block.
-void store_spill(Gen& g, const Flash2Buffers& f, int64_t block) {
-  if (f.local >= 0) g.emit(Opcode::Store, {g.buf(f.spill), g.b.rows_of(f.local, block, 1)});
+    flash2_tile(g, f, h, qb, block);
 }
 
 // flash2: traces::flash2_forward with heads and BREAK IT (the same instructions for one head, no breaks):
@@ -821,8 +828,8 @@ void flash2(Gen& g) {
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < per_head; ++i) {
         g.b.begin_block(kernel, {i, h, 0});
-        flash2_query_block(g, f, h, q_blocks[static_cast<size_t>(i)]);
-        store_spill(g, f, h * per_head + i);
+        flash2_query_block(g, f, h, q_blocks[static_cast<size_t>(i)], h * per_head + i);
+        store_spill(g, f, h * per_head + i, s.spill_bytes_per_block);
       }
     return;
   }
@@ -830,8 +837,8 @@ void flash2(Gen& g) {
   for (int64_t block = 0; block < s.persistent_blocks; ++block) {
     g.b.begin_block(kernel, {block, 0, 0});
     for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
-      flash2_query_block(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)]);
-    store_spill(g, f, block);
+      flash2_query_block(g, f, t / per_head, q_blocks[static_cast<size_t>(t % per_head)], block);
+    store_spill(g, f, block, s.spill_bytes_per_block);
   }
 }
 
@@ -839,10 +846,13 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
   if (s.persistent_blocks < 0) throw std::invalid_argument("persistent_blocks must not be negative");
-  if (s.spill_bytes_per_block < 0 || s.spill_bytes_per_block % 4 != 0)
-    throw std::invalid_argument("spill bytes per block: a multiple of 4");
+  if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
+  for (int64_t bytes : {s.spill_bytes_per_block, s.spill_bytes_per_key_block})
+    if (bytes < 0 || bytes % 4 != 0) throw std::invalid_argument("spill bytes: a multiple of 4");
+  if (s.spill_bytes_per_key_block > 0 && s.ping_pong)
+    throw std::invalid_argument("spill stores per key block and ping-pong query halves do not combine");
   if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient ||
-       s.spill_bytes_per_block > 0) &&
+       s.spill_bytes_per_block > 0 || s.spill_bytes_per_key_block > 0) &&
       schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument(
         "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "

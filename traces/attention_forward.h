@@ -57,6 +57,16 @@ struct ForwardShape : AttentionShape {
   // flash2 only: bytes every block stores at its end beyond O (a compiled kernel's register spills to local
   // memory, which reach L2); a multiple of 4, 0 for none.
   int64_t spill_bytes_per_block = 0;
+  // flash2 only, not with ping_pong: bytes every block stores after each key block (a kernel that spills
+  // registers inside its loop: PyTorch's FlashAttention-2 forward at 255 registers per thread); a multiple
+  // of 4, 0 for none. Stored to the same row of `local` as the block's end spill, so they occupy one L2
+  // footprint per block, as a thread's spill slots do.
+  int64_t spill_bytes_per_key_block = 0;
+  // Rows of `local` the blocks' spill stores share: block b stores to row b mod spill_rows. A GPU keeps a
+  // thread's local memory at an address fixed by the hardware slot it runs in, so a block reuses the spill
+  // lines of the block that held its slot before: resident blocks (SMs x blocks per SM) is the footprint.
+  // 0: a row per block.
+  int64_t spill_rows = 0;
   // flash2 and two-pass: keep S, P, O_i and the row statistics in the core's tile register file (two-pass:
   // all but m_i and l_i, which are stored and reloaded), as GPU kernels keep
   // them in registers (each warp its rows' fragments); only Q_i, K_j and V_j live in SRAM, and O_i is staged

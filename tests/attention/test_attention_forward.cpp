@@ -5,6 +5,7 @@
 // SystemC elaborates once per process: each TEST builds at most one Machine and may run several programs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -573,6 +574,49 @@ TEST(PingPong, OnlyFlash2WithoutTheMemoryEfficientLoads) {
   EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash1, s), std::invalid_argument);
   s.as_mem_efficient = true;
   EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+}
+
+// Register spills (PyTorch's FlashAttention-2 forward at 255 registers a thread): bytes stored after every
+// key block a query block visits and at its end, into rows of `local` that blocks share slot by slot
+// (block b: row b mod spill_rows). n = 256 in 64-row blocks, two heads: 8 blocks, 4 key blocks each
+// without the mask, 1 + 2 + 3 + 4 per head with it. Values are untouched.
+class Spills : public ::testing::TestWithParam<bool> {};
+
+TEST_P(Spills, AfterEveryKeyBlockAndAtTheEnd) {
+  Sim sim;
+  ForwardShape s = shape(256, 64, 64, 64, GetParam(), Dtype::F16, 2);
+  s.spill_bytes_per_key_block = 512;
+  s.spill_bytes_per_block = 1024;
+  s.spill_rows = 3;
+  const isa::Program program = traces::forward_program(ForwardSchedule::Flash2, s);
+  const auto local = std::find_if(program.tensors.begin(), program.tensors.end(),
+                                  [](const isa::TensorDecl& t) { return t.name == "local"; });
+  ASSERT_NE(local, program.tensors.end());
+  EXPECT_EQ(local->shape.front(), 3);        // one row per slot
+  EXPECT_EQ(local->shape.back(), 1024 / 4);  // the larger of the two spills, in f32 words
+  const uint64_t key_blocks = GetParam() ? 2 * (1 + 2 + 3 + 4) : 2 * 4 * 4;
+  const Outcome r = sim.run(program);
+  EXPECT_TRUE(r.check.passed) << r.check.max_rel_error;
+  EXPECT_EQ(r.written.at("local"), key_blocks * 512 + 8 * 1024);
+  EXPECT_EQ(r.written.at("O"), 2u * 256 * 64 * 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Mask, Spills, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Causal" : "Full"; });
+
+TEST(Spills, RejectsWhatTheyCannotStore) {
+  ForwardShape s = shape(256, 64, 64, 64, false, Dtype::F16);
+  s.spill_bytes_per_key_block = 6;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+  s.spill_bytes_per_key_block = 512;
+  s.spill_rows = -1;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+  s.spill_rows = 0;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash1, s), std::invalid_argument);
+  s.ping_pong = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+  s.ping_pong = false;
+  EXPECT_NO_THROW(traces::forward_program(ForwardSchedule::Flash2, s));
 }
 
 // Streamed in chunks of 7 instructions (generated on a worker thread, as `attnsim` runs long programs),

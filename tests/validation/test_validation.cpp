@@ -152,9 +152,10 @@ TEST(Validation, FirstComeFirstServedBlocksStayInStep) {
 }
 
 // PyTorch's FlashAttention-2 forward (validation/data/h100_sdpa_cases.csv) simulated as flash2 with the
-// kernel's tiles, key order and measured occupancy. SM<-L2 reads within 0.5% on every row (its SM->L2
-// writes include register spills to local memory, which the model does not have); DRAM reads within 10%
-// except the causal rows at d = 128 (0.84 and 0.90 of the measured: docs/chip.md). Rows above 5 GB of
+// kernel's tiles, key order and measured occupancy. SM<-L2 reads and SM->L2 writes within 0.5% on every
+// row (the writes: O, the log-sum-exp and the kernel's register spills, stored per key block and per block
+// into local memory that blocks reuse slot by slot); DRAM reads within 10% except the causal rows at
+// d = 128 (0.87 and 0.86 of the measured: docs/chip.md). Rows above 5 GB of
 // SM<-L2 traffic (N = 32,768, and N = 16,384 without a mask) are left to `attnsim validate` to keep the
 // suite short.
 TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
@@ -185,6 +186,7 @@ TEST(Validation, PyTorchFlashForwardOnTheWholeChip) {
     const std::string what =
         m.label + " n=" + std::to_string(m.n) + " d=" + std::to_string(m.d) + (m.causal ? " causal" : "");
     EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
+    EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.005) << what;
     if (!(m.causal && m.d == 128)) {
       EXPECT_NEAR(row.predicted_dram_read / m.dram_read_bytes, 1.0, 0.10) << what;
     } else {

@@ -165,6 +165,14 @@ void Machine::set_clock_ghz(double ghz) {
   clock_ghz_ = ghz;
 }
 
+void Machine::set_mxu_feed(const MxuUnit::Feed& feed) {
+  if (!mxu_) throw std::logic_error("Machine::set_mxu_feed: the machine has no MXU");
+  mxu_->set_feed(feed);
+  if (!chip_) return;
+  for (auto& core : chip_->cores())
+    if (core->mxu()) core->mxu()->set_feed(feed);
+}
+
 void Machine::run() {
   if (chip_loaded_) {
     chip_->run();

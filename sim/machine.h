@@ -41,6 +41,9 @@ class Machine {
   // A whole chip's core clock for the next load() and run(): the cores' cycles keep their length in cycles,
   // DRAM's timing (in ns) is converted anew. For validating against a kernel measured at another clock.
   void set_clock_ghz(double ghz);
+  // How the MXU of every core is fed from now on (MxuUnit::Feed: mma.sync's or wgmma's path on one GPU);
+  // throws std::logic_error on a machine without an MXU.
+  void set_mxu_feed(const MxuUnit::Feed& feed);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }

@@ -219,6 +219,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
     // rows, take turns at the tensor cores, one's softmax running during the other's products.
     m.ping_pong = true;
     m.double_buffer = true;  // the producer loads the next K, V while the consumers work
+    m.wgmma = true;          // "wgmma" in its name: Hopper's warp-group matrix multiply
     return m;
   }
   if (auto tiles = mem_efficient_tiles(row.text("main_kernel"))) {

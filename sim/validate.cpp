@@ -345,6 +345,21 @@ void set_row_clock(Machine& machine, const Measurement& m, double ghz, const std
   }
 }
 
+// wgmma's operand path on the tensor cores: each warp of a warp group owns 16 of the product's rows on its
+// sub-partition's tensor core (M dealt to the arrays), and consecutive k-steps and N slices stream back to
+// back with the accumulators in registers (cell hand-off); measured at the dense peak (calibration.md).
+constexpr MxuUnit::Feed kWgmmaFeed{mxu::HandOff::kCell, MxuUnit::Deal::kM};
+
+void set_row_feed(Machine& machine, const Measurement& m, const MxuUnit::Feed& config_feed,
+                  const std::string& data_path) {
+  try {
+    machine.set_mxu_feed(m.wgmma ? kWgmmaFeed : config_feed);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(m.path.empty() ? data_path : m.path, {m.line, 1},
+                     fmt::format("the row's kernel multiplies with wgmma: {}", e.what()));
+  }
+}
+
 // Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
@@ -416,12 +431,15 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
   summary.clock_ghz = config["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
   const double config_clock = machine.clock_ghz();
+  const std::optional<MxuUnit::Feed> config_feed =
+      machine.mxu() ? std::optional(machine.mxu()->feed()) : std::nullopt;
   for (const auto& m : measurements) {
     std::string skipped = m.not_simulated;
     std::optional<ValidationRow> row;
     // A row that says at which clock its SMs ran is simulated at that clock (a whole chip's cores and DRAM).
     const bool own_clock = m.sm_clock_ghz > 0 && machine.is_chip();
     if (machine.is_chip()) set_row_clock(machine, m, own_clock ? m.sm_clock_ghz : config_clock, data_path);
+    if (config_feed) set_row_feed(machine, m, *config_feed, data_path);
     if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
     if (!row) {
       summary.not_simulated.push_back(m);

@@ -48,6 +48,9 @@ struct Measurement {
   bool accumulators_in_registers = false;
   // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
   bool ping_pong = false;
+  // The kernel multiplies with Hopper's wgmma, not mma.sync: the MXU is fed by rows, passes streamed
+  // (MxuUnit::Feed{cell hand-off, dealt by M}) for its row.
+  bool wgmma = false;
   int line = 0;               // in the CSV, for errors
   std::string path;           // the CSV it came from (several may be validated together)
   std::string clock_control;  // Nsight Compute's --clock-control of the row ("base", "none"), if given

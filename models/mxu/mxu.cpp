@@ -53,6 +53,7 @@ MxuUnit::MxuUnit(sc_core::sc_module_name instance, const Params& params)
                                             params_.geometry.rows, params_.geometry.cols));
   if (params_.arrays < 1)
     throw std::invalid_argument(fmt::format("{}: arrays must be >= 1, found {}", name(), params_.arrays));
+  set_feed(feed());
 
   stats_.add(&matmuls, "matmuls", "matmuls", "matrix products issued");
   stats_.add(&macs, "macs", "MACs", "useful multiply-accumulates, M*K*N summed over matmuls");
@@ -76,23 +77,38 @@ MxuUnit::MxuUnit(sc_core::sc_module_name instance, const Params& params)
       "macs / (rows * cols * arrays * elapsed_cycles); 0 before the run's length is set");
 }
 
-uint64_t MxuUnit::matmul(int64_t m, int64_t k, int64_t n) {
-  // N is dealt out as evenly as possible: `wide` arrays get one column more than the rest. With N < arrays
-  // only N arrays work. The arrays run in parallel, so the matmul takes as long as the widest share.
-  const int64_t arrays = params_.arrays;
-  if (n < 1)
-    throw std::invalid_argument(fmt::format("{}: matmul extents must be >= 1, found N = {}", name(), n));
-  const int64_t narrow_cols = n / arrays;
-  const int64_t wide = n % arrays;
-  const int64_t widest_cols = wide > 0 ? narrow_cols + 1 : narrow_cols;
+void MxuUnit::set_feed(const Feed& feed) {
+  if (feed.hand_off == mxu::HandOff::kCell && params_.geometry.dataflow != mxu::Dataflow::kOutputStationary)
+    throw std::invalid_argument(
+        fmt::format("{}: a cell hand-off needs the output-stationary dataflow (os)", name()));
+  params_.geometry.hand_off = feed.hand_off;
+  params_.deal = feed.deal;
+}
 
-  const mxu::MatmulTiming widest = mxu::time_matmul(params_.geometry, m, k, widest_cols);
+uint64_t MxuUnit::matmul(int64_t m, int64_t k, int64_t n) {
+  // The dealt extent (N, or M) is split as evenly as possible: `wide` arrays get one more than the rest.
+  // With fewer than `arrays` only that many arrays work. The arrays run in parallel, so the matmul takes as
+  // long as the widest share.
+  const int64_t arrays = params_.arrays;
+  const bool by_rows = params_.deal == Deal::kM;
+  const int64_t dealt = by_rows ? m : n;
+  if (dealt < 1)
+    throw std::invalid_argument(
+        fmt::format("{}: matmul extents must be >= 1, found {} = {}", name(), by_rows ? "M" : "N", dealt));
+  const int64_t narrow_share = dealt / arrays;
+  const int64_t wide = dealt % arrays;
+  const int64_t widest_share = wide > 0 ? narrow_share + 1 : narrow_share;
+  auto time_share = [&](int64_t share) {
+    return by_rows ? mxu::time_matmul(params_.geometry, share, k, n)
+                   : mxu::time_matmul(params_.geometry, m, k, share);
+  };
+
+  const mxu::MatmulTiming widest = time_share(widest_share);
   uint64_t fold_total = 0;
   if (wide > 0) fold_total = checked_mul(static_cast<uint64_t>(wide), widest.folds, "mxu: folds");
-  if (narrow_cols > 0) {
+  if (narrow_share > 0) {
     const int64_t narrow = arrays - wide;
-    const mxu::MatmulTiming narrow_timing =
-        wide > 0 ? mxu::time_matmul(params_.geometry, m, k, narrow_cols) : widest;
+    const mxu::MatmulTiming narrow_timing = wide > 0 ? time_share(narrow_share) : widest;
     fold_total =
         checked_add(fold_total, checked_mul(static_cast<uint64_t>(narrow), narrow_timing.folds, "mxu: folds"),
                     "mxu: folds");
@@ -157,9 +173,22 @@ void register_mxu_models() {
             "double_buffered", true, "",
             "a shadow stationary plane (ws/is: weights load behind the current fold; os: outputs drain "
             "behind the next pass)");
-        params.arrays =
-            p.get<int64_t>("arrays", 1, "arrays",
-                           "systolic arrays working in parallel; N is split evenly over them", 1, kMaxArrays);
+        const std::string hand_off = p.choice(
+            "hand_off", "tile", {"tile", "cell"},
+            "os only: a finished tile leaves through the array's edge, one row per cycle (tile), or each "
+            "cell "
+            "writes its sum out the cycle after its last MAC, so passes stream back to back (cell: wgmma)");
+        g.hand_off = hand_off == "cell" ? mxu::HandOff::kCell : mxu::HandOff::kTile;
+        if (g.hand_off == mxu::HandOff::kCell && g.dataflow != mxu::Dataflow::kOutputStationary)
+          p.fail("hand_off", "a cell hand-off needs dataflow: os");
+        params.arrays = p.get<int64_t>(
+            "arrays", 1, "arrays",
+            "systolic arrays working in parallel; the dealt extent is split evenly over them", 1, kMaxArrays);
+        params.deal =
+            p.choice("deal", "n", {"n", "m"},
+                     "the extent split over the arrays: N columns (n) or M rows (m: wgmma's warps)") == "m"
+                ? MxuUnit::Deal::kM
+                : MxuUnit::Deal::kN;
         params.result_latency =
             p.get<int64_t>("result_latency", 0, "cycles",
                            "after a matmul leaves the array, before a dependent instruction may start; the "

@@ -1,6 +1,6 @@
 // The MXU as a machine component: a (set of) systolic arrays timed by mxu_timing.h, with stats, and the
-// matrix product on tile values. `arrays` > 1 (TPU v5e has 4) splits the N columns of a matmul evenly
-// over the arrays, which work in parallel.
+// matrix product on tile values. `arrays` > 1 (TPU v5e has 4) splits the N columns (or, dealt by M, the
+// rows) of a matmul evenly over the arrays, which work in parallel.
 #pragma once
 
 #include "isa/dtype.h"
@@ -13,8 +13,21 @@ namespace attnsim {
 
 class MxuUnit : public Component {
  public:
+  // Which extent of a matmul is split over the arrays.
+  enum class Deal {
+    kN,  // columns (TPU v5e's arrays; mma.sync's warps each on their own N slice of a fragment)
+    kM,  // rows (wgmma: each of a warp group's four warps owns 16 rows, on its sub-partition's tensor core)
+  };
+  // How matmuls are fed to the arrays: the operand path a kernel's instructions choose on one machine
+  // (mma.sync or wgmma on a Hopper SM).
+  struct Feed {
+    mxu::HandOff hand_off = mxu::HandOff::kTile;
+    Deal deal = Deal::kN;
+    bool operator==(const Feed&) const = default;
+  };
   struct Params {
     mxu::MxuGeometry geometry;
+    Deal deal = Deal::kN;
     // Cycles after a matmul's last cycle on the array before an instruction that reads its result may
     // start; the array serves other work meanwhile (on a GPU: the fragment loads and the last mma's
     // latency, which other warps hide and a lone warp waits out). 0: the result is ready when the array is.
@@ -23,6 +36,10 @@ class MxuUnit : public Component {
   };
   MxuUnit(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
+  Feed feed() const { return {params_.geometry.hand_off, params_.deal}; }
+  // For the matmuls from now on (validate switches it per measured kernel). Throws std::invalid_argument
+  // for a cell hand-off on an array that is not output-stationary.
+  void set_feed(const Feed& feed);
 
   // Cycles the unit is busy for D(MxN) = A(MxK) B(KxN) (+ C); records matmuls, MACs, FLOPs, busy cycles,
   // folds and stalls.

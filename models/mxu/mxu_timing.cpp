@@ -121,6 +121,27 @@ Schedule output_stationary_schedule(int64_t m, int64_t k, int64_t n, int64_t row
           sum_over_tile_pairs(m_tiles, n_tiles, window)};
 }
 
+// Output stationary with a cell hand-off: pass p's operands enter at p * K, right behind pass p - 1's
+// (every cell and every input lane is free by then), and cell (i, j) writes its sum out at
+// start + K + i + j. Passes differ only in their tile shape, so the last pass of each of the (at most four)
+// shapes is the one that can end last.
+MatmulTiming streamed_output_stationary(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols,
+                                        uint64_t macs) {
+  const Tiling m_tiles = tile_extent(m, rows);
+  const Tiling n_tiles = tile_extent(n, cols);
+  const int64_t passes = m_tiles.count * n_tiles.count;
+  auto end = [&](int64_t pass, int64_t m_pass, int64_t n_pass) { return pass * k + k + m_pass + n_pass - 1; };
+  int64_t cycles = end(passes - 1, m_tiles.last, n_tiles.last);
+  if (n_tiles.count > 1) cycles = std::max(cycles, end(passes - 2, m_tiles.last, n_tiles.full));
+  if (m_tiles.count > 1) {
+    cycles = std::max(cycles, end(passes - 1 - n_tiles.count, m_tiles.full, n_tiles.last));
+    if (n_tiles.count > 1)
+      cycles = std::max(cycles, end(passes - 2 - n_tiles.count, m_tiles.full, n_tiles.full));
+  }
+  // Each pass's input window is at least K long, so the port never idles before the last input.
+  return {static_cast<uint64_t>(cycles), static_cast<uint64_t>(passes), 0, macs};
+}
+
 uint64_t checked_macs(int64_t m, int64_t k, int64_t n) {
   uint64_t mk = 0;
   uint64_t mkn = 0;
@@ -143,6 +164,11 @@ MatmulTiming time_matmul(const MxuGeometry& geometry, int64_t m, int64_t k, int6
   const bool double_buffered = geometry.double_buffered_stationary;
   const int64_t rows = geometry.rows;
   const int64_t cols = geometry.cols;
+  if (geometry.hand_off == HandOff::kCell) {
+    if (geometry.dataflow != Dataflow::kOutputStationary)
+      throw std::invalid_argument("mxu: a cell hand-off needs the output-stationary dataflow");
+    return streamed_output_stationary(m, k, n, rows, cols, macs);
+  }
   switch (geometry.dataflow) {
     case Dataflow::kWeightStationary:
       return to_timing(weight_stationary_schedule(m, k, n, rows, cols, double_buffered),

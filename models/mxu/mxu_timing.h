@@ -19,6 +19,17 @@ enum class Accounting {
   kIdeal,  // seed 003's accounting: M + K + N - 2 per matmul, array size and dataflow ignored
 };
 
+// How an output-stationary array's finished sums leave it.
+enum class HandOff {
+  // The finished tile leaves through the top edge, one row per cycle; the next pass starts once the
+  // accumulators are free (double buffered: once the tile has moved to the output plane).
+  kTile,
+  // Each cell writes its sum out (to the register file) in the cycle after its own last MAC, so the next
+  // pass's operands stream right behind the current pass's, K cycles apart: a tensor core fed by Hopper's
+  // wgmma, whose accumulators live in registers. Output-stationary only.
+  kCell,
+};
+
 struct MxuGeometry {
   int64_t rows = 128;
   int64_t cols = 128;
@@ -27,6 +38,7 @@ struct MxuGeometry {
   // WS/IS: a shadow weight plane, so the next tile loads while the current one streams.
   // OS: an output plane, so a finished tile drains while the next one accumulates.
   bool double_buffered_stationary = true;
+  HandOff hand_off = HandOff::kTile;  // kCell has no output plane: double_buffered_stationary does not apply
 
   bool operator==(const MxuGeometry&) const = default;
 };
@@ -44,8 +56,9 @@ struct MatmulTiming {
   bool operator==(const MatmulTiming&) const = default;
 };
 
-// C(M×N) = A(M×K) · B(K×N). Throws std::invalid_argument unless all extents and array sides are >= 1
-// and M * K * N fits in 64 bits. Cost is O(1): no loop over cycles, elements or folds.
+// C(M×N) = A(M×K) · B(K×N). Throws std::invalid_argument unless all extents and array sides are >= 1,
+// M * K * N fits in 64 bits and a cell hand-off comes with the output-stationary dataflow. Cost is O(1): no
+// loop over cycles, elements or folds.
 MatmulTiming time_matmul(const MxuGeometry& geometry, int64_t m, int64_t k, int64_t n);
 
 // macs / (rows * cols * cycles): the fraction of PE-cycles doing useful MACs. At most 1 under kArray;

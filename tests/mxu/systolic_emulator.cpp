@@ -232,17 +232,87 @@ struct OsPass {
   int64_t n_extent;
 };
 
-EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffered, const Matrix& a,
-                                  const Matrix& b) {
-  const int64_t m = a.rows();
-  const int64_t k = a.cols();
-  const int64_t n = b.cols();
+std::vector<OsPass> output_passes(int64_t rows, int64_t cols, int64_t m, int64_t n) {
   std::vector<OsPass> passes;
   for (int64_t m_offset = 0; m_offset < m; m_offset += rows) {
     for (int64_t n_offset = 0; n_offset < n; n_offset += cols) {
       passes.push_back({m_offset, std::min(rows, m - m_offset), n_offset, std::min(cols, n - n_offset)});
     }
   }
+  return passes;
+}
+
+// Skewed feeders: A[i][kk] enters row i and B[kk][j] enters column j, both at stream start + kk + lane.
+// Returns whether anything entered.
+bool feed_pass(const OsPass& pass, int64_t pass_index, int64_t since_start, const Matrix& a, const Matrix& b,
+               std::vector<Token>& entering_left, std::vector<Token>& entering_top) {
+  const int64_t k = a.cols();
+  bool injected = false;
+  for (int64_t row = 0; row < pass.m_extent; ++row) {
+    const int64_t step = since_start - row;
+    if (step < 0 || step >= k) continue;
+    require(!entering_left[row].valid, "two passes feed one row in the same tick");
+    entering_left[row] = {true, a.at(pass.m_offset + row, step), pass_index, step};
+    injected = true;
+  }
+  for (int64_t col = 0; col < pass.n_extent; ++col) {
+    const int64_t step = since_start - col;
+    if (step < 0 || step >= k) continue;
+    require(!entering_top[col].valid, "two passes feed one column in the same tick");
+    entering_top[col] = {true, b.at(step, pass.n_offset + col), pass_index, step};
+    injected = true;
+  }
+  return injected;
+}
+
+struct Cell {
+  int64_t row, col;
+};
+
+// One tick of the array: A moves right, B moves down, and every cell where a pair meets does its MAC.
+// Returns the cells that did their K-th MAC of a pass in this tick.
+std::vector<Cell> step_operands(Grid<Token>& a_tokens, Grid<Token>& b_tokens,
+                                const std::vector<Token>& entering_left,
+                                const std::vector<Token>& entering_top, Grid<Accumulator>& accumulators,
+                                const std::vector<OsPass>& passes, int64_t k) {
+  const int64_t rows = static_cast<int64_t>(a_tokens.size());
+  const int64_t cols = static_cast<int64_t>(a_tokens.front().size());
+  auto next_a = make_grid<Token>(rows, cols);
+  auto next_b = make_grid<Token>(rows, cols);
+  std::vector<Cell> finished;
+  for (int64_t row = 0; row < rows; ++row) {
+    for (int64_t col = 0; col < cols; ++col) {
+      const Token from_left = col == 0 ? entering_left[row] : a_tokens[row][col - 1];
+      const Token from_top = row == 0 ? entering_top[col] : b_tokens[row - 1][col];
+      next_a[row][col] = from_left;
+      next_b[row][col] = from_top;
+      if (from_left.valid && from_top.valid) {
+        require(from_left.group == from_top.group && from_left.index == from_top.index,
+                "A and B operands out of step");
+        Accumulator& accumulator = accumulators[row][col];
+        require(accumulator.macs == 0 || accumulator.pass == from_left.group,
+                "accumulator still holds another pass");
+        accumulator.pass = from_left.group;
+        accumulator.value += from_left.value * from_top.value;
+        if (++accumulator.macs == k) finished.push_back({row, col});
+      } else if (from_left.valid || from_top.valid) {
+        const Token& lone = from_left.valid ? from_left : from_top;
+        const OsPass& pass = passes[lone.group];
+        require(row >= pass.m_extent || col >= pass.n_extent, "operand reached its cell without its partner");
+      }
+    }
+  }
+  a_tokens.swap(next_a);
+  b_tokens.swap(next_b);
+  return finished;
+}
+
+EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffered, const Matrix& a,
+                                  const Matrix& b) {
+  const int64_t m = a.rows();
+  const int64_t k = a.cols();
+  const int64_t n = b.cols();
+  const std::vector<OsPass> passes = output_passes(rows, cols, m, n);
   const int64_t pass_count = static_cast<int64_t>(passes.size());
 
   auto accumulators = make_grid<Accumulator>(rows, cols);
@@ -292,54 +362,15 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
       finished_cells = 0;
     }
 
-    // Skewed feeders: A[i][kk] enters row i and B[kk][j] enters column j, both at stream start + kk + lane.
     std::vector<Token> entering_left(rows);
     std::vector<Token> entering_top(cols);
-    bool injected = false;
-    if (streaming >= 0) {
-      const OsPass& pass = passes[streaming];
-      for (int64_t row = 0; row < pass.m_extent; ++row) {
-        const int64_t step = tick - stream_start[streaming] - row;
-        if (step < 0 || step >= k) continue;
-        entering_left[row] = {true, a.at(pass.m_offset + row, step), streaming, step};
-        injected = true;
-      }
-      for (int64_t col = 0; col < pass.n_extent; ++col) {
-        const int64_t step = tick - stream_start[streaming] - col;
-        if (step < 0 || step >= k) continue;
-        entering_top[col] = {true, b.at(step, pass.n_offset + col), streaming, step};
-        injected = true;
-      }
-    }
+    const bool injected =
+        streaming >= 0 && feed_pass(passes[streaming], streaming, tick - stream_start[streaming], a, b,
+                                    entering_left, entering_top);
     stalls.tick(injected);
 
-    auto next_a = make_grid<Token>(rows, cols);
-    auto next_b = make_grid<Token>(rows, cols);
-    for (int64_t row = 0; row < rows; ++row) {
-      for (int64_t col = 0; col < cols; ++col) {
-        const Token from_left = col == 0 ? entering_left[row] : a_tokens[row][col - 1];
-        const Token from_top = row == 0 ? entering_top[col] : b_tokens[row - 1][col];
-        next_a[row][col] = from_left;
-        next_b[row][col] = from_top;
-        if (from_left.valid && from_top.valid) {
-          require(from_left.group == from_top.group && from_left.index == from_top.index,
-                  "A and B operands out of step");
-          Accumulator& accumulator = accumulators[row][col];
-          require(accumulator.macs == 0 || accumulator.pass == from_left.group,
-                  "accumulator still holds another pass");
-          accumulator.pass = from_left.group;
-          accumulator.value += from_left.value * from_top.value;
-          if (++accumulator.macs == k) ++finished_cells;
-        } else if (from_left.valid || from_top.valid) {
-          const Token& lone = from_left.valid ? from_left : from_top;
-          const OsPass& pass = passes[lone.group];
-          require(row >= pass.m_extent || col >= pass.n_extent,
-                  "operand reached its cell without its partner");
-        }
-      }
-    }
-    a_tokens.swap(next_a);
-    b_tokens.swap(next_b);
+    finished_cells += static_cast<int64_t>(
+        step_operands(a_tokens, b_tokens, entering_left, entering_top, accumulators, passes, k).size());
     if (computing >= 0 && finished_cells == passes[computing].m_extent * passes[computing].n_extent) {
       tile_finished = true;
     }
@@ -358,6 +389,53 @@ EmulatorRun run_output_stationary(int64_t rows, int64_t cols, bool double_buffer
     }
   }
   require(next_to_stream == pass_count, "outputs complete before every pass streamed");
+  return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(),
+          static_cast<uint64_t>(pass_count)};
+}
+
+// Cell hand-off: each cell's sum leaves in the tick after its last MAC, and a pass starts as soon as the
+// previous pass's operands have entered every lane (K ticks after it started). Nothing else paces it:
+// `step_operands` throws if operands of two passes ever meet in a cell or an accumulator.
+EmulatorRun run_output_stationary_cells(int64_t rows, int64_t cols, const Matrix& a, const Matrix& b) {
+  const int64_t m = a.rows();
+  const int64_t k = a.cols();
+  const std::vector<OsPass> passes = output_passes(rows, cols, m, b.cols());
+  const int64_t pass_count = static_cast<int64_t>(passes.size());
+
+  auto accumulators = make_grid<Accumulator>(rows, cols);
+  auto a_tokens = make_grid<Token>(rows, cols);
+  auto b_tokens = make_grid<Token>(rows, cols);
+  Matrix product(m, b.cols());
+  int64_t outputs_seen = 0;
+  int64_t last_output_tick = -1;
+  std::vector<int64_t> stream_start;
+  StallCounter stalls;
+
+  for (int64_t tick = 0; outputs_seen < m * b.cols(); ++tick) {
+    require(tick < kTickLimit, "output-stationary run never finished");
+    const int64_t started = static_cast<int64_t>(stream_start.size());
+    if (started < pass_count && (started == 0 || tick >= stream_start.back() + k))
+      stream_start.push_back(tick);
+
+    std::vector<Token> entering_left(rows);
+    std::vector<Token> entering_top(cols);
+    bool injected = false;
+    for (int64_t pass = 0; pass < static_cast<int64_t>(stream_start.size()); ++pass)
+      injected |= feed_pass(passes[pass], pass, tick - stream_start[pass], a, b, entering_left, entering_top);
+    stalls.tick(injected);
+
+    for (const Cell& cell :
+         step_operands(a_tokens, b_tokens, entering_left, entering_top, accumulators, passes, k)) {
+      Accumulator& accumulator = accumulators[cell.row][cell.col];
+      const OsPass& pass = passes[accumulator.pass];
+      product.at(pass.m_offset + cell.row, pass.n_offset + cell.col) = accumulator.value;
+      accumulator = {};
+      ++outputs_seen;
+      last_output_tick = tick + 1;  // written out in the tick after the last MAC
+    }
+  }
+  require(static_cast<int64_t>(stream_start.size()) == pass_count,
+          "outputs complete before every pass streamed");
   return {product, static_cast<uint64_t>(last_output_tick + 1), stalls.stalls(),
           static_cast<uint64_t>(pass_count)};
 }
@@ -391,6 +469,11 @@ EmulatorRun emulate_matmul(const MxuGeometry& geometry, const Matrix& a, const M
     throw std::invalid_argument("emulate_matmul: extents must be >= 1");
   }
   const bool double_buffered = geometry.double_buffered_stationary;
+  if (geometry.hand_off == HandOff::kCell) {
+    if (geometry.dataflow != Dataflow::kOutputStationary)
+      throw std::invalid_argument("emulate_matmul: a cell hand-off needs the output-stationary dataflow");
+    return run_output_stationary_cells(geometry.rows, geometry.cols, a, b);
+  }
   switch (geometry.dataflow) {
     case Dataflow::kWeightStationary:
       return run_weight_stationary(geometry.rows, geometry.cols, double_buffered, a, b);

@@ -151,6 +151,7 @@ TEST(MxuSinglePass, RandomFittingShapesMatchTheSeedFormula) {
 struct Configuration {
   Dataflow dataflow;
   bool double_buffered;
+  HandOff hand_off = HandOff::kTile;
 };
 
 class MxuEmulatorAgreement : public ::testing::TestWithParam<Configuration> {};
@@ -158,15 +159,16 @@ class MxuEmulatorAgreement : public ::testing::TestWithParam<Configuration> {};
 TEST_P(MxuEmulatorAgreement, RandomShapesMatchCyclesStallsFoldsAndValues) {
   const Configuration configuration = GetParam();
   std::mt19937_64 rng(kRandomSeed + static_cast<uint64_t>(configuration.dataflow) * 2 +
-                      (configuration.double_buffered ? 1 : 0));
+                      (configuration.double_buffered ? 1 : 0) +
+                      (configuration.hand_off == HandOff::kCell ? 100 : 0));
   for (int trial = 0; trial < kEmulatedCasesPerConfiguration; ++trial) {
     const int64_t rows = uniform(rng, 1, kMaxEmulatedArraySide);
     const int64_t cols = uniform(rng, 1, kMaxEmulatedArraySide);
     const int64_t m = uniform(rng, 1, kMaxEmulatedExtent);
     const int64_t k = uniform(rng, 1, kMaxEmulatedExtent);
     const int64_t n = uniform(rng, 1, kMaxEmulatedExtent);
-    const MxuGeometry geometry =
-        array_geometry(rows, cols, configuration.dataflow, configuration.double_buffered);
+    MxuGeometry geometry = array_geometry(rows, cols, configuration.dataflow, configuration.double_buffered);
+    geometry.hand_off = configuration.hand_off;
     SCOPED_TRACE("array " + std::to_string(rows) + "x" + std::to_string(cols) + ", M=" + std::to_string(m) +
                  " K=" + std::to_string(k) + " N=" + std::to_string(n));
     const Matrix a = random_matrix(rng, m, k);
@@ -190,8 +192,11 @@ INSTANTIATE_TEST_SUITE_P(AllDataflows, MxuEmulatorAgreement,
                                            Configuration{Dataflow::kOutputStationary, true},
                                            Configuration{Dataflow::kOutputStationary, false},
                                            Configuration{Dataflow::kInputStationary, true},
-                                           Configuration{Dataflow::kInputStationary, false}),
+                                           Configuration{Dataflow::kInputStationary, false},
+                                           Configuration{Dataflow::kOutputStationary, true, HandOff::kCell}),
                          [](const ::testing::TestParamInfo<Configuration>& info) {
+                           if (info.param.hand_off == HandOff::kCell)
+                             return dataflow_name(info.param.dataflow) + "CellHandOff";
                            return dataflow_name(info.param.dataflow) +
                                   (info.param.double_buffered ? "DoubleBuffered" : "SingleBuffered");
                          });
@@ -279,8 +284,26 @@ RecurrenceResult output_stationary_recurrence(int64_t m, int64_t k, int64_t n, i
   return {cycles, previous_start + previous_window - windows, folds};
 }
 
+// Cell hand-off replayed pass by pass: a pass starts K cycles after the one before it, and its last cell
+// writes its sum out K + m + n - 2 cycles after its start.
+RecurrenceResult cell_hand_off_recurrence(int64_t m, int64_t k, int64_t n, int64_t rows, int64_t cols) {
+  int64_t start = -k;
+  int64_t cycles = 0;
+  int64_t folds = 0;
+  for (int64_t m_offset = 0; m_offset < m; m_offset += rows) {
+    for (int64_t n_offset = 0; n_offset < n; n_offset += cols) {
+      start += k;
+      cycles = std::max(cycles, start + k + std::min(rows, m - m_offset) + std::min(cols, n - n_offset) - 1);
+      ++folds;
+    }
+  }
+  return {cycles, 0, folds};
+}
+
 RecurrenceResult recurrence(const MxuGeometry& geometry, int64_t m, int64_t k, int64_t n) {
   const bool double_buffered = geometry.double_buffered_stationary;
+  if (geometry.hand_off == HandOff::kCell)
+    return cell_hand_off_recurrence(m, k, n, geometry.rows, geometry.cols);
   switch (geometry.dataflow) {
     case Dataflow::kWeightStationary:
       return weight_stationary_recurrence(m, k, n, geometry.rows, geometry.cols, double_buffered);
@@ -322,6 +345,40 @@ TEST(MxuClosedForm, MatchesEventRecurrenceBeyondEmulatorSizes) {
         EXPECT_EQ(timing.folds, static_cast<uint64_t>(expected.folds));
       }
     }
+    MxuGeometry cells = array_geometry(rows, cols, Dataflow::kOutputStationary, true);
+    cells.hand_off = HandOff::kCell;
+    SCOPED_TRACE("cell hand-off array " + std::to_string(rows) + "x" + std::to_string(cols) +
+                 ", M=" + std::to_string(m) + " K=" + std::to_string(k) + " N=" + std::to_string(n));
+    const MatmulTiming timing = time_matmul(cells, m, k, n);
+    const RecurrenceResult expected = recurrence(cells, m, k, n);
+    EXPECT_EQ(timing.cycles, static_cast<uint64_t>(expected.cycles));
+    EXPECT_EQ(timing.stall_cycles, 0u);
+    EXPECT_EQ(timing.folds, static_cast<uint64_t>(expected.folds));
+  }
+}
+
+// A tensor core fed by wgmma: 16 x 32 passes stream K cycles apart, where handing off whole tiles pays each
+// pass's skew (K + m + n - 2) again.
+TEST(MxuCellHandOff, PassesStreamBackToBackAtTheArraysPeak) {
+  constexpr int64_t kRows = 16, kCols = 32, kM = 16, kK = 128, kN = 128;
+  MxuGeometry tiles = array_geometry(kRows, kCols, Dataflow::kOutputStationary, true);
+  MxuGeometry cells = tiles;
+  cells.hand_off = HandOff::kCell;
+  constexpr int64_t kPasses = kN / kCols;
+  // Hand-off by tile: each pass computes for K + m + n - 2 cycles, then the last tile drains m rows.
+  EXPECT_EQ(time_matmul(tiles, kM, kK, kN).cycles,
+            static_cast<uint64_t>(kPasses * (kK + kM + kCols - 2) + kM));
+  // By cell: passes K apart, the last one's skew once.
+  EXPECT_EQ(time_matmul(cells, kM, kK, kN).cycles, static_cast<uint64_t>(kPasses * kK + kM + kCols - 1));
+  EXPECT_GT(utilisation(time_matmul(cells, kM, kK, kN), cells), 0.9);
+}
+
+TEST(MxuCellHandOff, NeedsTheOutputStationaryDataflow) {
+  for (const Dataflow dataflow : {Dataflow::kWeightStationary, Dataflow::kInputStationary}) {
+    MxuGeometry geometry = array_geometry(4, 4, dataflow, true);
+    geometry.hand_off = HandOff::kCell;
+    EXPECT_THROW(time_matmul(geometry, 2, 2, 2), std::invalid_argument);
+    EXPECT_THROW(emulate_matmul(geometry, Matrix(2, 2), Matrix(2, 2)), std::invalid_argument);
   }
 }
 
@@ -567,6 +624,21 @@ TEST(MxuDocs, OutputStationaryWorkedExampleInDocsMxuMd) {
       {false, kSingleSecondStart + kSecondCompute + kSecondM, kSingleSecondStart - kFirstWindow,
        kDocCyclesSingle, kDocStallSingle},
   };
+  // Cell hand-off: pass 1 starts K cycles after pass 0; each pass's last cell writes out at start + K + m + n
+  // - 2, so the run is max(K + 4 + 2 - 1, K + K + 1 + 2 - 1) = 8 cycles long, without a stall.
+  {
+    MxuGeometry cells = array_geometry(kSide, kSide, Dataflow::kOutputStationary, true);
+    cells.hand_off = HandOff::kCell;
+    constexpr uint64_t kDocCyclesCells = 8;
+    const MatmulTiming timing = time_matmul(cells, kM, kK, kN);
+    EXPECT_EQ(timing.cycles,
+              static_cast<uint64_t>(std::max(kK + kFirstM + kN - 1, 2 * kK + kSecondM + kN - 1)));
+    EXPECT_EQ(timing.cycles, kDocCyclesCells);
+    EXPECT_EQ(timing.stall_cycles, 0u);
+    std::mt19937_64 rng(kRandomSeed);
+    EXPECT_EQ(emulate_matmul(cells, random_matrix(rng, kM, kK), random_matrix(rng, kK, kN)).cycles,
+              timing.cycles);
+  }
   for (const Expected& expected : cases) {
     const MxuGeometry geometry =
         array_geometry(kSide, kSide, Dataflow::kOutputStationary, expected.double_buffered);

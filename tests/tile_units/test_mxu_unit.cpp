@@ -114,6 +114,53 @@ TEST(MxuUnit, ArraysSplitNAndTakeTheWidestShare) {
   EXPECT_EQ(unit.macs, static_cast<uint64_t>(kM * kK * kN));
 }
 
+TEST(MxuUnit, DealtByRowsTheArraysSplitM) {
+  constexpr int64_t kM = 10, kK = 9, kN = 7, kArrays = 4;  // row shares 3, 3, 2, 2
+  constexpr int64_t kWideShare = 3, kNarrowShare = 2, kWideArrays = kM % kArrays;
+  MxuUnit::Params params = small_params(mxu::Dataflow::kOutputStationary, true, kArrays);
+  params.deal = MxuUnit::Deal::kM;
+  MxuUnit unit("mxu", params);
+  const mxu::MatmulTiming wide = mxu::time_matmul(params.geometry, kWideShare, kK, kN);
+  EXPECT_EQ(unit.matmul(kM, kK, kN), wide.cycles);
+  // OS passes per array: ceil(share / rows) * ceil(N / cols).
+  const int64_t n_tiles = ceil_div(kN, params.geometry.cols);
+  EXPECT_EQ(unit.folds,
+            static_cast<uint64_t>(kWideArrays * ceil_div(kWideShare, params.geometry.rows) * n_tiles +
+                                  (kArrays - kWideArrays) * ceil_div(kNarrowShare, params.geometry.rows) *
+                                      n_tiles));
+  EXPECT_EQ(unit.macs, static_cast<uint64_t>(kM * kK * kN));
+}
+
+// wgmma's feed on a Hopper SM's four 16 x 32 tensor cores: a warp group's 64 rows, 16 per array, each
+// streaming its N/32 passes K cycles apart; mma.sync's feed deals N and pays every pass's skew.
+TEST(MxuUnit, TheWgmmaFeedStreamsAWarpGroupsRowsAtNearlyThePeak) {
+  constexpr int64_t kM = 64, kK = 128, kN = 64, kArrays = 4, kRows = 16, kCols = 32;
+  MxuUnit::Params params;
+  params.geometry.rows = kRows;
+  params.geometry.cols = kCols;
+  params.geometry.dataflow = mxu::Dataflow::kOutputStationary;
+  params.arrays = kArrays;
+  MxuUnit unit("mxu", params);
+  EXPECT_EQ(unit.feed(), (MxuUnit::Feed{mxu::HandOff::kTile, MxuUnit::Deal::kN}));
+  // N = 64 over four arrays: 16 columns each, four 16-row passes of K + 16 + 16 - 2, the last drains 16 rows.
+  EXPECT_EQ(unit.matmul(kM, kK, kN), static_cast<uint64_t>(4 * (kK + 16 + 16 - 2) + 16));
+  unit.set_feed({mxu::HandOff::kCell, MxuUnit::Deal::kM});
+  // 16 rows per array: N / 32 = 2 passes K apart, the last one's skew once.
+  constexpr int64_t kStreamed = 2 * kK + kRows + kCols - 1;
+  EXPECT_EQ(unit.matmul(kM, kK, kN), static_cast<uint64_t>(kStreamed));
+  const double peak_cycles = double(kM * kK * kN) / double(kRows * kCols * kArrays);
+  EXPECT_GT(peak_cycles / kStreamed, 0.8);                       // 84%
+  EXPECT_LT(peak_cycles / (4 * (kK + 16 + 16 - 2) + 16), 0.45);  // mma.sync's feed: 40%
+}
+
+TEST(MxuUnit, ACellHandOffNeedsAnOutputStationaryArray) {
+  MxuUnit unit("mxu", small_params(mxu::Dataflow::kWeightStationary, true));
+  EXPECT_THROW(unit.set_feed({mxu::HandOff::kCell, MxuUnit::Deal::kM}), std::invalid_argument);
+  MxuUnit::Params params = small_params(mxu::Dataflow::kInputStationary, true);
+  params.geometry.hand_off = mxu::HandOff::kCell;
+  EXPECT_THROW(MxuUnit("bad", params), std::invalid_argument);
+}
+
 TEST(MxuUnit, FewerColumnsThanArraysLeavesArraysIdle) {
   constexpr int64_t kM = 5, kK = 6, kN = 2, kArrays = 4;  // two arrays get one column each
   const MxuUnit::Params params = small_params(mxu::Dataflow::kWeightStationary, true, kArrays);
@@ -327,7 +374,22 @@ TEST(MxuUnitParams, UnknownKeyIsRejectedByFinish) {
   }
 }
 
+TEST(MxuUnitParams, TheFeedIsConfigurable) {
+  auto unit = build("dataflow: os\nhand_off: cell\ndeal: m\n");
+  EXPECT_EQ(unit->feed(), (MxuUnit::Feed{mxu::HandOff::kCell, MxuUnit::Deal::kM}));
+  EXPECT_EQ(build("{}")->feed(), (MxuUnit::Feed{mxu::HandOff::kTile, MxuUnit::Deal::kN}));
+  try {
+    build("dataflow: ws\nhand_off: cell\n");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("mxu.hand_off"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("dataflow: os"), std::string::npos) << e.what();
+  }
+}
+
 TEST(MxuUnitParams, BadValuesAreRejected) {
+  EXPECT_THROW(build("deal: k\n"), InputError);
+  EXPECT_THROW(build("hand_off: row\n"), InputError);
   EXPECT_THROW(build("dataflow: rs\n"), InputError);
   EXPECT_THROW(build("arrays: 0\n"), InputError);
   EXPECT_THROW(build("rows: 1.5\n"), InputError);

@@ -529,6 +529,13 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
              "round robin reads 1.8 to 27 times their measured DRAM bytes), not documented\n";
       break;
     }
+  for (const auto& r : s.rows)
+    if (r.measured.wgmma) {
+      out << "wgmma kernels (cuDNN's, by name): their products fed to the tensor cores as wgmma feeds them, "
+             "rows dealt to the arrays and passes streamed (mxu hand_off cell, deal m; docs/models/mxu.md); "
+             "every other row as the config says\n";
+      break;
+    }
   for (const auto& m : s.not_simulated)
     out << fmt::format("{}:{}: {} n={} d={}{}: not simulated: {}\n", m.path, m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",

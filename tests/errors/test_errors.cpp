@@ -882,6 +882,29 @@ TEST_F(Cli, ValidateCsvHasARowPerMeasurement) {
 
 namespace {
 
+// `validate` says which rows it fed to the tensor cores as wgmma does (cuDNN's forward), and says nothing of
+// it where no row was.
+TEST_F(Cli, ValidateSaysWhichRowsAreFedAsWgmma) {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h100_sdpa_cases.csv");
+  std::string header, line, cudnn, flash;
+  std::getline(in, header);
+  while (std::getline(in, line)) {
+    const bool small = line.find(",CUDNN_ATTENTION,1,16,4096,64,1,") != std::string::npos ||
+                       line.find(",FLASH_ATTENTION,1,16,4096,64,1,") != std::string::npos;
+    if (!small || line.find(",fwd,") == std::string::npos) continue;
+    (line.find(",CUDNN_ATTENTION,") != std::string::npos ? cudnn : flash) = line;
+  }
+  ASSERT_FALSE(cudnn.empty());
+  ASSERT_FALSE(flash.empty());
+  const std::string config = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const Outcome with = run({"validate", "-c", config, write("cudnn.csv", header + "\n" + cudnn + "\n")});
+  ASSERT_EQ(with.status, 0) << with.err;
+  EXPECT_NE(with.out.find("wgmma kernels (cuDNN's, by name)"), std::string::npos) << with.out;
+  const Outcome without = run({"validate", "-c", config, write("flash.csv", header + "\n" + flash + "\n")});
+  ASSERT_EQ(without.status, 0) << without.err;
+  EXPECT_EQ(without.out.find("wgmma"), std::string::npos) << without.out;
+}
+
 // Value mode keeps tensors as float64 on the host: a program over the limit is refused before anything is
 // allocated (a 60000 x 60000 tensor on the 80 GB h100-sm used to end in std::bad_alloc, exit 3), naming
 // the limit and both ways out; timing-only runs keep no values and are not limited.

@@ -173,6 +173,21 @@ void Machine::set_mxu_feed(const MxuUnit::Feed& feed) {
     if (core->mxu()) core->mxu()->set_feed(feed);
 }
 
+void Machine::set_result_latencies(bool as_configured) {
+  if (!chip_) throw std::logic_error("Machine::set_result_latencies: only a whole chip's cores change");
+  const int64_t mxu_latency = as_configured && mxu_ ? mxu_->params().result_latency : 0;
+  std::array<int64_t, kVpuOpCount> vpu_latencies{};
+  double per_column = 0;
+  if (as_configured && vpu_) {
+    vpu_latencies = vpu_->params().result_latency;
+    per_column = vpu_->params().reduction_result_latency_per_column;
+  }
+  for (auto& core : chip_->cores()) {
+    if (core->mxu()) core->mxu()->set_result_latency(mxu_latency);
+    if (core->vpu()) core->vpu()->set_result_latencies(vpu_latencies, per_column);
+  }
+}
+
 void Machine::run() {
   if (chip_loaded_) {
     chip_->run();

@@ -44,6 +44,9 @@ class Machine {
   // How the MXU of every core is fed from now on (MxuUnit::Feed: mma.sync's or wgmma's path on one GPU);
   // throws std::logic_error on a machine without an MXU.
   void set_mxu_feed(const MxuUnit::Feed& feed);
+  // Whether every core's MXU and VPU results reach their readers after the config's result latencies (the
+  // measured latencies of tensor-core kernel code) or at once, from now on. Only a chip's cores change.
+  void set_result_latencies(bool as_configured);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }

@@ -132,7 +132,8 @@ BlockContext TileCore::context(const isa::Program& program, Dtype dtype, bool va
 
 // Records the bytes an MXU/VPU instruction reads (sources) and writes (destination) in SRAM and in the
 // tile register file, and returns the cycles the busier of the two needs to move them.
-uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx) const {
+uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated,
+                                   uint64_t repeats) const {
   const size_t dst = d.op == isa::Opcode::Mask ? 0 : static_cast<size_t>(d.count - 1);
   uint64_t sram_bytes = 0, reg_read = 0, reg_written = 0;
   for (size_t k = 0; k < d.count; ++k) {
@@ -140,13 +141,14 @@ uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx
     if (o.storage < 0) continue;
     const BufferState& s = ctx.buffers[o.storage];
     const uint64_t bytes = static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
+    const uint64_t read = static_cast<int>(k) == repeated ? bytes * repeats : bytes;
     const bool is_write = k == dst;
     const bool is_read = k != dst || d.op == isa::Opcode::Mask;  // MASK reads and rewrites its tile
     if (s.in_regs) {
-      if (is_read) units_.tile_regs->record_read(bytes), reg_read += bytes;
+      if (is_read) units_.tile_regs->record_read(read), reg_read += read;
       if (is_write) units_.tile_regs->record_write(bytes), reg_written += bytes;
     } else {
-      if (is_read) units_.sram->record_read(bytes), sram_bytes += bytes;
+      if (is_read) units_.sram->record_read(read), sram_bytes += read;
       if (is_write) units_.sram->record_write(bytes), sram_bytes += bytes;
     }
   }
@@ -322,8 +324,10 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   const TileOperand& b = d.ops[1];
   const TileOperand& dst = d.ops[d.count - 1];
   uint64_t cycles = mxu.matmul(a.out_rows(), a.out_cols(), b.out_cols());
-  // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit.
-  cycles = std::max(cycles, operand_traffic(d, ctx));
+  // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit, the more
+  // so when each array reads the operand they all need.
+  const auto repeats = static_cast<uint64_t>(mxu.shared_operand_reads(a.out_rows(), b.out_cols()));
+  cycles = std::max(cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile.
   const uint64_t done = mxu_free_ + static_cast<uint64_t>(mxu.params().result_latency);

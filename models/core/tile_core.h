@@ -116,7 +116,10 @@ class TileCore {
  private:
   void require_unit(const isa::Program& program, const void* unit, const char* name) const;
   TileView view(const TileOperand& operand, BlockContext& ctx);
-  uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx) const;
+  // `repeated` (an operand index, or -1) is read `repeats` times: the MXU's shared operand sent to each
+  // array.
+  uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
+                           uint64_t repeats = 1) const;
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);

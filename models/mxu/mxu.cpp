@@ -83,6 +83,12 @@ void MxuUnit::set_feed(const Feed& feed) {
         fmt::format("{}: a cell hand-off needs the output-stationary dataflow (os)", name()));
   params_.geometry.hand_off = feed.hand_off;
   params_.deal = feed.deal;
+  params_.shared_operand = feed.shared_operand;
+}
+
+int64_t MxuUnit::shared_operand_reads(int64_t m, int64_t n) const {
+  if (params_.shared_operand == SharedOperand::kOnce) return 1;
+  return std::min(params_.arrays, params_.deal == Deal::kM ? m : n);
 }
 
 uint64_t MxuUnit::matmul(int64_t m, int64_t k, int64_t n) {
@@ -189,6 +195,13 @@ void register_mxu_models() {
                      "the extent split over the arrays: N columns (n) or M rows (m: wgmma's warps)") == "m"
                 ? MxuUnit::Deal::kM
                 : MxuUnit::Deal::kN;
+        params.shared_operand =
+            p.choice("shared_operand", "once", {"once", "per_array"},
+                     "the operand every array needs whole (B dealt by m, A by n) leaves SRAM once and is "
+                     "broadcast (once: wgmma), or once per working array (per_array: mma.sync, each warp's "
+                     "ldmatrix)") == "per_array"
+                ? MxuUnit::SharedOperand::kPerArray
+                : MxuUnit::SharedOperand::kOnce;
         params.result_latency =
             p.get<int64_t>("result_latency", 0, "cycles",
                            "after a matmul leaves the array, before a dependent instruction may start; the "

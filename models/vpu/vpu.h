@@ -40,6 +40,11 @@ class VpuUnit : public Component {
   uint64_t op_cycles(VpuOp op, int64_t rows, int64_t cols);
   // Of `op` over a tile whose rows are `cols` long.
   uint64_t result_latency(VpuOp op, int64_t cols) const;
+  // For the ops from now on (validate switches them per measured kernel).
+  void set_result_latencies(const std::array<int64_t, kVpuOpCount>& latencies, double per_column) {
+    params_.result_latency = latencies;
+    params_.reduction_result_latency_per_column = per_column;
+  }
 
   // d = op(a, b). Shapes: d is r x c; a and b are each r x c, r x 1 (one value per row, broadcast
   // along the row), 1 x c, or 1 x 1. Unary ops (Exp, Mov) ignore b. Results rounded to dtype.

@@ -91,6 +91,47 @@ TEST(TimingOnly, SameCyclesAndCountsAsValueMode) {
   EXPECT_TRUE(machine.sequencer().tensor_values(3).empty());
 }
 
+// mma.sync's operand path: every warp ldmatrix-loads the operand all the warps need, so SRAM sends it once
+// per working array (shared_operand: per_array), where wgmma's tensor cores share one read (once). A
+// 64 x 64 x 64 product from SRAM on h100-sm (four 16 x 32 arrays, a 128 B/clk port): dealt by M, B goes to
+// all four arrays, 8 KB + 4 x 8 KB = 40 KB, 320 port cycles, longer than the arrays' 236; dealt by N, A
+// does; rows dealt to fewer arrays than there are reach only those.
+struct Product {
+  uint64_t sram_read, cycles, mxu_busy;
+};
+
+// One machine for every feed (one SystemC simulation per process; loading a program resets the counts).
+Product product(Machine& machine, int64_t m, const MxuUnit::Feed& feed) {
+  const std::string rows = std::to_string(m);
+  const isa::Program program =
+      isa::assemble(".buffer A[" + rows + "][64] f16\n.buffer B[64][64] f16\n.buffer C[" + rows +
+                        "][64] f32 regs\nMAC_Z A, B, C\n",
+                    "product.trace");
+  machine.set_mxu_feed(feed);
+  machine.load(program, false, true);
+  machine.run();
+  return {machine.sram()->bytes_read, machine.sequencer().cycles(), machine.mxu()->busy_cycles};
+}
+
+TEST(SharedOperand, EachWorkingArrayReadsTheOperandTheyAllNeed) {
+  constexpr uint64_t kTile = 64 * 64 * 2;
+  using Feed = MxuUnit::Feed;
+  constexpr auto kTile_ = mxu::HandOff::kTile;
+  constexpr auto kPerArray = MxuUnit::SharedOperand::kPerArray;
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
+  const Product once = product(machine, 64, Feed{kTile_, MxuUnit::Deal::kM, MxuUnit::SharedOperand::kOnce});
+  EXPECT_EQ(once.sram_read, 2 * kTile);
+  EXPECT_EQ(once.cycles, once.mxu_busy);
+  const Product per_array = product(machine, 64, Feed{kTile_, MxuUnit::Deal::kM, kPerArray});
+  EXPECT_EQ(per_array.sram_read, kTile + 4 * kTile);
+  EXPECT_EQ(per_array.cycles, 5 * kTile / 128);
+  EXPECT_GT(per_array.cycles, per_array.mxu_busy);
+  EXPECT_EQ(product(machine, 64, Feed{kTile_, MxuUnit::Deal::kN, kPerArray}).sram_read, 4 * kTile + kTile);
+  // Two rows dealt to four arrays: two of them work, and read B.
+  EXPECT_EQ(product(machine, 2, Feed{kTile_, MxuUnit::Deal::kM, kPerArray}).sram_read,
+            2 * 64 * 2 + 2 * kTile);
+}
+
 // A result latency delays the instructions that read the result, not the unit: two dependent EXPs take
 // exactly the latency longer than two independent ones, and nothing changes without it. The same for the
 // MXU's result_latency with two MACs.

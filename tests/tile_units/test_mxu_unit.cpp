@@ -377,6 +377,13 @@ TEST(MxuUnitParams, UnknownKeyIsRejectedByFinish) {
 TEST(MxuUnitParams, TheFeedIsConfigurable) {
   auto unit = build("dataflow: os\nhand_off: cell\ndeal: m\n");
   EXPECT_EQ(unit->feed(), (MxuUnit::Feed{mxu::HandOff::kCell, MxuUnit::Deal::kM}));
+  auto per_array = build("arrays: 4\nshared_operand: per_array\n");
+  EXPECT_EQ(per_array->feed(),
+            (MxuUnit::Feed{mxu::HandOff::kTile, MxuUnit::Deal::kN, MxuUnit::SharedOperand::kPerArray}));
+  EXPECT_EQ(per_array->shared_operand_index(), 0);  // N dealt: every array needs all of A
+  EXPECT_EQ(per_array->shared_operand_reads(64, 3), 3);
+  EXPECT_EQ(per_array->shared_operand_reads(64, 64), 4);
+  EXPECT_EQ(build("arrays: 4\n")->shared_operand_reads(64, 64), 1);
   EXPECT_EQ(build("{}")->feed(), (MxuUnit::Feed{mxu::HandOff::kTile, MxuUnit::Deal::kN}));
   try {
     build("dataflow: ws\nhand_off: cell\n");
@@ -389,6 +396,7 @@ TEST(MxuUnitParams, TheFeedIsConfigurable) {
 
 TEST(MxuUnitParams, BadValuesAreRejected) {
   EXPECT_THROW(build("deal: k\n"), InputError);
+  EXPECT_THROW(build("shared_operand: twice\n"), InputError);
   EXPECT_THROW(build("hand_off: row\n"), InputError);
   EXPECT_THROW(build("dataflow: rs\n"), InputError);
   EXPECT_THROW(build("arrays: 0\n"), InputError);

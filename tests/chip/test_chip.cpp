@@ -77,6 +77,28 @@ TEST(Chip, AKernelIsNotOverWhileBlocksAreLeft) {
   EXPECT_EQ(s.sm_l2_written.at("L"), static_cast<uint64_t>(blocks * floats * 4));
 }
 
+// validate runs the project's FFMA kernels without the tensor-core code's result latencies: every core's
+// VPU results then reach their readers at once. One block, two dependent EXPs: the config's exp latency is
+// paid twice (the second EXP waits for the first's result, the block ends at the second's), then not.
+TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
+  traces::Builder b("<two exps>");
+  const int x = b.buffer("X", 64, 64, Dtype::F32), y = b.buffer("Y", 64, 64, Dtype::F32);
+  b.begin_block(b.kernel("exps", {1, 1, 1}), {0, 0, 0});
+  b.emit(isa::Opcode::Exp, {b.buf(x), b.buf(y)});
+  b.emit(isa::Opcode::Exp, {b.buf(y), b.buf(x)});
+  const isa::Program program = b.take();
+  Machine machine(load_config(kConfigs + "h100.yaml", {}));
+  const auto exp_latency =
+      static_cast<uint64_t>(machine.vpu()->params().result_latency[static_cast<int>(VpuOp::Exp)]);
+  ASSERT_GT(exp_latency, 0u);
+  const uint64_t with = run_on(machine, program).cycles;
+  machine.set_result_latencies(false);
+  const uint64_t without = run_on(machine, program).cycles;
+  machine.set_result_latencies(true);
+  EXPECT_EQ(with, without + 2 * exp_latency);
+  EXPECT_EQ(run_on(machine, program).cycles, with);
+}
+
 TEST(Chip, NaiveScoresOutgrowL2AndReachDram) {
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
   const isa::Program p = traces::forward_program(traces::ForwardSchedule::NaiveSafe, shape(4096, 8, 64));

@@ -15,7 +15,7 @@ class MxuUnit : public Component {
  public:
   // Which extent of a matmul is split over the arrays.
   enum class Deal {
-    kN,  // columns (TPU v5e's arrays; mma.sync's warps each on their own N slice of a fragment)
+    kN,  // columns (TPU v5e's arrays; the presets' stand-in for mma.sync: docs/models/mxu.md, "Feeds")
     kM,  // rows (wgmma: each of a warp group's four warps owns 16 rows, on its sub-partition's tensor core)
   };
   // How the operand every array needs whole (B when M is dealt, A when N is) leaves SRAM.

@@ -11,24 +11,26 @@
 namespace attnsim {
 
 ChipCore::ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma,
-                   const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs)
+                   const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs,
+                   const IssueUnit* issue)
     : Component(instance), id_(id) {
   sram_ = std::make_unique<Sram>("sram", sram.params());
   dma_ = std::make_unique<DmaEngine>("dma", dma.params());
   if (mxu) mxu_ = std::make_unique<MxuUnit>("mxu", mxu->params());
   if (vpu) vpu_ = std::make_unique<VpuUnit>("vpu", vpu->params());
   if (tile_regs) tile_regs_ = std::make_unique<TileRegisterFile>("tile_regs", tile_regs->params());
+  if (issue) issue_ = std::make_unique<IssueUnit>("issue", issue->params());
   stats_.add(&blocks_run, "blocks", "blocks", "thread blocks this core ran");
   stats_.add(&busy_until, "last_block_end", "cycles", "cycle its last block completed");
 }
 
 Chip::Chip(sc_core::sc_module_name instance, const ChipParams& params, const Sram& sram, const DmaEngine& dma,
-           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, Hbm& hbm, L2Cache* l2,
-           Noc* noc)
+           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, const IssueUnit* issue,
+           Hbm& hbm, L2Cache* l2, Noc* noc)
     : Component(instance), params_(params), hbm_(hbm), l2_(l2), noc_(noc) {
   for (int64_t c = 0; c < params_.cores; ++c)
     cores_.push_back(std::make_unique<ChipCore>(("core_" + std::to_string(c)).c_str(), static_cast<int>(c),
-                                                sram, dma, mxu, vpu, tile_regs));
+                                                sram, dma, mxu, vpu, tile_regs, issue));
   state_ = std::vector<CoreState>(static_cast<size_t>(params_.cores));
   for (int64_t c = 0; c < params_.cores; ++c) {
     const int core = static_cast<int>(c);
@@ -103,7 +105,8 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
   footprint_ = cores_.front()->sram().allocated_bytes;
   for (size_t c = 0; c < cores_.size(); ++c) {
     ChipCore& core = *cores_[c];
-    TileUnits units{&core.sram(), &core.dma(), core.mxu(), core.vpu(), core.tile_regs(), memory_};
+    TileUnits units{&core.sram(),     &core.dma(), core.mxu(),  core.vpu(),
+                    core.tile_regs(), memory_,     core.issue()};
     state_[c].tile = std::make_unique<TileCore>(units, tensors_, static_cast<int>(c));
     state_[c].tile->reset_units();
     state_[c].slots.clear();
@@ -397,6 +400,7 @@ void Chip::conductor() {
       if (core->mxu()) core->mxu()->set_elapsed(cycles_);
       if (core->vpu()) core->vpu()->set_elapsed(cycles_);
       if (core->tile_regs()) core->tile_regs()->set_elapsed(cycles_);
+      if (core->issue()) core->issue()->set_elapsed(cycles_);
     }
   }
 }
@@ -413,7 +417,7 @@ nlohmann::json Chip::stats_json() const {
     for (const Component* unit : std::initializer_list<const Component*>{
              &const_cast<ChipCore&>(*core).sram(), &const_cast<ChipCore&>(*core).dma(),
              const_cast<ChipCore&>(*core).mxu(), const_cast<ChipCore&>(*core).vpu(),
-             const_cast<ChipCore&>(*core).tile_regs()})
+             const_cast<ChipCore&>(*core).tile_regs(), const_cast<ChipCore&>(*core).issue()})
       if (unit) c[unit->basename()] = unit->stats().to_json();
     cores["core[" + std::to_string(core->id()) + "]"] = c;
   }

@@ -43,12 +43,13 @@ struct ChipParams {
 class ChipCore : public Component {
  public:
   ChipCore(sc_core::sc_module_name instance, int id, const Sram& sram, const DmaEngine& dma,
-           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs);
+           const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, const IssueUnit* issue);
   Sram& sram() { return *sram_; }
   DmaEngine& dma() { return *dma_; }
   MxuUnit* mxu() { return mxu_.get(); }
   VpuUnit* vpu() { return vpu_.get(); }
   TileRegisterFile* tile_regs() { return tile_regs_.get(); }
+  IssueUnit* issue() { return issue_.get(); }
   int id() const { return id_; }
 
   uint64_t blocks_run = 0;
@@ -61,6 +62,7 @@ class ChipCore : public Component {
   std::unique_ptr<MxuUnit> mxu_;
   std::unique_ptr<VpuUnit> vpu_;
   std::unique_ptr<TileRegisterFile> tile_regs_;
+  std::unique_ptr<IssueUnit> issue_;
 };
 
 struct KernelReport {
@@ -88,8 +90,8 @@ class Chip : public Component {
   // The prototype units give every core's parameters; hbm is DRAM; l2 and noc may be null (then the cores
   // reach DRAM directly, e.g. a TPU-like chip).
   Chip(sc_core::sc_module_name instance, const ChipParams& params, const Sram& sram, const DmaEngine& dma,
-       const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, Hbm& hbm, L2Cache* l2,
-       Noc* noc);
+       const MxuUnit* mxu, const VpuUnit* vpu, const TileRegisterFile* tile_regs, const IssueUnit* issue,
+       Hbm& hbm, L2Cache* l2, Noc* noc);
 
   void load(const isa::Program& program, Dtype dtype, bool timing_only);
   void load(isa::Program&&, Dtype, bool) = delete;  // the chip keeps a reference

@@ -26,6 +26,7 @@ void register_builtin_models() {
   register_tile_regfile_models();
   register_l2_models();
   register_noc_models();
+  register_issue_models();
 }
 
 Machine::Machine(const MachineConfig& config) {
@@ -86,6 +87,8 @@ Machine::Machine(const MachineConfig& config) {
     vpu_ = Registry<VpuUnit>::instance().create("vpu", *p, "simd", context);
   if (auto* p = section("tile_regs", "tile register file: accumulators / vector registers (tile machines)"))
     tile_regs_ = Registry<TileRegisterFile>::instance().create("tile_regs", *p, "vector_regs", context);
+  if (auto* p = section("issue", "a GPU core's warp schedulers: the issue cost of tile instructions"))
+    issue_ = Registry<IssueUnit>::instance().create("issue", *p, "warp_schedulers", context);
   if (auto* p = section("l2", "shared L2 in front of DRAM (whole chips)"))
     l2_ = Registry<L2Cache>::instance().create("l2", *p, "sectored", context);
   if (auto* p = section("noc", "on-chip network between the cores and L2 (whole chips)"))
@@ -104,8 +107,8 @@ Machine::Machine(const MachineConfig& config) {
   top.finish();
   if (!dram_ && !hbm_)
     throw InputError(config.source->file, {}, "a machine needs a dram: (scalar) or hbm: (tile) section");
-  SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(),
-                       sram_.get(), dma_.get(),     mxu_.get(), vpu_.get(), tile_regs_.get()};
+  SequencerUnits units{dram_.get(), regfile_.get(), mac_.get(), alu_.get(),       hbm_.get(),  sram_.get(),
+                       dma_.get(),  mxu_.get(),     vpu_.get(), tile_regs_.get(), issue_.get()};
   sequencer_ = std::make_unique<Sequencer>("sequencer", seq_params, units);
   if (chip_section) {
     if (!hbm_ || !sram_ || !dma_)
@@ -114,7 +117,7 @@ Machine::Machine(const MachineConfig& config) {
     chip_params.clock_ghz = clock_ghz_;
     chip_params.blocking_issue = seq_params.issue == Sequencer::Issue::Blocking;
     chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(),
-                                   tile_regs_.get(), *hbm_, l2_.get(), noc_.get());
+                                   tile_regs_.get(), issue_.get(), *hbm_, l2_.get(), noc_.get());
     chip_->set_energy(energy_);
   } else if (l2_ || noc_) {
     throw InputError(config.source->file, {}, "l2: and noc: belong to a whole chip: add a chip: section");
@@ -188,6 +191,14 @@ void Machine::set_result_latencies(bool as_configured) {
   }
 }
 
+void Machine::set_issue_limits(bool code_as_costed, bool synchronous_mma) {
+  if (!chip_) throw std::logic_error("Machine::set_issue_limits: only a whole chip's cores change");
+  if (!issue_) return;
+  const bool limit = code_as_costed && issue_->params().limit;
+  const bool hold = synchronous_mma && issue_->params().mma_holds_schedulers;
+  for (auto& core : chip_->cores()) core->issue()->set_limits(limit, hold);
+}
+
 void Machine::run() {
   if (chip_loaded_) {
     chip_->run();
@@ -203,7 +214,7 @@ nlohmann::json Machine::stats_json() const {
   nlohmann::json out = nlohmann::json::object();
   for (const Component* c : std::initializer_list<const Component*>{
            sequencer_.get(), dram_.get(), regfile_.get(), mac_.get(), alu_.get(), hbm_.get(), sram_.get(),
-           dma_.get(), mxu_.get(), vpu_.get(), tile_regs_.get()})
+           dma_.get(), mxu_.get(), vpu_.get(), tile_regs_.get(), issue_.get()})
     if (c) out[c->stats().name()] = c->stats().to_json();
   return out;
 }

@@ -47,6 +47,11 @@ class Machine {
   // Whether every core's MXU and VPU results reach their readers after the config's result latencies (the
   // measured latencies of tensor-core kernel code) or at once, from now on. Only a chip's cores change.
   void set_result_latencies(bool as_configured);
+  // Whether every core's issue unit limits time as configured (`code_as_costed`: the kernel runs the
+  // tensor-core code its costs describe) and its products hold the schedulers as configured
+  // (`synchronous_mma`: mma.sync, not wgmma), from now on. Only a chip's cores change; no issue: section,
+  // nothing to change.
+  void set_issue_limits(bool code_as_costed, bool synchronous_mma);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }
@@ -63,6 +68,7 @@ class Machine {
   MxuUnit* mxu() { return mxu_.get(); }
   VpuUnit* vpu() { return vpu_.get(); }
   DmaEngine* dma() { return dma_.get(); }
+  IssueUnit* issue() { return issue_.get(); }
   Sequencer& sequencer() { return *sequencer_; }
   const nlohmann::json& effective_config() const { return effective_; }
   const std::vector<ParamDoc>& param_docs() const { return docs_; }
@@ -91,6 +97,7 @@ class Machine {
   std::unique_ptr<MxuUnit> mxu_;
   std::unique_ptr<VpuUnit> vpu_;
   std::unique_ptr<TileRegisterFile> tile_regs_;
+  std::unique_ptr<IssueUnit> issue_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<L2Cache> l2_;
   std::unique_ptr<Noc> noc_;

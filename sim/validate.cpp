@@ -389,6 +389,11 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     row.predicted_cycles = c.cycles;
     row.predicted_dram_read = static_cast<double>(total(c.dram_read));
     row.predicted_dram_written = static_cast<double>(total(c.dram_written));
+    if (machine.issue()) {
+      row.predicted_warp_instructions = 0;
+      for (const auto& core : machine.chip()->cores())
+        row.predicted_warp_instructions += static_cast<double>(core->issue()->warp_instructions);
+    }
   } else {
     row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
     row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
@@ -451,6 +456,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // tensor-core code whose latencies the presets carry (ldmatrix + mma.sync, the softmax's shuffles). Its
     // blocks' measured drift is reproduced without them (Validation.CoResidentBlocksDriftApartAsOnTheH100).
     if (machine.is_chip()) machine.set_result_latencies(!multiplies_with_ffma(m));
+    // The issue costs describe the tensor-core kernels' code, and wgmma runs beside the schedulers.
+    if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m), !m.wgmma);
     if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
     if (!row) {
       summary.not_simulated.push_back(m);
@@ -599,18 +606,19 @@ std::string validation_csv(const ValidationSummary& s) {
       "file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,blocks_per_sm,timed,"
       "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
-      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,not_simulated\n";
+      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,not_simulated\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
-        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},\n",
+        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
-        r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz);
+        r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
+        r.predicted_warp_instructions);
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out += fmt::format("{},,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

@@ -71,6 +71,7 @@ struct ValidationRow {
   double clock_ghz = 0;                // the config's clock_base_ghz for rows measured at base clocks
   double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
+  double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
 };
 
 struct ValidationSummary {

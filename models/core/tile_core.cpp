@@ -96,6 +96,7 @@ void TileCore::reset_units() {
   mxu_free_ = vpu_free_ = 0;
   per_opcode_.fill(0);
   units_.dma->reset();
+  if (units_.issue) units_.issue->reset();
   // Each run's unit counters are its own (a machine may run several programs in one process).
   if (MxuUnit* mxu = units_.mxu)
     mxu->matmuls = mxu->macs = mxu->busy_cycles = mxu->folds = mxu->stall_cycles = 0;
@@ -157,6 +158,34 @@ uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx
     cycles = std::max({cycles, units_.tile_regs->access_cycles(reg_read, false),
                        units_.tile_regs->access_cycles(reg_written, true)});
   return cycles;
+}
+
+// The cycle the last warp instruction of an MXU or VPU instruction that starts at `start` issues (`start`
+// without an issue unit). A product's `unit_cycles` on the MXU may hold the schedulers too.
+uint64_t TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
+                          uint64_t unit_cycles) {
+  IssueUnit* issue = units_.issue;
+  if (!issue) return start;
+  auto bytes_in_sram = [&](const TileOperand& o) -> uint64_t {
+    const BufferState& s = ctx.buffers[o.storage];
+    return s.in_regs ? 0 : static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
+  };
+  if (d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac) {
+    const TileOperand& a = d.ops[0];
+    const TileOperand& b = d.ops[1];
+    return issue->issue(start,
+                        issue->matmul_instructions(a.out_rows(), a.out_cols(), b.out_cols(), bytes_in_sram(a),
+                                                   bytes_in_sram(b)),
+                        issue->warps(a.out_rows()), unit_cycles);
+  }
+  const TileOperand& src = d.ops[0];
+  const TileOperand& dst = d.ops[d.destination()];
+  const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
+  const TileOperand& shape = reduction ? src : dst;
+  const bool to_16bit = dtype_bytes(ctx.buffers[dst.storage].dtype) == 2;
+  return issue->issue(
+      start, issue->vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit),
+      issue->warps(shape.out_rows()));
 }
 
 void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
@@ -306,6 +335,11 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   DmaEngine::Timing t = accumulate
                             ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, *units_.sram)
                             : units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
+  // The copy's instructions issue from its start; it is done no earlier than the last of them.
+  if (units_.issue)
+    t.done = std::max(
+        t.done,
+        units_.issue->issue(t.start, units_.issue->copy_instructions(transfer.rows * transfer.row_bytes)));
   if (is_store) ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
   if (values) {
     const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
@@ -323,14 +357,17 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   const TileOperand& a = d.ops[0];
   const TileOperand& b = d.ops[1];
   const TileOperand& dst = d.ops[d.count - 1];
-  uint64_t cycles = mxu.matmul(a.out_rows(), a.out_cols(), b.out_cols());
+  const uint64_t array_cycles = mxu.matmul(a.out_rows(), a.out_cols(), b.out_cols());
   // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit, the more
   // so when each array reads the operand they all need.
   const auto repeats = static_cast<uint64_t>(mxu.shared_operand_reads(a.out_rows(), b.out_cols()));
-  cycles = std::max(cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
+  const uint64_t cycles =
+      std::max(array_cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
   mxu_free_ = start + cycles;
-  // A reader of the result waits for its latency too; the array is free for other work meanwhile.
-  const uint64_t done = mxu_free_ + static_cast<uint64_t>(mxu.params().result_latency);
+  // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
+  // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
+  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, array_cycles)) +
+                        static_cast<uint64_t>(mxu.params().result_latency);
   if (!values) return {start, done, mxu_free_};
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
   std::optional<TileView> vc;
@@ -365,7 +402,8 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = vpu_free_ + vpu.result_latency(op, cols);  // as the MXU's result_latency
+  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, 0)) +
+                        vpu.result_latency(op, cols);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
   return {start, done, vpu_free_};
 }

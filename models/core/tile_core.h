@@ -10,6 +10,7 @@
 #include "isa/program.h"
 #include "models/common/memory_level.h"
 #include "models/dma/dma.h"
+#include "models/issue/issue.h"
 #include "models/mxu/mxu.h"
 #include "models/regfile/tile_regfile.h"
 #include "models/sram/sram.h"
@@ -25,6 +26,7 @@ struct TileUnits {
   VpuUnit* vpu = nullptr;
   TileRegisterFile* tile_regs = nullptr;
   MemoryLevel* memory = nullptr;  // what LOAD, STORE and STORE_ADD reach: HBM, or the chip's L2
+  IssueUnit* issue = nullptr;     // a GPU core's warp schedulers; absent: no issue limit
 };
 
 // A tensor in the backing store shared by all cores: its layout in memory and (unless timing-only) values.
@@ -120,6 +122,7 @@ class TileCore {
   // array.
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
+  uint64_t issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, uint64_t unit_cycles);
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);

@@ -47,6 +47,7 @@ struct SequencerUnits {
   MxuUnit* mxu = nullptr;
   VpuUnit* vpu = nullptr;
   TileRegisterFile* tile_regs = nullptr;  // holds `.buffer ... regs` buffers (accumulators, vector registers)
+  IssueUnit* issue = nullptr;             // a GPU core's warp schedulers (tile programs); none: no limit
 };
 
 class Sequencer : public Component {

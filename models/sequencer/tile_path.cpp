@@ -54,7 +54,8 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
           "buffer '" + reg_requests.front().name + "' is in `regs` but the machine has no tile_regs");
     reg_bases = units_.tile_regs->allocate(reg_requests, program.file);
   }
-  TileUnits units{units_.sram, units_.dma, units_.mxu, units_.vpu, units_.tile_regs, units_.hbm};
+  TileUnits units{units_.sram,      units_.dma, units_.mxu,  units_.vpu,
+                  units_.tile_regs, units_.hbm, units_.issue};
   tile_core_ = std::make_unique<TileCore>(units, tensors_, 0);
   tile_context_ = tile_core_->context(program, dtype_, !timing_only, 0, &offsets, &reg_bases);
 
@@ -112,6 +113,7 @@ void Sequencer::execute_tiles() {
   if (units_.mxu) units_.mxu->set_elapsed(cycles_);
   if (units_.vpu) units_.vpu->set_elapsed(cycles_);
   if (units_.tile_regs) units_.tile_regs->set_elapsed(cycles_);
+  if (units_.issue) units_.issue->set_elapsed(cycles_);
   units_.sram->set_elapsed(cycles_);
   units_.dma->set_elapsed(cycles_);
 }

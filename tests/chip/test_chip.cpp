@@ -99,6 +99,34 @@ TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
   EXPECT_EQ(run_on(machine, program).cycles, with);
 }
 
+// validate turns a core's issue limit off for the FFMA kernels (their code is not the code the costs
+// describe) and the products' hold on the schedulers off for wgmma. Two dependent EXPs over 64 x 64 f32
+// (4 warps, each thread 2 rows x 16 columns, 4 instructions an element: 512 warp instructions) on one
+// scheduler take 512 cycles each, where the VPU takes 4,096 / 128 lanes x 8 = 256; limited, the pair is
+// 2 x 256 cycles longer. Off, the instructions are still counted.
+TEST(Chip, IssueLimitsCanBeTurnedOffAndBackOnForEveryCore) {
+  traces::Builder b("<two exps>");
+  const int x = b.buffer("X", 64, 64, Dtype::F32), y = b.buffer("Y", 64, 64, Dtype::F32);
+  b.begin_block(b.kernel("exps", {1, 1, 1}), {0, 0, 0});
+  b.emit(isa::Opcode::Exp, {b.buf(x), b.buf(y)});
+  b.emit(isa::Opcode::Exp, {b.buf(y), b.buf(x)});
+  const isa::Program program = b.take();
+  Machine machine(
+      load_config(kConfigs + "h100.yaml", {"issue.limit=true", "issue.schedulers=1", "issue.fixed_per_warp=0",
+                                           "issue.cycles_per_warp_instruction=1"}));
+  const uint64_t with = run_on(machine, program).cycles;
+  EXPECT_EQ(machine.chip()->cores()[0]->issue()->warp_instructions, 2u * 512u);
+  machine.set_issue_limits(false, true);
+  const uint64_t without = run_on(machine, program).cycles;
+  EXPECT_EQ(machine.chip()->cores()[0]->issue()->warp_instructions, 2u * 512u);
+  EXPECT_EQ(with, without + 2 * (512 - 256));
+  machine.set_issue_limits(true, false);
+  EXPECT_FALSE(machine.chip()->cores().back()->issue()->params().mma_holds_schedulers);
+  EXPECT_EQ(run_on(machine, program).cycles, with);
+  machine.set_issue_limits(true, true);
+  EXPECT_TRUE(machine.chip()->cores().back()->issue()->params().mma_holds_schedulers);
+}
+
 TEST(Chip, NaiveScoresOutgrowL2AndReachDram) {
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
   const isa::Program p = traces::forward_program(traces::ForwardSchedule::NaiveSafe, shape(4096, 8, 64));

@@ -174,6 +174,23 @@ TEST(ResultLatency, ARowReductionGrowsWithItsRow) {
   EXPECT_EQ(exp_dependent, exp_independent + 50);
 }
 
+// The warp schedulers: a tile instruction is done when its last warp instruction has issued, or its unit
+// is through, whichever is later. A 16 x 16 tile is one warp, a thread holding 2 rows x 4 columns: an EXP
+// is 8 x 4 = 32 warp instructions, 32 cycles on one scheduler, where the VPU takes 2 vectors x 8 cycles
+// and the SRAM port 2 KB / 128 B; a MUL is 8 instructions, and its SRAM traffic binds (B read twice, C
+// written: 3 KB, 24 cycles).
+TEST(Issue, AnInstructionIsDoneWhenItsWarpInstructionsHaveIssued) {
+  Machine machine(
+      load_config(kConfigs + "h100-sm.yaml",
+                  {"issue.type=warp_schedulers", "issue.schedulers=1", "vpu.lanes=128", "vpu.exp_latency=0",
+                   "vpu.exp_cycles_per_vector=8", "vpu.exp_result_latency=0", "vpu.mul_latency=0",
+                   "vpu.mul_cycles_per_vector=8", "vpu.mul_result_latency=0"}));
+  const uint64_t one_exp = cycles_of(machine, "EXP A, B\n");
+  EXPECT_EQ(cycles_of(machine, "EXP A, B\nEXP B, C\n"), one_exp + 32);
+  EXPECT_EQ(machine.issue()->warp_instructions, 2u + 64u);  // the LOAD's 1 KB: two 512-byte copies
+  EXPECT_EQ(cycles_of(machine, "EXP A, B\nMUL B, B, C\n"), one_exp + 24);
+}
+
 // Instruction groups issue in order each, not with each other: an instruction that waits for its source's
 // result latency holds back the rest of its group only. Two dependent EXPs and two dependent MAC_Zs: in
 // one group the MACs start after the second EXP has issued; in groups of their own the two chains run

@@ -1,0 +1,160 @@
+#include "models/issue/issue.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "models/common/registry.h"
+
+namespace attnsim {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+bool is_reduction(VpuOp op) {
+  return op == VpuOp::RowMax || op == VpuOp::RowSum;
+}
+
+// The GPU code's instructions per element a thread holds, as the project's tensor-core kernels compile
+// each op (validation/data/h100_tc_sass_mix.txt): exp2f is FSETP + FMUL + MUFU.EX2 + FMUL (the range
+// fix-up of a non-ftz exp2), a division a reciprocal and a multiply, the causal mask a compare and a select.
+std::array<double, kVpuOpCount> default_per_element() {
+  std::array<double, kVpuOpCount> per{};
+  per.fill(1.0);
+  per[static_cast<size_t>(VpuOp::Exp)] = 4.0;
+  per[static_cast<size_t>(VpuOp::Div)] = 2.0;
+  per[static_cast<size_t>(VpuOp::MaskCausal)] = 2.0;
+  return per;
+}
+
+}  // namespace
+
+IssueUnit::IssueUnit(sc_core::sc_module_name instance, const Params& params)
+    : Component(instance), params_(params) {
+  const Params& p = params_;
+  if (p.schedulers < 1 || p.instructions_per_cycle < 1 || p.threads_per_warp < 1 || p.rows_per_warp < 1 ||
+      p.threads_per_row < 1 || p.mma_m < 1 || p.mma_n < 1 || p.mma_k < 1 || p.ldmatrix_bytes < 1 ||
+      p.copy_bytes < 1)
+    throw std::invalid_argument(fmt::format("{}: counts and sizes must be >= 1", name()));
+  if (p.rows_per_warp * p.threads_per_row % p.threads_per_warp != 0)
+    throw std::invalid_argument(fmt::format(
+        "{}: rows_per_warp x threads_per_row ({} x {}) must be a multiple of threads_per_warp ({})", name(),
+        p.rows_per_warp, p.threads_per_row, p.threads_per_warp));
+  stats_.add(&warp_instructions, "warp_instructions", "instructions",
+             "warp instructions issued (each tile instruction as its GPU code executes it)");
+  stats_.add(&busy_cycles, "busy_cycles", "cycles", "cycles the core's schedulers spent issuing them");
+  stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
+  stats_.add_formula(
+      [this] {
+        return elapsed_cycles ? static_cast<double>(busy_cycles) / static_cast<double>(elapsed_cycles) : 0.0;
+      },
+      "utilisation", "fraction", "busy_cycles / elapsed_cycles (Nsight Compute's issue slots busy)");
+}
+
+double IssueUnit::matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
+                                      uint64_t b_sram_bytes) const {
+  const Params& p = params_;
+  const int64_t warp_count = warps(m);
+  const double mma = static_cast<double>(ceil_div(m, p.mma_m) * ceil_div(n, p.mma_n) * ceil_div(k, p.mma_k));
+  // Each warp loads its own rows of A and the whole of B.
+  const uint64_t loaded = a_sram_bytes + b_sram_bytes * static_cast<uint64_t>(warp_count);
+  const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(loaded), p.ldmatrix_bytes));
+  return mma + ldmatrix * (1.0 + p.address_per_ldmatrix) + p.fixed_per_warp * static_cast<double>(warp_count);
+}
+
+double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const {
+  const Params& p = params_;
+  const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
+  const int64_t elements = rows_per_thread * ceil_div(cols, p.threads_per_row);
+  double per_warp = static_cast<double>(elements) *
+                    (p.per_element[static_cast<size_t>(op)] + (to_16bit ? p.convert_per_element : 0.0));
+  // Each stage of the butterfly: a shuffle and the op, per row a thread holds.
+  if (is_reduction(op)) per_warp += static_cast<double>(2 * p.reduction_stages * rows_per_thread);
+  return (per_warp + p.fixed_per_warp) * static_cast<double>(warps(rows));
+}
+
+double IssueUnit::copy_instructions(uint64_t bytes) const {
+  const auto copies = static_cast<double>(ceil_div(static_cast<int64_t>(bytes), params_.copy_bytes));
+  return copies * (1.0 + params_.address_per_copy);
+}
+
+uint64_t IssueUnit::issue(uint64_t at, double instructions, int64_t warps, uint64_t held) {
+  const auto count = static_cast<uint64_t>(std::llround(instructions));
+  if (!params_.limit) {
+    warp_instructions += count;
+    return at;
+  }
+  const uint64_t start = std::max(at, free_);
+  const auto per_cycle = static_cast<uint64_t>(params_.schedulers * params_.instructions_per_cycle);
+  const uint64_t cycles = (count + per_cycle - 1) / per_cycle + (params_.mma_holds_schedulers ? held : 0);
+  free_ = start + cycles;
+  busy_cycles += cycles;
+  warp_instructions += count;
+  const double per_warp = static_cast<double>(count) / static_cast<double>(std::max<int64_t>(warps, 1));
+  const auto own = static_cast<uint64_t>(std::ceil(per_warp * params_.cycles_per_warp_instruction - 1e-9));
+  return std::max(free_, start + own);
+}
+
+void register_issue_models() {
+  Registry<IssueUnit>::instance().add(
+      "warp_schedulers",
+      "a GPU core's warp schedulers: each tile instruction issues as its warp instructions",
+      [](const char* instance, ParamReader& p, const BuildContext&) {
+        IssueUnit::Params q;
+        q.per_element = default_per_element();
+        auto count = [&p](const char* key, int64_t& v, const char* unit, const char* what) {
+          v = p.get<int64_t>(key, v, unit, what, 1, 1 << 20);
+        };
+        count("schedulers", q.schedulers, "schedulers", "warp schedulers per core (an SM's sub-partitions)");
+        count("instructions_per_cycle", q.instructions_per_cycle, "instructions/cycle",
+              "warp instructions each scheduler issues per cycle");
+        q.limit =
+            p.get<bool>("limit", q.limit, "",
+                        "whether the issue slots limit when tile instructions are done (false: the warp "
+                        "instructions are only counted)");
+        q.mma_holds_schedulers =
+            p.get<bool>("mma_holds_schedulers", q.mma_holds_schedulers, "",
+                        "the schedulers issue nothing while the MXU works on a product (Hopper's mma.sync)");
+        q.cycles_per_warp_instruction = p.get<double>(
+            "cycles_per_warp_instruction", q.cycles_per_warp_instruction, "cycles",
+            "the fewest cycles between two instructions of one warp (issue + fixed-latency wait)", 1.0, 1e6);
+        count("threads_per_warp", q.threads_per_warp, "threads", "threads of a warp");
+        count("rows_per_warp", q.rows_per_warp, "rows", "tile rows one warp owns (an mma's M)");
+        count("threads_per_row", q.threads_per_row, "threads",
+              "threads that share a row of an mma accumulator (a quad)");
+        count("mma_m", q.mma_m, "rows", "M of one mma instruction");
+        count("mma_n", q.mma_n, "columns", "N of one mma instruction");
+        count("mma_k", q.mma_k, "elements", "K of one mma instruction");
+        count("ldmatrix_bytes", q.ldmatrix_bytes, "bytes",
+              "SRAM operand bytes one ldmatrix loads for a warp");
+        count("copy_bytes", q.copy_bytes, "bytes", "bytes one copy instruction (cp.async) moves for a warp");
+        auto real = [&p](const char* key, double& v, const char* what) {
+          v = p.get<double>(key, v, "instructions", what, 0.0, 1e6);
+        };
+        real("address_per_ldmatrix", q.address_per_ldmatrix,
+             "integer instructions per ldmatrix (its address)");
+        real("address_per_copy", q.address_per_copy,
+             "integer instructions per copy instruction (its address)");
+        real("fixed_per_warp", q.fixed_per_warp,
+             "instructions per warp of every MXU and VPU tile instruction (index, predicate, loop set-up)");
+        real(
+            "convert_per_element", q.convert_per_element,
+            "instructions per element a vector op writes into a 16-bit destination (the f32 -> f16 packing)");
+        for (size_t i = 0; i < kVpuOpCount; ++i) {
+          const std::string key = std::string(vpu_op_name(static_cast<VpuOp>(i))) + "_per_element";
+          q.per_element[i] = p.get<double>(key, q.per_element[i], "instructions",
+                                           "instructions per element a thread holds", 0.0, 1e6);
+        }
+        q.reduction_stages =
+            p.get<int64_t>("reduction_stages", q.reduction_stages, "stages",
+                           "shuffle stages of a row reduction (log2 threads_per_row)", 0, 16);
+        return std::make_unique<IssueUnit>(instance, q);
+      });
+}
+
+}  // namespace attnsim

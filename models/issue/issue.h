@@ -1,0 +1,95 @@
+// The warp schedulers of a GPU core (an SM's four sub-partitions). A tile instruction runs on its unit
+// (MXU, VPU, DMA) but reaches it as the warp instructions its GPU code executes, and a core issues at most
+// `schedulers` x `instructions_per_cycle` of them per cycle, shared by all its resident blocks. So a tile
+// instruction is done no earlier than its last warp instruction has issued, and a softmax step whose
+// hundreds of instructions per warp compete with the mma.sync for issue slots takes that long.
+//
+// What a tile instruction costs follows how the project's tensor-core kernels compile it
+// (docs/models/issue.md; checked against the instructions Nsight Compute counted,
+// validation/data/h100_tc_warp_instructions.csv):
+//  - a matrix product: one mma per mma_m x mma_n x mma_k, one ldmatrix per `ldmatrix_bytes` of SRAM
+//    operand a warp loads (every warp loads the operand all warps share), and `address_per_ldmatrix`
+//    integer instructions for each;
+//  - an element-wise op or a row reduction: its instructions per element a thread holds, in the mma
+//    accumulator layout (a warp owns `rows_per_warp` rows, each row spread over `threads_per_row`
+//    threads); a 16-bit destination adds the conversion; a reduction adds its shuffle stages per row;
+//  - LOAD, STORE and STORE_ADD: one copy instruction per `copy_bytes` (16 B per thread of a warp) and
+//    `address_per_copy` integer instructions for each;
+//  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up).
+// No section: no issue limit (the toy and TPU-like machines, whose units are fed without warps).
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "models/common/component.h"
+#include "models/common/params.h"
+#include "models/vpu/vpu.h"
+
+namespace attnsim {
+
+class IssueUnit : public Component {
+ public:
+  struct Params {
+    int64_t schedulers = 4;
+    int64_t instructions_per_cycle = 1;  // per scheduler
+    // The fewest cycles between two instructions of one warp: the issue cycle and the fixed-latency wait
+    // for the instruction before (a lone warp cannot issue every cycle).
+    double cycles_per_warp_instruction = 1;
+    // false: the warp instructions are counted, and limit nothing (a tile instruction is timed by its unit).
+    bool limit = true;
+    // The schedulers issue nothing while the core's MXU works on a product (mma.sync on Hopper: an SM's
+    // issue-active and tensor-active cycles add up to 100% and never overlap, docs/models/issue.md).
+    bool mma_holds_schedulers = false;
+    int64_t threads_per_warp = 32;
+    int64_t rows_per_warp = 16;
+    int64_t threads_per_row = 4;
+    int64_t mma_m = 16, mma_n = 8, mma_k = 16;
+    int64_t ldmatrix_bytes = 512;
+    int64_t copy_bytes = 512;
+    double address_per_ldmatrix = 0;
+    double address_per_copy = 0;
+    double fixed_per_warp = 0;
+    std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
+    double convert_per_element = 0;                 // into a 16-bit destination
+    int64_t reduction_stages = 2;                   // butterfly shuffles per row (log2 threads_per_row)
+  };
+  IssueUnit(sc_core::sc_module_name instance, const Params& params);
+  const Params& params() const { return params_; }
+
+  // Warp instructions, summed over the warps that run it, of:
+  // D (m x n) = A (m x k) B (k x n), whose A and B have these many bytes in SRAM (0: in registers);
+  double matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
+                             uint64_t b_sram_bytes) const;
+  // a vector op whose result (a reduction: whose source) is rows x cols;
+  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
+  // a copy of `bytes` between memory and SRAM.
+  double copy_instructions(uint64_t bytes) const;
+
+  // Issues `instructions`, spread over `warps` warps, from cycle `at` on, after what the core issued before;
+  // returns the cycle after the last one issued: when the schedulers are through, or each warp's own
+  // stream at cycles_per_warp_instruction, whichever is later. Records the counts.
+  // `held` more cycles keep the schedulers from issuing (a product's MXU cycles, if mma_holds_schedulers).
+  uint64_t issue(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0);
+  int64_t warps(int64_t rows) const { return (rows + params_.rows_per_warp - 1) / params_.rows_per_warp; }
+  // For the instructions from now on (validate: the FFMA kernels run none of the code the costs describe;
+  // wgmma runs asynchronously beside the schedulers).
+  void set_limits(bool limit, bool mma_holds_schedulers) {
+    params_.limit = limit;
+    params_.mma_holds_schedulers = mma_holds_schedulers;
+  }
+  void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0; }
+  void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
+
+  uint64_t warp_instructions = 0;
+  uint64_t busy_cycles = 0;
+  uint64_t elapsed_cycles = 0;
+
+ private:
+  Params params_;
+  uint64_t free_ = 0;
+};
+
+void register_issue_models();  // YAML type "warp_schedulers"
+
+}  // namespace attnsim

@@ -1,0 +1,93 @@
+// IssueUnit: the warp instructions a tile instruction costs follow the documented rules
+// (docs/models/issue.md) worked by hand here, the core issues schedulers x instructions_per_cycle of them per
+// cycle in arrival order, and the "warp_schedulers" factory reads typed params.
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "isa/diagnostics.h"
+#include "models/common/registry.h"
+#include "models/issue/issue.h"
+
+namespace attnsim {
+namespace {
+
+std::unique_ptr<IssueUnit> build(const std::string& yaml) {
+  register_issue_models();
+  auto source = std::make_shared<ConfigSource>();
+  source->file = "machine.yaml";
+  ParamReader reader(YAML::Load(yaml), "issue", source);
+  auto unit = Registry<IssueUnit>::instance().create("issue", reader, "warp_schedulers", BuildContext{});
+  reader.finish();
+  return unit;
+}
+
+constexpr const char* kCosts =
+    "fixed_per_warp: 4\naddress_per_ldmatrix: 2\naddress_per_copy: 3\nconvert_per_element: 1.5\n";
+
+// 128 x 64 x 64 (flash2's S = Q K^T): 8 warps of 16 rows; 8 x 8 x 4 = 256 mma of m16n8k16. A (16 KB) is
+// loaded once, B (8 KB) by each of the 8 warps: (16,384 + 8 x 8,192) / 512 = 160 ldmatrix, each with 2
+// address instructions; 4 per warp fixed.
+TEST(IssueUnit, AMatrixProductIsItsMmasAndEveryWarpsFragmentLoads) {
+  auto issue = build(kCosts);
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192), 256 + 160 * 3 + 8 * 4);
+  // P V with P in registers: only V (8 KB) is loaded, by every warp.
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 0, 8192), 256 + 128 * 3 + 8 * 4);
+  // Fewer rows than a warp owns: one warp, one mma row.
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(8, 16, 8, 0, 0), 1 + 4);
+}
+
+// In the mma accumulator layout a thread holds 2 of its warp's 16 rows and a quarter of each row's columns.
+TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
+  auto issue = build(kCosts);
+  // exp over 128 x 64 into f16: 2 x 16 = 32 elements a thread, 4 + 1.5 each, + 4; 8 warps.
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true), (32 * 5.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, false), (32 * 4 + 4) * 8);
+  // A row maximum adds two butterfly stages (a shuffle and a max) for each of the thread's 2 rows.
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::RowMax, 128, 64, false), (32 + 2 * 2 * 2 + 4) * 8);
+  // One value per row (the row statistics): every thread of the row's quad holds it, 2 rows a thread.
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mul, 128, 1, false), (2 + 4) * 8);
+}
+
+TEST(IssueUnit, ACopyIsOneInstructionPer16BytesOfEachThreadAndItsAddress) {
+  auto issue = build(kCosts);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(8192), 16 * 4);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(100), 1 * 4);  // a partial copy is still one
+}
+
+TEST(IssueUnit, SchedulersIssueInArrivalOrderAtTheirRate) {
+  auto issue = build("schedulers: 4\n");
+  EXPECT_EQ(issue->issue(0, 10), 3u);     // 10 instructions, 4 per cycle: the last in cycle 3
+  EXPECT_EQ(issue->issue(1, 8), 5u);      // waits for the first: cycles 3 and 4
+  EXPECT_EQ(issue->issue(100, 4), 101u);  // an idle core starts at once
+  EXPECT_EQ(issue->warp_instructions, 22u);
+  EXPECT_EQ(issue->busy_cycles, 6u);
+  auto two = build("schedulers: 2\ninstructions_per_cycle: 2\n");
+  EXPECT_EQ(two->issue(0, 10), 3u);
+  issue->reset();
+  EXPECT_EQ(issue->issue(0, 4), 1u);
+  EXPECT_EQ(issue->warp_instructions, 4u);
+}
+
+TEST(IssueUnitParams, DefaultsAreAnSmsFourSchedulersAndMmaSyncsShapes) {
+  const IssueUnit::Params& p = build("{}")->params();
+  EXPECT_EQ(p.schedulers, 4);
+  EXPECT_EQ(p.instructions_per_cycle, 1);
+  EXPECT_EQ(p.mma_m * p.mma_n * p.mma_k, 16 * 8 * 16);
+  EXPECT_EQ(p.ldmatrix_bytes, 512);
+  EXPECT_EQ(p.copy_bytes, 512);
+  EXPECT_DOUBLE_EQ(p.per_element[static_cast<size_t>(VpuOp::Exp)], 4.0);
+  EXPECT_DOUBLE_EQ(build("exp_per_element: 2\n")->params().per_element[static_cast<size_t>(VpuOp::Exp)], 2.0);
+}
+
+TEST(IssueUnitParams, AnUnknownKeyOrALayoutThatSplitsAThreadIsRejected) {
+  EXPECT_THROW(build("schedulerz: 4\n"), InputError);
+  EXPECT_THROW(build("schedulers: 0\n"), InputError);
+  EXPECT_THROW(build("rows_per_warp: 12\n"), std::invalid_argument);  // 12 x 4 is not a multiple of 32
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -46,6 +46,12 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
     s.max_blocks_per_core = std::max(s.max_blocks_per_core, core->blocks_run);
     if (core->mxu()) s.mxu_flops += 2 * core->mxu()->macs;
     if (core->vpu()) s.vpu_element_ops += core->vpu()->element_ops;
+    if (const IssueUnit* issue = core->issue()) {
+      s.has_issue = true;
+      s.issue_limits = issue->params().limit;
+      s.warp_instructions += issue->warp_instructions;
+      s.max_issue_busy_cycles = std::max(s.max_issue_busy_cycles, issue->busy_cycles);
+    }
   }
   s.energy = chip.energy_report();
   return s;
@@ -71,6 +77,14 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
         "  kernel {:20} grid {}x{}x{}, occupancy {} blocks/core, {:.2f} waves, cycles {}..{}\n", k.name,
         k.grid[0], k.grid[1], k.grid[2], k.blocks_per_core, k.waves, k.start_cycle, k.end_cycle);
   out << fmt::format("time (whole chip) {} cycles = {:.3f} us\n", s.cycles, us);
+  if (s.has_issue)
+    out << fmt::format(
+        "warp instructions {} (whole chip){}\n", s.warp_instructions,
+        s.issue_limits
+            ? fmt::format(
+                  "; the busiest core's schedulers busy {:.1f}% of cycles (issuing, or held by products)",
+                  s.cycles ? 100.0 * double(s.max_issue_busy_cycles) / double(s.cycles) : 0.0)
+            : "; counted, not limiting time (issue.limit: false)");
   const char* link = s.has_l2 ? "SM<->L2" : "SM<->DRAM";
   out << fmt::format("{:9} read     {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_read),
                      by_tensor(s.sm_l2_read));
@@ -131,6 +145,7 @@ nlohmann::json chip_summary_json(const ChipSummary& s) {
                         {"dram_bytes_read_per_tensor", s.dram_read},
                         {"dram_bytes_written_per_tensor", s.dram_written},
                         {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end}};
+  if (s.has_issue) out["warp_instructions"] = s.warp_instructions;
   if (s.energy) out["energy"] = s.energy->to_json();
   return out;
 }

@@ -32,6 +32,9 @@ struct ChipSummary {
   uint64_t blocks = 0;
   uint64_t min_blocks_per_core = 0, max_blocks_per_core = 0;
   uint64_t mxu_flops = 0, vpu_element_ops = 0;
+  // With an issue unit: warp instructions of all cores, and the busiest core's schedulers.
+  bool has_issue = false, issue_limits = false;
+  uint64_t warp_instructions = 0, max_issue_busy_cycles = 0;
   uint64_t block_sram_bytes = 0;
   uint64_t quantum_cycles = 0;
   bool l2_flushed_between_kernels = true;

@@ -111,9 +111,9 @@ TEST(Chip, IssueLimitsCanBeTurnedOffAndBackOnForEveryCore) {
   b.emit(isa::Opcode::Exp, {b.buf(x), b.buf(y)});
   b.emit(isa::Opcode::Exp, {b.buf(y), b.buf(x)});
   const isa::Program program = b.take();
-  Machine machine(
-      load_config(kConfigs + "h100.yaml", {"issue.limit=true", "issue.schedulers=1", "issue.fixed_per_warp=0",
-                                           "issue.cycles_per_warp_instruction=1"}));
+  Machine machine(load_config(kConfigs + "h100.yaml",
+                              {"issue.limit=true", "issue.schedulers=1", "issue.fixed_per_warp=0",
+                               "issue.cycles_per_warp_instruction=1", "issue.mma_holds_schedulers=true"}));
   const uint64_t with = run_on(machine, program).cycles;
   EXPECT_EQ(machine.chip()->cores()[0]->issue()->warp_instructions, 2u * 512u);
   machine.set_issue_limits(false, true);

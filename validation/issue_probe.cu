@@ -17,29 +17,11 @@
 #include <vector>
 
 #include "cuda_check.h"
+#include "mma_chains.cuh"
 
 namespace {
 
 constexpr int kChains = 8;
-
-__device__ void mma_loop(int iters, float* sink) {
-  unsigned a[4] = {0x3c003c00u, 0x3c003c00u, 0x3c003c00u, 0x3c003c00u};
-  unsigned b[2] = {0x3c003c00u, 0x3c003c00u};
-  float acc[kChains][4] = {};
-  for (int i = 0; i < iters; ++i) {
-#pragma unroll
-    for (int k = 0; k < kChains; ++k)
-      asm volatile(
-          "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-          "{%0,%1,%2,%3};"
-          : "+f"(acc[k][0]), "+f"(acc[k][1]), "+f"(acc[k][2]), "+f"(acc[k][3])
-          : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-  float s = 0;
-  for (auto& row : acc)
-    for (float v : row) s += v;
-  if (s == 12345.f) sink[threadIdx.x] = s;
-}
 
 template <int CHAINS>
 __device__ void ffma_loop(int iters, float* sink) {
@@ -61,7 +43,7 @@ __global__ void probe(int run, int mma_iters, int ffma_iters, long long* cycles,
   const bool mma_warp = warp < 4;
   __syncthreads();
   const long long t0 = clock64();
-  if (mma_warp && (run & 1)) mma_loop(mma_iters, sink);
+  if (mma_warp && (run & 1)) mma_chains<kChains>(mma_iters, sink);
   if (!mma_warp && (run & 2)) ffma_loop<FFMA_CHAINS>(ffma_iters, sink);
   const long long t1 = clock64();
   if (threadIdx.x % 32 == 0) cycles[blockIdx.x * 8 + warp] = t1 - t0;

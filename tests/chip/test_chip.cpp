@@ -77,16 +77,21 @@ TEST(Chip, AKernelIsNotOverWhileBlocksAreLeft) {
   EXPECT_EQ(s.sm_l2_written.at("L"), static_cast<uint64_t>(blocks * floats * 4));
 }
 
-// validate runs the project's FFMA kernels without the tensor-core code's result latencies: every core's
-// VPU results then reach their readers at once. One block, two dependent EXPs: the config's exp latency is
-// paid twice (the second EXP waits for the first's result, the block ends at the second's), then not.
-TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
+// One block, two dependent EXPs over 64 x 64 f32 buffers.
+isa::Program two_dependent_exps() {
   traces::Builder b("<two exps>");
   const int x = b.buffer("X", 64, 64, Dtype::F32), y = b.buffer("Y", 64, 64, Dtype::F32);
   b.begin_block(b.kernel("exps", {1, 1, 1}), {0, 0, 0});
   b.emit(isa::Opcode::Exp, {b.buf(x), b.buf(y)});
   b.emit(isa::Opcode::Exp, {b.buf(y), b.buf(x)});
-  const isa::Program program = b.take();
+  return b.take();
+}
+
+// validate runs the project's FFMA kernels without the tensor-core code's result latencies: every core's
+// VPU results then reach their readers at once. One block, two dependent EXPs: the config's exp latency is
+// paid twice (the second EXP waits for the first's result, the block ends at the second's), then not.
+TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
+  const isa::Program program = two_dependent_exps();
   Machine machine(load_config(kConfigs + "h100.yaml", {}));
   const auto exp_latency =
       static_cast<uint64_t>(machine.vpu()->params().result_latency[static_cast<int>(VpuOp::Exp)]);
@@ -105,12 +110,7 @@ TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
 // scheduler take 512 cycles each, where the VPU takes 4,096 / 128 lanes x 8 = 256; limited, the pair is
 // 2 x 256 cycles longer. Off, the instructions are still counted.
 TEST(Chip, IssueLimitsCanBeTurnedOffAndBackOnForEveryCore) {
-  traces::Builder b("<two exps>");
-  const int x = b.buffer("X", 64, 64, Dtype::F32), y = b.buffer("Y", 64, 64, Dtype::F32);
-  b.begin_block(b.kernel("exps", {1, 1, 1}), {0, 0, 0});
-  b.emit(isa::Opcode::Exp, {b.buf(x), b.buf(y)});
-  b.emit(isa::Opcode::Exp, {b.buf(y), b.buf(x)});
-  const isa::Program program = b.take();
+  const isa::Program program = two_dependent_exps();
   Machine machine(load_config(kConfigs + "h100.yaml",
                               {"issue.limit=true", "issue.schedulers=1", "issue.fixed_per_warp=0",
                                "issue.cycles_per_warp_instruction=1", "issue.mma_holds_schedulers=true"}));

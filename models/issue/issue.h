@@ -38,8 +38,8 @@ class IssueUnit : public Component {
     double cycles_per_warp_instruction = 1;
     // false: the warp instructions are counted, and limit nothing (a tile instruction is timed by its unit).
     bool limit = true;
-    // The schedulers issue nothing while the core's MXU works on a product (mma.sync on Hopper: an SM's
-    // issue-active and tensor-active cycles add up to 100% and never overlap, docs/models/issue.md).
+    // The schedulers issue nothing while the core's MXU works on a product: what an SM's issue-active and
+    // tensor-active cycles adding up to 100% suggested, and a probe refuted for FFMA (docs/models/issue.md).
     bool mma_holds_schedulers = false;
     int64_t threads_per_warp = 32;
     int64_t rows_per_warp = 16;

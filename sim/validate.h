@@ -67,10 +67,10 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
-  double predicted_ns = 0;             // predicted_cycles at clock_ghz
-  double clock_ghz = 0;                // the config's clock_base_ghz for rows measured at base clocks
-  double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
-  double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
+  double predicted_ns = 0;                  // predicted_cycles at clock_ghz
+  double clock_ghz = 0;                     // the config's clock_base_ghz for rows measured at base clocks
+  double predicted_dram_read = -1;          // whole-chip configs only: DRAM read bytes (sector-rounded)
+  double predicted_dram_written = -1;       // whole-chip configs only: evicted while kernels ran
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
 };
 

@@ -75,7 +75,7 @@ int main() {
     const int ffma_iters = 640000 / chains;
     for (int run : {1, 2, 3}) {
       if (run == 1 && chains != 8) continue;  // the mma warps alone do not depend on the FFMA chains
-      for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is reported
+      for (int rep = 0; rep < 2; ++rep) {     // the first launch warms up; the second is reported
         kernel<<<sms, 256>>>(run, mma_iters, ffma_iters, cycles, sink);
         CHECK(cudaGetLastError());
         CHECK(cudaDeviceSynchronize());

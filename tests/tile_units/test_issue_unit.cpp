@@ -73,7 +73,8 @@ TEST(IssueUnit, SchedulersIssueInArrivalOrderAtTheirRate) {
 }
 
 TEST(IssueUnitParams, DefaultsAreAnSmsFourSchedulersAndMmaSyncsShapes) {
-  const IssueUnit::Params& p = build("{}")->params();
+  const auto unit = build("{}");
+  const IssueUnit::Params& p = unit->params();
   EXPECT_EQ(p.schedulers, 4);
   EXPECT_EQ(p.instructions_per_cycle, 1);
   EXPECT_EQ(p.mma_m * p.mma_n * p.mma_k, 16 * 8 * 16);

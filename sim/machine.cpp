@@ -196,7 +196,8 @@ void Machine::set_issue_limits(bool code_as_costed, bool synchronous_mma) {
   if (!issue_) return;
   const bool limit = code_as_costed && issue_->params().limit;
   const bool hold = synchronous_mma && issue_->params().mma_holds_schedulers;
-  for (auto& core : chip_->cores()) core->issue()->set_limits(limit, hold);
+  const double yield = synchronous_mma ? issue_->params().mma_cycles_per_other_instruction : 0.0;
+  for (auto& core : chip_->cores()) core->issue()->set_limits(limit, hold, yield);
 }
 
 void Machine::run() {

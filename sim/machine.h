@@ -48,9 +48,9 @@ class Machine {
   // measured latencies of tensor-core kernel code) or at once, from now on. Only a chip's cores change.
   void set_result_latencies(bool as_configured);
   // Whether every core's issue unit limits time as configured (`code_as_costed`: the kernel runs the
-  // tensor-core code its costs describe) and its products hold the schedulers as configured
-  // (`synchronous_mma`: mma.sync, not wgmma), from now on. Only a chip's cores change; no issue: section,
-  // nothing to change.
+  // tensor-core code its costs describe) and its products hold the schedulers and yield to other
+  // instructions as configured (`synchronous_mma`: mma.sync, not wgmma), from now on. Only a chip's cores
+  // change; no issue: section, nothing to change.
   void set_issue_limits(bool code_as_costed, bool synchronous_mma);
 
   bool has_scalar_units() const { return dram_ != nullptr; }

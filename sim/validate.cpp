@@ -456,8 +456,10 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // tensor-core code whose latencies the presets carry (ldmatrix + mma.sync, the softmax's shuffles). Its
     // blocks' measured drift is reproduced without them (Validation.CoResidentBlocksDriftApartAsOnTheH100).
     if (machine.is_chip()) machine.set_result_latencies(!multiplies_with_ffma(m));
-    // The issue costs describe the tensor-core kernels' code, and wgmma runs beside the schedulers.
-    if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m), !m.wgmma);
+    // The issue costs describe mma.sync code (the tensor-core kernels', FlashAttention-2's): not the FFMA
+    // kernels' nor wgmma's (one instruction per warp group and 64 x N x 16, B read from shared memory by
+    // the tensor cores, no ldmatrix), which also runs beside the schedulers.
+    if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m) && !m.wgmma, !m.wgmma);
     if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
     if (!row) {
       summary.not_simulated.push_back(m);

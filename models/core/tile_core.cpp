@@ -93,7 +93,7 @@ void TileCore::require_unit(const isa::Program& program, const void* unit, const
 }
 
 void TileCore::reset_units() {
-  mxu_free_ = vpu_free_ = 0;
+  mxu_busy_since_ = mxu_free_ = vpu_free_ = 0;
   per_opcode_.fill(0);
   units_.dma->reset();
   if (units_.issue) units_.issue->reset();
@@ -160,12 +160,9 @@ uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx
   return cycles;
 }
 
-// The cycle the last warp instruction of an MXU or VPU instruction that starts at `start` issues (`start`
-// without an issue unit). A product's `unit_cycles` on the MXU may hold the schedulers too.
-uint64_t TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
-                          uint64_t unit_cycles) {
-  IssueUnit* issue = units_.issue;
-  if (!issue) return start;
+// The warp instructions of an MXU or VPU instruction (an issue unit is present).
+double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const {
+  const IssueUnit& issue = *units_.issue;
   auto bytes_in_sram = [&](const TileOperand& o) -> uint64_t {
     const BufferState& s = ctx.buffers[o.storage];
     return s.in_regs ? 0 : static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
@@ -173,19 +170,53 @@ uint64_t TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_
   if (d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac) {
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
-    return issue->issue(start,
-                        issue->matmul_instructions(a.out_rows(), a.out_cols(), b.out_cols(), bytes_in_sram(a),
-                                                   bytes_in_sram(b)),
-                        issue->warps(a.out_rows()), unit_cycles);
+    return issue.matmul_instructions(a.out_rows(), a.out_cols(), b.out_cols(), bytes_in_sram(a),
+                                     bytes_in_sram(b));
   }
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];
   const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
   const TileOperand& shape = reduction ? src : dst;
   const bool to_16bit = dtype_bytes(ctx.buffers[dst.storage].dtype) == 2;
-  return issue->issue(
-      start, issue->vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit),
-      issue->warps(shape.out_rows()));
+  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit);
+}
+
+// The schedulers' span for an MXU or VPU instruction that starts at `start` ({start, start, start} without
+// an issue unit). A product's `unit_cycles` on the MXU may hold the schedulers too; any other instruction
+// that issues while a product works delays it.
+IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
+                                 uint64_t unit_cycles) {
+  IssueUnit* issue = units_.issue;
+  if (!issue) return {start, start, start};
+  const double count = issue_cost(d, ctx);
+  const bool product = d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac;
+  const int64_t rows = product || d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum
+                           ? d.ops[0].out_rows()
+                           : d.ops[d.destination()].out_rows();
+  const IssueUnit::Span span = issue->issue_span(start, count, issue->warps(rows), product ? unit_cycles : 0);
+  if (!product) yield_mxu(span, count);
+  return span;
+}
+
+uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
+                                      uint64_t cycles) const {
+  const IssueUnit* issue = units_.issue;
+  if (!issue) return 0;
+  const uint64_t queued =
+      issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
+  const TileOperand& a = d.ops[0];
+  const double own =
+      issue_cost(d, ctx) - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols());
+  return issue->mma_delay(issue->instructions_in(queued) + own);
+}
+
+void TileCore::yield_mxu(const IssueUnit::Span& span, double instructions) {
+  const uint64_t from = std::max(span.start, mxu_busy_since_);
+  const uint64_t until = std::min(span.port_end, mxu_free_);
+  if (until <= from || span.port_end <= span.start) return;
+  const double beside =
+      instructions * static_cast<double>(until - from) / static_cast<double>(span.port_end - span.start);
+  mxu_free_ += units_.issue->mma_delay(beside);
 }
 
 void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
@@ -336,10 +367,12 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
                             ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, *units_.sram)
                             : units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
   // The copy's instructions issue from its start; it is done no earlier than the last of them.
-  if (units_.issue)
-    t.done = std::max(
-        t.done,
-        units_.issue->issue(t.start, units_.issue->copy_instructions(transfer.rows * transfer.row_bytes)));
+  if (IssueUnit* issue = units_.issue) {
+    const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes);
+    const IssueUnit::Span span = issue->issue_span(t.start, count);
+    yield_mxu(span, count);
+    t.done = std::max(t.done, span.done);
+  }
   if (is_store) ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
   if (values) {
     const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
@@ -361,12 +394,13 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   // Operands stream from SRAM and the result returns to it; a narrow SRAM port can be the limit, the more
   // so when each array reads the operand they all need.
   const auto repeats = static_cast<uint64_t>(mxu.shared_operand_reads(a.out_rows(), b.out_cols()));
-  const uint64_t cycles =
-      std::max(array_cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
+  uint64_t cycles = std::max(array_cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
+  cycles += mma_delay_at_start(d, ctx, start, cycles);
+  if (start > mxu_free_) mxu_busy_since_ = start;  // after an idle gap: a new busy stretch
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
   // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
-  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, array_cycles)) +
+  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, array_cycles).done) +
                         static_cast<uint64_t>(mxu.params().result_latency);
   if (!values) return {start, done, mxu_free_};
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
@@ -402,7 +436,7 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, 0)) +
+  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, 0).done) +
                         vpu.result_latency(op, cols);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
   return {start, done, vpu_free_};

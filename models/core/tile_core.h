@@ -122,7 +122,14 @@ class TileCore {
   // array.
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
-  uint64_t issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, uint64_t unit_cycles);
+  double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;
+  IssueUnit::Span issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, uint64_t unit_cycles);
+  // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
+  // queued when it starts and its own fragment loads (mma_delay_at_start), what issues later while it works
+  // (yield_mxu, which moves the MXU's free time on).
+  uint64_t mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
+                              uint64_t cycles) const;
+  void yield_mxu(const IssueUnit::Span& span, double instructions);
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
@@ -131,6 +138,9 @@ class TileCore {
   TileUnits units_;
   std::vector<TensorState>& tensors_;
   int id_;
+  // Since when the MXU has been busy without a break: an instruction that issues any time in that stretch
+  // (in simulated time; a block's later instructions are timed after its earlier ones) delays its end.
+  uint64_t mxu_busy_since_ = 0;
   uint64_t mxu_free_ = 0;
   uint64_t vpu_free_ = 0;
   std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};

@@ -56,11 +56,16 @@ IssueUnit::IssueUnit(sc_core::sc_module_name instance, const Params& params)
       "utilisation", "fraction", "busy_cycles / elapsed_cycles (Nsight Compute's issue slots busy)");
 }
 
+double IssueUnit::mma_instructions(int64_t m, int64_t k, int64_t n) const {
+  const Params& p = params_;
+  return static_cast<double>(ceil_div(m, p.mma_m) * ceil_div(n, p.mma_n) * ceil_div(k, p.mma_k));
+}
+
 double IssueUnit::matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
                                       uint64_t b_sram_bytes) const {
   const Params& p = params_;
   const int64_t warp_count = warps(m);
-  const double mma = static_cast<double>(ceil_div(m, p.mma_m) * ceil_div(n, p.mma_n) * ceil_div(k, p.mma_k));
+  const double mma = mma_instructions(m, k, n);
   // Each warp loads its own rows of A and the whole of B.
   const uint64_t loaded = a_sram_bytes + b_sram_bytes * static_cast<uint64_t>(warp_count);
   const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(loaded), p.ldmatrix_bytes));
@@ -83,11 +88,11 @@ double IssueUnit::copy_instructions(uint64_t bytes) const {
   return copies * (1.0 + params_.address_per_copy);
 }
 
-uint64_t IssueUnit::issue(uint64_t at, double instructions, int64_t warps, uint64_t held) {
+IssueUnit::Span IssueUnit::issue_span(uint64_t at, double instructions, int64_t warps, uint64_t held) {
   const auto count = static_cast<uint64_t>(std::llround(instructions));
   if (!params_.limit) {
     warp_instructions += count;
-    return at;
+    return {at, at, at};
   }
   const uint64_t start = std::max(at, free_);
   const auto per_cycle = static_cast<uint64_t>(params_.schedulers * params_.instructions_per_cycle);
@@ -97,7 +102,13 @@ uint64_t IssueUnit::issue(uint64_t at, double instructions, int64_t warps, uint6
   warp_instructions += count;
   const double per_warp = static_cast<double>(count) / static_cast<double>(std::max<int64_t>(warps, 1));
   const auto own = static_cast<uint64_t>(std::ceil(per_warp * params_.cycles_per_warp_instruction - 1e-9));
-  return std::max(free_, start + own);
+  return {start, free_, std::max(free_, start + own)};
+}
+
+uint64_t IssueUnit::mma_delay(double other_instructions) const {
+  if (!params_.limit || other_instructions <= 0) return 0;
+  return static_cast<uint64_t>(std::llround(params_.mma_cycles_per_other_instruction * other_instructions /
+                                            static_cast<double>(params_.schedulers)));
 }
 
 void register_issue_models() {
@@ -120,6 +131,12 @@ void register_issue_models() {
         q.mma_holds_schedulers =
             p.get<bool>("mma_holds_schedulers", q.mma_holds_schedulers, "",
                         "the schedulers issue nothing while the MXU works on a product (Hopper's mma.sync)");
+        q.mma_cycles_per_other_instruction =
+            p.get<double>("mma_cycles_per_other_instruction", q.mma_cycles_per_other_instruction, "cycles",
+                          "cycles a scheduler's tensor core loses to each other warp instruction it issues "
+                          "during a product "
+                          "(Hopper's mma.sync)",
+                          0.0, 1e3);
         q.cycles_per_warp_instruction = p.get<double>(
             "cycles_per_warp_instruction", q.cycles_per_warp_instruction, "cycles",
             "the fewest cycles between two instructions of one warp (issue + fixed-latency wait)", 1.0, 1e6);

@@ -38,9 +38,13 @@ class IssueUnit : public Component {
     double cycles_per_warp_instruction = 1;
     // false: the warp instructions are counted, and limit nothing (a tile instruction is timed by its unit).
     bool limit = true;
-    // The schedulers issue nothing while the core's MXU works on a product: what an SM's issue-active and
-    // tensor-active cycles adding up to 100% suggested, and a probe refuted for FFMA (docs/models/issue.md).
+    // The schedulers issue nothing while the core's MXU works on a product: one reading of an SM's
+    // issue-active and tensor-active cycles adding up to 100%. The probe shows the other side giving way.
     bool mma_holds_schedulers = false;
+    // Cycles a scheduler's tensor core loses to each warp instruction other than an mma that the scheduler
+    // issues while it works on one (the scheduler issues the other warp's instruction first and the mma
+    // waits): the product is delayed, not the other instructions (validation/data/h100_issue_probe.csv).
+    double mma_cycles_per_other_instruction = 0;
     int64_t threads_per_warp = 32;
     int64_t rows_per_warp = 16;
     int64_t threads_per_row = 4;
@@ -66,17 +70,39 @@ class IssueUnit : public Component {
   // a copy of `bytes` between memory and SRAM.
   double copy_instructions(uint64_t bytes) const;
 
+  // mma instructions alone of that product.
+  double mma_instructions(int64_t m, int64_t k, int64_t n) const;
+
+  struct Span {
+    uint64_t start = 0;     // the schedulers' first cycle for them
+    uint64_t port_end = 0;  // the cycle after the schedulers are through with them
+    uint64_t done = 0;      // the cycle after the last one issued (each warp's own stream included)
+  };
   // Issues `instructions`, spread over `warps` warps, from cycle `at` on, after what the core issued before;
   // returns the cycle after the last one issued: when the schedulers are through, or each warp's own
   // stream at cycles_per_warp_instruction, whichever is later. Records the counts.
   // `held` more cycles keep the schedulers from issuing (a product's MXU cycles, if mma_holds_schedulers).
-  uint64_t issue(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0);
+  // Without the limit nothing is timed: start = port_end = done = at.
+  Span issue_span(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0);
+  uint64_t issue(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0) {
+    return issue_span(at, instructions, warps, held).done;
+  }
+  // The cycles a product on the core's tensor cores loses to `other_instructions` issued beside it, spread
+  // over the schedulers (0 without the limit or for asynchronous mma).
+  uint64_t mma_delay(double other_instructions) const;
+  // Instructions the schedulers issue in `cycles` while busy.
+  double instructions_in(uint64_t cycles) const {
+    return static_cast<double>(cycles *
+                               static_cast<uint64_t>(params_.schedulers * params_.instructions_per_cycle));
+  }
+  uint64_t port_free() const { return free_; }
   int64_t warps(int64_t rows) const { return (rows + params_.rows_per_warp - 1) / params_.rows_per_warp; }
   // For the instructions from now on (validate: the FFMA kernels run none of the code the costs describe;
-  // wgmma runs asynchronously beside the schedulers).
-  void set_limits(bool limit, bool mma_holds_schedulers) {
+  // wgmma runs asynchronously beside the schedulers, so neither holds them nor waits for them).
+  void set_limits(bool limit, bool mma_holds_schedulers, double mma_cycles_per_other_instruction) {
     params_.limit = limit;
     params_.mma_holds_schedulers = mma_holds_schedulers;
+    params_.mma_cycles_per_other_instruction = mma_cycles_per_other_instruction;
   }
   void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0; }
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }

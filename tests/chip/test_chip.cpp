@@ -105,7 +105,8 @@ TEST(Chip, ResultLatenciesCanBeTurnedOffAndBackOnForEveryCore) {
 }
 
 // validate turns a core's issue limit off for the FFMA kernels (their code is not the code the costs
-// describe) and the products' hold on the schedulers off for wgmma. Two dependent EXPs over 64 x 64 f32
+// describe) and the products' hold on the schedulers and their yield to other instructions off for wgmma
+// (asynchronous beside the schedulers). Two dependent EXPs over 64 x 64 f32
 // (4 warps, each thread 2 rows x 16 columns, 4 instructions an element: 512 warp instructions) on one
 // scheduler take 512 cycles each, where the VPU takes 4,096 / 128 lanes x 8 = 256; limited, the pair is
 // 2 x 256 cycles longer. Off, the instructions are still counted.
@@ -113,7 +114,8 @@ TEST(Chip, IssueLimitsCanBeTurnedOffAndBackOnForEveryCore) {
   const isa::Program program = two_dependent_exps();
   Machine machine(load_config(kConfigs + "h100.yaml",
                               {"issue.limit=true", "issue.schedulers=1", "issue.fixed_per_warp=0",
-                               "issue.cycles_per_warp_instruction=1", "issue.mma_holds_schedulers=true"}));
+                               "issue.cycles_per_warp_instruction=1", "issue.mma_holds_schedulers=true",
+                               "issue.mma_cycles_per_other_instruction=1.5"}));
   const uint64_t with = run_on(machine, program).cycles;
   EXPECT_EQ(machine.chip()->cores()[0]->issue()->warp_instructions, 2u * 512u);
   machine.set_issue_limits(false, true);
@@ -122,9 +124,11 @@ TEST(Chip, IssueLimitsCanBeTurnedOffAndBackOnForEveryCore) {
   EXPECT_EQ(with, without + 2 * (512 - 256));
   machine.set_issue_limits(true, false);
   EXPECT_FALSE(machine.chip()->cores().back()->issue()->params().mma_holds_schedulers);
+  EXPECT_EQ(machine.chip()->cores().back()->issue()->params().mma_cycles_per_other_instruction, 0.0);
   EXPECT_EQ(run_on(machine, program).cycles, with);
   machine.set_issue_limits(true, true);
   EXPECT_TRUE(machine.chip()->cores().back()->issue()->params().mma_holds_schedulers);
+  EXPECT_EQ(machine.chip()->cores().back()->issue()->params().mma_cycles_per_other_instruction, 1.5);
 }
 
 TEST(Chip, NaiveScoresOutgrowL2AndReachDram) {

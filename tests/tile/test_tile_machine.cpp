@@ -191,6 +191,28 @@ TEST(Issue, AnInstructionIsDoneWhenItsWarpInstructionsHaveIssued) {
   EXPECT_EQ(cycles_of(machine, "EXP A, B\nMUL B, B, C\n"), one_exp + 24);
 }
 
+// A product yields to the other instructions the schedulers issue while it works: each costs its tensor
+// cores mma_cycles_per_other_instruction cycles, spread over the schedulers. Four independent 64 x 64 x 64
+// products in one group keep the MXU busy; an EXP of a 16 x 16 tile of the first one's result (32 warp
+// instructions) in another group issues while they work, and a fifth product follows it. At 4 cycles
+// each over 4 schedulers the EXP moves the MXU's free time, so the fifth product's end, by 32 cycles;
+// without the yield it costs them nothing.
+TEST(Issue, AProductYieldsToInstructionsIssuedBesideIt) {
+  const std::string products =
+      ".buffer P[64][64] f32\n.buffer Q[64][64] f32\n.buffer R[64][64] f32\n.buffer S[64][64] f32\n"
+      ".buffer T[64][64] f32\n.buffer U[64][64] f32\nLOAD X[0:16, 0:16], P[0:16, 0:16]\n.group 1\n"
+      "MAC_Z P, P, Q\nMAC_Z P, P, R\nMAC_Z P, P, S\nMAC_Z P, P, T\n.group 2\n";
+  const std::string exp = "EXP Q[0:16, 0:16], B\n", fifth = "MAC_Z P, P, U\n";
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {"issue.type=warp_schedulers", "issue.schedulers=4",
+                                                          "vpu.exp_result_latency=0"}));
+  auto cycles_with = [&](double cost, const std::string& program) {
+    machine.issue()->set_limits(true, false, cost);
+    return cycles_of(machine, program);
+  };
+  EXPECT_EQ(cycles_with(0, products + exp + fifth), cycles_with(0, products + fifth));
+  EXPECT_EQ(cycles_with(4, products + exp + fifth), cycles_with(4, products + fifth) + 32);
+}
+
 // Instruction groups issue in order each, not with each other: an instruction that waits for its source's
 // result latency holds back the rest of its group only. Two dependent EXPs and two dependent MAC_Zs: in
 // one group the MACs start after the second EXP has issued; in groups of their own the two chains run

@@ -5,7 +5,9 @@
 // timing data, at the profiled sequence length) and its simulated warp instructions, summed over all
 // cores, are held against the run's.
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -86,6 +88,55 @@ TEST(Issue, WarpInstructionsAsTheKernelsExecuted) {
     EXPECT_NEAR(row.predicted_warp_instructions / run.warp_instructions, 1.0, tolerance)
         << "profile " << profile << ": " << run.schedule << " n=" << run.n << " d=" << run.d << " "
         << run.block_q << "x" << run.block_k;
+  }
+}
+
+// validation/data/h100_issue_probe.csv: mma.sync warps beside warps of one other kind of instruction, each
+// side's rate read while the other side ran throughout (validation/issue_probe.cu). Per neighbour, the
+// clocks of tensor-core time each of its instructions took from the products on its scheduler:
+// (1 - products per clock beside it / products per clock alone) / its instructions per clock.
+TEST(Issue, ProductsYieldToOtherInstructionsAsTheProbeMeasured) {
+  std::ifstream in(kRoot + "/validation/data/h100_issue_probe.csv");
+  std::string line;
+  std::getline(in, line);
+  ASSERT_EQ(line,
+            "kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,"
+            "neighbour_per_clock,read");
+  double mma_alone = 0;
+  std::map<std::string, std::map<std::string, double>> pair;  // kind/chains -> rate read
+  while (std::getline(in, line)) {
+    std::vector<std::string> cell;
+    std::stringstream fields(line);
+    for (std::string c; std::getline(fields, c, ',');) cell.push_back(c);
+    const std::string key = cell[0] + "/" + cell[1];
+    if (cell[2] == "mma_alone") mma_alone = std::stod(cell[5]);
+    if (cell[2] == "neighbour_alone") pair[key]["alone"] = std::stod(cell[8]);
+    if (cell[2] == "both" && cell[9] == "mma") pair[key]["mma"] = std::stod(cell[5]);
+    if (cell[2] == "both" && cell[9] == "neighbour") pair[key]["neighbour"] = std::stod(cell[8]);
+  }
+  ASSERT_GT(mma_alone, 0.1);  // about 7 clocks per m16n8k16 on a tensor core
+  ASSERT_EQ(pair.size(), 10u);
+  std::vector<double> lost;
+  for (const auto& [key, rate] : pair) {
+    ASSERT_EQ(rate.size(), 3u) << key;
+    lost.push_back((1.0 - rate.at("mma") / mma_alone) / rate.at("neighbour"));
+    // Every kind costs a product between half a clock and two per instruction (FP32, MUFU, integer,
+    // conversion, shared-memory load alike).
+    EXPECT_GT(lost.back(), 0.5) << key;
+    EXPECT_LT(lost.back(), 2.0) << key;
+  }
+  // The scheduler serves the other warp first: a dense FFMA neighbour keeps over 90% of its rate and the
+  // products fall below a fifth of theirs. The schedulers are not held by the products.
+  EXPECT_GT(pair.at("ffma/4").at("neighbour") / pair.at("ffma/4").at("alone"), 0.9);
+  EXPECT_LT(pair.at("ffma/4").at("mma") / mma_alone, 0.2);
+  // The presets take about the probe's median (1.0 against 1.07; dense FFMA: 1.04).
+  std::sort(lost.begin(), lost.end());
+  const double median = (lost[4] + lost[5]) / 2;
+  for (const char* preset : {"h100", "h200"}) {
+    const YAML::Node issue = YAML::LoadFile(kRoot + "/configs/" + preset + ".yaml")["issue"];
+    const auto yield = issue["mma_cycles_per_other_instruction"].as<double>();
+    EXPECT_NEAR(yield, median, 0.1) << preset;
+    EXPECT_FALSE(issue["mma_holds_schedulers"].as<bool>()) << preset;
   }
 }
 

@@ -12,8 +12,10 @@
 // read), once with the mma warps' loop 16 times longer (the neighbour's rate is read). If mma.sync holds
 // its scheduler for the cycles its tensor core works, then per scheduler
 //     neighbour instructions per clock + products per clock x (clocks per product alone) ~ 1.
-// Prints `kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,
-// neighbour_per_clock,read` CSV lines on stdout (read: which side's rate the run measures).
+// Each with one and with two mma warps and neighbours per scheduler (a block of 8 or 16 warps). Prints
+// `kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,
+// neighbour_per_clock,read,warps_per_scheduler` CSV lines on stdout (rates per warp; read: which side's
+// rate the run measures).
 //   nvcc -O3 -arch=sm_90 -o issue_probe validation/issue_probe.cu && ./issue_probe
 #include <cuda_runtime.h>
 
@@ -27,6 +29,7 @@
 namespace {
 
 constexpr int kMmaChains = 8;
+constexpr int kMaxWarps = 16;  // 2 mma warps and 2 neighbours per scheduler
 enum Kind { kFfma, kMufu, kAlu, kCvt, kLds, kKinds };
 const char* const kKindNames[kKinds] = {"ffma", "mufu_ex2", "alu_lop3", "cvt_f2fp", "lds"};
 
@@ -60,13 +63,15 @@ __device__ void neighbour_loop(int iters, float* sink, unsigned smem) {
   if (s == 12345.f) sink[threadIdx.x] = s;  // never true: keeps the loop
 }
 
-// run: 1 the mma warps work, 2 the neighbours work, 3 both. cycles[block * 8 + warp] = the warp's loop.
+// run: 1 the mma warps work, 2 the neighbours work, 3 both. The first half of the block's warps are mma
+// warps, the second half neighbours, so each scheduler has as many of each (blockDim / 256).
+// cycles[block * kMaxWarps + warp] = the warp's loop.
 template <int KIND, int CHAINS>
 __global__ void probe(int run, int mma_iters, int neighbour_iters, long long* cycles, float* sink) {
   __shared__ __align__(16) unsigned short tile[8 * 1024];
   for (int i = threadIdx.x; i < 8 * 1024; i += blockDim.x) tile[i] = static_cast<unsigned short>(i * 40503u);
   const int warp = threadIdx.x / 32;
-  const bool mma_warp = warp < 4;
+  const bool mma_warp = warp < static_cast<int>(blockDim.x / 64);
   // Each lane its own word of a 16-byte row: no bank conflicts.
   const auto smem =
       static_cast<unsigned>(__cvta_generic_to_shared(tile + warp * 256 + (threadIdx.x % 32) * 8));
@@ -75,7 +80,7 @@ __global__ void probe(int run, int mma_iters, int neighbour_iters, long long* cy
   if (mma_warp && (run & 1)) mma_chains<kMmaChains>(mma_iters, sink);
   if (!mma_warp && (run & 2)) neighbour_loop<KIND, CHAINS>(neighbour_iters, sink, smem);
   const long long t1 = clock64();
-  if (threadIdx.x % 32 == 0) cycles[blockIdx.x * 8 + warp] = t1 - t0;
+  if (threadIdx.x % 32 == 0) cycles[blockIdx.x * kMaxWarps + warp] = t1 - t0;
 }
 
 double median(std::vector<long long> v) {
@@ -87,28 +92,30 @@ using Probe = void (*)(int, int, int, long long*, float*);
 
 struct Launch {
   int sms;
+  int per_scheduler;  // mma warps (and neighbours) per scheduler: 1 or 2
   long long* cycles;
   float* sink;
   // Median cycles of the mma warps and of the neighbours (0 for a side that did not work).
   std::pair<double, double> operator()(Probe kernel, int run, int mma_iters, int neighbour_iters) const {
     for (int rep = 0; rep < 2; ++rep) {  // the first launch warms up; the second is reported
-      kernel<<<sms, 256>>>(run, mma_iters, neighbour_iters, cycles, sink);
+      kernel<<<sms, 256 * per_scheduler>>>(run, mma_iters, neighbour_iters, cycles, sink);
       CHECK(cudaGetLastError());
       CHECK(cudaDeviceSynchronize());
     }
-    std::vector<long long> h(sms * 8), mma, neighbour;
+    std::vector<long long> h(sms * kMaxWarps), mma, neighbour;
+    const int warps = 8 * per_scheduler;
     CHECK(cudaMemcpy(h.data(), cycles, h.size() * sizeof(long long), cudaMemcpyDeviceToHost));
     for (int b = 0; b < sms; ++b)
-      for (int w = 0; w < 8; ++w) (w < 4 ? mma : neighbour).push_back(h[b * 8 + w]);
+      for (int w = 0; w < warps; ++w) (w < warps / 2 ? mma : neighbour).push_back(h[b * kMaxWarps + w]);
     return {run & 1 ? median(mma) : 0.0, run & 2 ? median(neighbour) : 0.0};
   }
 };
 
-void row(const char* kind, int chains, const char* run, long long products, double mma_cycles,
-         long long instructions, double neighbour_cycles, const char* read) {
-  std::printf("%s,%d,%s,%lld,%.0f,%.4f,%lld,%.0f,%.4f,%s\n", kind, chains, run, products, mma_cycles,
+void row(const Launch& launch, const char* kind, int chains, const char* run, long long products,
+         double mma_cycles, long long instructions, double neighbour_cycles, const char* read) {
+  std::printf("%s,%d,%s,%lld,%.0f,%.4f,%lld,%.0f,%.4f,%s,%d\n", kind, chains, run, products, mma_cycles,
               mma_cycles > 0 ? products / mma_cycles : 0.0, instructions, neighbour_cycles,
-              neighbour_cycles > 0 ? instructions / neighbour_cycles : 0.0, read);
+              neighbour_cycles > 0 ? instructions / neighbour_cycles : 0.0, read, launch.per_scheduler);
 }
 
 template <int KIND, int CHAINS>
@@ -118,11 +125,11 @@ void probe_pair(const Launch& launch, int mma_iters, int neighbour_iters) {
   const char* name = kKindNames[KIND];
   const long long products = 1LL * mma_iters * kMmaChains, instructions = 1LL * neighbour_iters * CHAINS;
   auto [m0, n0] = launch(kernel, 2, mma_iters, neighbour_iters);
-  row(name, CHAINS, "neighbour_alone", 0, 0, instructions, n0, "neighbour");
+  row(launch, name, CHAINS, "neighbour_alone", 0, 0, instructions, n0, "neighbour");
   auto [m1, n1] = launch(kernel, 3, mma_iters, neighbour_iters * kLonger);
-  row(name, CHAINS, "both", products, m1, instructions * kLonger, n1, n1 > m1 ? "mma" : "neither");
+  row(launch, name, CHAINS, "both", products, m1, instructions * kLonger, n1, n1 > m1 ? "mma" : "neither");
   auto [m2, n2] = launch(kernel, 3, mma_iters * kLonger, neighbour_iters);
-  row(name, CHAINS, "both", products * kLonger, m2, instructions, n2, m2 > n2 ? "neighbour" : "neither");
+  row(launch, name, CHAINS, "both", products * kLonger, m2, instructions, n2, m2 > n2 ? "neighbour" : "neither");
 }
 
 template <int KIND>
@@ -136,22 +143,25 @@ void probe_kind(const Launch& launch, int mma_iters, int neighbour_instructions)
 int main() {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  Launch launch{prop.multiProcessorCount, nullptr, nullptr};
-  CHECK(cudaMalloc(&launch.cycles, launch.sms * 8 * sizeof(long long)));
-  CHECK(cudaMalloc(&launch.sink, 256 * sizeof(float)));
+  Launch launch{prop.multiProcessorCount, 1, nullptr, nullptr};
+  CHECK(cudaMalloc(&launch.cycles, launch.sms * kMaxWarps * sizeof(long long)));
+  CHECK(cudaMalloc(&launch.sink, 32 * kMaxWarps * sizeof(float)));
   // About 1.2 M clocks for the mma warps alone (8 products per iteration, ~7 clk each on a tensor core).
   const int mma_iters = 20000;
   std::printf(
       "kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,"
-      "neighbour_per_clock,read\n");
-  auto [mma_alone, unused] = launch(probe<kFfma, 1>, 1, mma_iters, 0);
-  row("none", 0, "mma_alone", 1LL * mma_iters * kMmaChains, mma_alone, 0, 0, "mma");
-  // Neighbour loops of about the mma warps' length alone or more; the longer run is 16 times that.
-  probe_kind<kFfma>(launch, mma_iters, 640000);
-  probe_kind<kMufu>(launch, mma_iters, 160000);
-  probe_kind<kAlu>(launch, mma_iters, 640000);
-  probe_kind<kCvt>(launch, mma_iters, 640000);
-  probe_kind<kLds>(launch, mma_iters, 320000);
+      "neighbour_per_clock,read,warps_per_scheduler\n");
+  for (int per_scheduler : {1, 2}) {
+    launch.per_scheduler = per_scheduler;
+    auto [mma_alone, unused] = launch(probe<kFfma, 1>, 1, mma_iters, 0);
+    row(launch, "none", 0, "mma_alone", 1LL * mma_iters * kMmaChains, mma_alone, 0, 0, "mma");
+    // Neighbour loops of about the mma warps' length alone or more; the longer run is 16 times that.
+    probe_kind<kFfma>(launch, mma_iters, 640000);
+    probe_kind<kMufu>(launch, mma_iters, 160000);
+    probe_kind<kAlu>(launch, mma_iters, 640000);
+    probe_kind<kCvt>(launch, mma_iters, 640000);
+    probe_kind<kLds>(launch, mma_iters, 320000);
+  }
   CHECK(cudaFree(launch.cycles));
   CHECK(cudaFree(launch.sink));
   return 0;

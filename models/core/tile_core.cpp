@@ -201,7 +201,7 @@ IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, 
 uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
                                       uint64_t cycles) const {
   const IssueUnit* issue = units_.issue;
-  if (!issue) return 0;
+  if (!issue || !issue->mma_yields()) return 0;
   const uint64_t queued =
       issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
   const TileOperand& a = d.ops[0];
@@ -211,6 +211,7 @@ uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& 
 }
 
 void TileCore::yield_mxu(const IssueUnit::Span& span, double instructions) {
+  if (!units_.issue->mma_yields()) return;
   const uint64_t from = std::max(span.start, mxu_busy_since_);
   const uint64_t until = std::min(span.port_end, mxu_free_);
   if (until <= from || span.port_end <= span.start) return;

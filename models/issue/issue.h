@@ -90,6 +90,7 @@ class IssueUnit : public Component {
   // The cycles a product on the core's tensor cores loses to `other_instructions` issued beside it, spread
   // over the schedulers (0 without the limit or for asynchronous mma).
   uint64_t mma_delay(double other_instructions) const;
+  bool mma_yields() const { return params_.limit && params_.mma_cycles_per_other_instruction > 0; }
   // Instructions the schedulers issue in `cycles` while busy.
   double instructions_in(uint64_t cycles) const {
     return static_cast<double>(cycles *

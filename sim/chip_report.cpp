@@ -81,9 +81,9 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
     out << fmt::format(
         "warp instructions {} (whole chip){}\n", s.warp_instructions,
         s.issue_limits
-            ? fmt::format(
-                  "; the busiest core's schedulers busy {:.1f}% of cycles (issuing, or held by products)",
-                  s.cycles ? 100.0 * double(s.max_issue_busy_cycles) / double(s.cycles) : 0.0)
+            ? fmt::format("; the busiest core's schedulers busy {:.1f}% of cycles (issuing; with "
+                          "issue.mma_holds_schedulers, also held by products)",
+                          s.cycles ? 100.0 * double(s.max_issue_busy_cycles) / double(s.cycles) : 0.0)
             : "; counted, not limiting time (issue.limit: false)");
   const char* link = s.has_l2 ? "SM<->L2" : "SM<->DRAM";
   out << fmt::format("{:9} read     {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_read),

@@ -160,8 +160,9 @@ uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx
   return cycles;
 }
 
-// The warp instructions of an MXU or VPU instruction (an issue unit is present).
+// The warp instructions of an MXU or VPU instruction.
 double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const {
+  if (!units_.issue) return 0;
   const IssueUnit& issue = *units_.issue;
   auto bytes_in_sram = [&](const TileOperand& o) -> uint64_t {
     const BufferState& s = ctx.buffers[o.storage];
@@ -181,14 +182,12 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const
   return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit);
 }
 
-// The schedulers' span for an MXU or VPU instruction that starts at `start` ({start, start, start} without
-// an issue unit). A product's `unit_cycles` on the MXU may hold the schedulers too; any other instruction
-// that issues while a product works delays it.
-IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
-                                 uint64_t unit_cycles) {
+// The schedulers' span for an MXU or VPU instruction of `count` warp instructions that starts at `start`
+// ({start, start, start} without an issue unit). A product's `unit_cycles` on the MXU may hold the
+// schedulers too; any other instruction that issues while a product works delays it.
+IssueUnit::Span TileCore::issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles) {
   IssueUnit* issue = units_.issue;
   if (!issue) return {start, start, start};
-  const double count = issue_cost(d, ctx);
   const bool product = d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac;
   const int64_t rows = product || d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum
                            ? d.ops[0].out_rows()
@@ -198,15 +197,14 @@ IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, 
   return span;
 }
 
-uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
-                                      uint64_t cycles) const {
+uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, uint64_t start, uint64_t cycles,
+                                      double count) const {
   const IssueUnit* issue = units_.issue;
   if (!issue || !issue->mma_yields()) return 0;
   const uint64_t queued =
       issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
   const TileOperand& a = d.ops[0];
-  const double own =
-      issue_cost(d, ctx) - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols());
+  const double own = count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols());
   return issue->mma_delay(issue->instructions_in(queued) + own);
 }
 
@@ -396,12 +394,13 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   // so when each array reads the operand they all need.
   const auto repeats = static_cast<uint64_t>(mxu.shared_operand_reads(a.out_rows(), b.out_cols()));
   uint64_t cycles = std::max(array_cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
-  cycles += mma_delay_at_start(d, ctx, start, cycles);
+  const double count = issue_cost(d, ctx);
+  cycles += mma_delay_at_start(d, start, cycles, count);
   if (start > mxu_free_) mxu_busy_since_ = start;  // after an idle gap: a new busy stretch
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
   // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
-  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, array_cycles).done) +
+  const uint64_t done = std::max(mxu_free_, issued(d, start, count, array_cycles).done) +
                         static_cast<uint64_t>(mxu.params().result_latency);
   if (!values) return {start, done, mxu_free_};
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
@@ -437,7 +436,7 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, 0).done) +
+  const uint64_t done = std::max(vpu_free_, issued(d, start, issue_cost(d, ctx), 0).done) +
                         vpu.result_latency(op, cols);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
   return {start, done, vpu_free_};

@@ -122,13 +122,12 @@ class TileCore {
   // array.
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
-  double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;
-  IssueUnit::Span issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, uint64_t unit_cycles);
+  double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;  // 0 without an issue unit
+  IssueUnit::Span issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
-  // queued when it starts and its own fragment loads (mma_delay_at_start), what issues later while it works
-  // (yield_mxu, which moves the MXU's free time on).
-  uint64_t mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
-                              uint64_t cycles) const;
+  // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions
+  // `count`), what issues while the MXU is busy (yield_mxu, which moves its free time on).
+  uint64_t mma_delay_at_start(const TileDecoded& d, uint64_t start, uint64_t cycles, double count) const;
   void yield_mxu(const IssueUnit::Span& span, double instructions);
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);

@@ -12,7 +12,8 @@
 // read), once with the mma warps' loop 16 times longer (the neighbour's rate is read). If mma.sync holds
 // its scheduler for the cycles its tensor core works, then per scheduler
 //     neighbour instructions per clock + products per clock x (clocks per product alone) ~ 1.
-// Each with one and with two mma warps and neighbours per scheduler (a block of 8 or 16 warps). Prints
+// Each with one, two and four mma warps and as many neighbours per scheduler (a block of 8, 16 or 32 warps:
+// 2, 4 or 8 warps on each scheduler, the occupancies of the project's kernels). Prints
 // `kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,
 // neighbour_per_clock,read,warps_per_scheduler` CSV lines on stdout (rates per warp; read: which side's
 // rate the run measures).
@@ -29,7 +30,7 @@
 namespace {
 
 constexpr int kMmaChains = 8;
-constexpr int kMaxWarps = 16;  // 2 mma warps and 2 neighbours per scheduler
+constexpr int kMaxWarps = 32;  // 4 mma warps and 4 neighbours per scheduler
 enum Kind { kFfma, kMufu, kAlu, kCvt, kLds, kKinds };
 const char* const kKindNames[kKinds] = {"ffma", "mufu_ex2", "alu_lop3", "cvt_f2fp", "lds"};
 
@@ -67,7 +68,7 @@ __device__ void neighbour_loop(int iters, float* sink, unsigned smem) {
 // warps, the second half neighbours, so each scheduler has as many of each (blockDim / 256).
 // cycles[block * kMaxWarps + warp] = the warp's loop.
 template <int KIND, int CHAINS>
-__global__ void probe(int run, int mma_iters, int neighbour_iters, long long* cycles, float* sink) {
+__global__ void __launch_bounds__(1024) probe(int run, int mma_iters, int neighbour_iters, long long* cycles, float* sink) {
   __shared__ __align__(16) unsigned short tile[8 * 1024];
   for (int i = threadIdx.x; i < 8 * 1024; i += blockDim.x) tile[i] = static_cast<unsigned short>(i * 40503u);
   const int warp = threadIdx.x / 32;
@@ -92,7 +93,7 @@ using Probe = void (*)(int, int, int, long long*, float*);
 
 struct Launch {
   int sms;
-  int per_scheduler;  // mma warps (and neighbours) per scheduler: 1 or 2
+  int per_scheduler;  // mma warps (and neighbours) per scheduler: 1, 2 or 4
   long long* cycles;
   float* sink;
   // Median cycles of the mma warps and of the neighbours (0 for a side that did not work).
@@ -151,7 +152,7 @@ int main() {
   std::printf(
       "kind,chains,run,mma_products,mma_cycles,mma_per_clock,neighbour_instructions,neighbour_cycles,"
       "neighbour_per_clock,read,warps_per_scheduler\n");
-  for (int per_scheduler : {1, 2}) {
+  for (int per_scheduler : {1, 2, 4}) {
     launch.per_scheduler = per_scheduler;
     auto [mma_alone, unused] = launch(probe<kFfma, 1>, 1, mma_iters, 0);
     row(launch, "none", 0, "mma_alone", 1LL * mma_iters * kMmaChains, mma_alone, 0, 0, "mma");

@@ -91,8 +91,8 @@ TEST(Issue, WarpInstructionsAsTheKernelsExecuted) {
   }
 }
 
-// validation/data/h100_issue_probe.csv: mma.sync warps beside warps of one other kind of instruction, one
-// or two of each per scheduler, each side's rate read while the other side ran throughout
+// validation/data/h100_issue_probe.csv: mma.sync warps beside warps of one other kind of instruction, one,
+// two or four of each per scheduler, each side's rate read while the other side ran throughout
 // (validation/issue_probe.cu). Per neighbour, the clocks of tensor-core time each of its instructions took
 // from the products on its scheduler: (1 - products per clock beside it / products per clock alone) / its
 // instructions per clock (both per scheduler).
@@ -128,24 +128,32 @@ std::map<int, std::vector<double>> clocks_lost_per_instruction() {
 
 TEST(Issue, ProductsYieldToOtherInstructionsAsTheProbeMeasured) {
   const std::map<int, std::vector<double>> lost = clocks_lost_per_instruction();
-  ASSERT_EQ(lost.size(), 2u);
+  ASSERT_EQ(lost.size(), 3u);
   ASSERT_EQ(lost.at(1).size(), 10u);  // FFMA, MUFU, LOP3, F2FP, LDS; 4 chains and 1
-  ASSERT_GE(lost.at(2).size(), 9u);   // a dense FFMA beside two mma warps starves them past its long loop
+  ASSERT_GE(lost.at(2).size(), 9u);   // a dense FFMA beside two or four mma warps starves them past its
+  ASSERT_GE(lost.at(4).size(), 9u);   // long loop
   // Every kind costs a product between half a clock and two per instruction with one warp of each per
-  // scheduler; with two, between a quarter and 1.5.
+  // scheduler; with two, between a quarter and 1.5; with four, where the products alone keep the tensor
+  // core busier (4.7 clocks a product against 7.0 with one warp), between one and four and a half (LDS
+  // the most).
   EXPECT_GT(lost.at(1).front(), 0.5);
   EXPECT_LT(lost.at(1).back(), 2.0);
   EXPECT_GT(lost.at(2).front(), 0.2);
   EXPECT_LT(lost.at(2).back(), 1.5);
+  EXPECT_GT(lost.at(4).front(), 1.0);
+  EXPECT_LT(lost.at(4).back(), 4.5);
   auto median = [](const std::vector<double>& v) {
     return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
   };
-  // The presets' value lies between the medians at two warps per scheduler (0.68) and at one (1.06).
+  // The presets' one value lies between the medians at two warps per scheduler (0.68) and at four (1.56);
+  // one warp's (1.06) is between them too: the cost does not fall steadily with the warps.
+  EXPECT_GT(median(lost.at(1)), median(lost.at(2)));
+  EXPECT_LT(median(lost.at(1)), median(lost.at(4)));
   for (const char* preset : {"h100", "h200"}) {
     const YAML::Node issue = YAML::LoadFile(kRoot + "/configs/" + preset + ".yaml")["issue"];
     const auto yield = issue["mma_cycles_per_other_instruction"].as<double>();
     EXPECT_GE(yield, median(lost.at(2))) << preset;
-    EXPECT_LE(yield, median(lost.at(1))) << preset;
+    EXPECT_LE(yield, median(lost.at(4))) << preset;
     EXPECT_FALSE(issue["mma_holds_schedulers"].as<bool>()) << preset;
   }
 }

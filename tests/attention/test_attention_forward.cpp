@@ -461,6 +461,14 @@ INSTANTIATE_TEST_SUITE_P(Prefetching, DoubleBuffer,
                                            ForwardSchedule::Flash2),
                          [](const auto& info) { return name_of(info.param); });
 
+// The check passes, and `changed` has `base`'s output to the bit and its HBM bytes.
+void expect_same_values_and_bytes(const Outcome& changed, const Outcome& base) {
+  EXPECT_TRUE(changed.check.passed);
+  EXPECT_EQ(changed.o, base.o);
+  EXPECT_EQ(changed.read, base.read);
+  EXPECT_EQ(changed.written, base.written);
+}
+
 // S, P, O_i and the row statistics in the tile register file (as GPU kernels keep them): the same values and
 // HBM bytes, O_i staged through Q_i's SRAM for its store, and far fewer SRAM operand bytes, so a core whose
 // SRAM port was the bottleneck (every S and P element read and written there) runs faster. two-pass keeps
@@ -481,10 +489,7 @@ TEST_P(AccumulatorsInRegisters, SameValuesAndBytesLessSramTraffic) {
     if (b.space == isa::BufferDecl::Space::Regs) in_regs.push_back(b.name);
   EXPECT_EQ(in_regs, expected_in_regs);
   const Outcome in_registers = sim.run(program);
-  EXPECT_TRUE(in_registers.check.passed);
-  EXPECT_EQ(in_registers.o, in_sram.o);
-  EXPECT_EQ(in_registers.read, in_sram.read);
-  EXPECT_EQ(in_registers.written, in_sram.written);
+  expect_same_values_and_bytes(in_registers, in_sram);
   EXPECT_LT(in_registers.cycles, in_sram.cycles);
 }
 
@@ -509,11 +514,7 @@ TEST(AccumulatorsInRegistersFlash1, DoubleBufferedToo) {
   const Outcome plain = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
   s.double_buffer = true;
   s.accumulators_in_registers = true;
-  const Outcome as_kernel = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
-  EXPECT_TRUE(as_kernel.check.passed);
-  EXPECT_EQ(as_kernel.o, plain.o);
-  EXPECT_EQ(as_kernel.read, plain.read);
-  EXPECT_EQ(as_kernel.written, plain.written);
+  expect_same_values_and_bytes(sim.run(traces::forward_program(ForwardSchedule::Flash1, s)), plain);
 }
 
 // flash2's ping-pong (ForwardShape::ping_pong): each query block's halves in instruction groups of their
@@ -535,11 +536,7 @@ TEST_P(PingPong, SameValuesAndBytes) {
   s.accumulators_in_registers = c.registers;
   const Outcome whole = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
   s.ping_pong = true;
-  const Outcome halves = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
-  EXPECT_TRUE(halves.check.passed);
-  EXPECT_EQ(halves.o, whole.o);
-  EXPECT_EQ(halves.read, whole.read);
-  EXPECT_EQ(halves.written, whole.written);
+  expect_same_values_and_bytes(sim.run(traces::forward_program(ForwardSchedule::Flash2, s)), whole);
 }
 
 // Where memory is not the bound (the single-SM config's HBM share made 10x wider), one half's softmax runs

@@ -8,7 +8,10 @@
 #    pipe and opcode, warp states, scheduler statistics) at --clock-control base, L2 flushed:
 #    <gpu>_tc_profile.tar.gz holding profile/<tag>_raw.csv (--page raw), <tag>_details.csv (--page details), <tag>_source.csv (SASS with
 #    executed instructions and stall samples per instruction, where this ncu prints it).
-# DEADLINE_S (default 420) skips the remaining configurations past it.
+# DEADLINE_S (default 420) skips the remaining configurations past it. CONFIGS (default
+# validation/tc_configs_profile.txt) names another list, NCU_LAUNCHES more ncu options (which launches of a
+# many-launch run: "--launch-skip 4 --launch-count 1"), SUFFIX the archive's name (<gpu>_tc_profile<SUFFIX>),
+# and ONLY_PROFILE=1 skips steps 1's microbenchmarks and 2.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
@@ -17,6 +20,10 @@ PROF="$WORK/profile"
 mkdir -p "$PROF"
 exec > >(tee -a "$OUT/profile_run.log") 2>&1
 DEADLINE_S="${DEADLINE_S:-420}"
+CONFIGS="${CONFIGS:-validation/tc_configs_profile.txt}"
+NCU_LAUNCHES="${NCU_LAUNCHES:-}"
+SUFFIX="${SUFFIX:-}"
+ONLY_PROFILE="${ONLY_PROFILE:-0}"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
 write_env "$OUT/${G}_profile_env.txt"
@@ -24,6 +31,7 @@ nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem --forma
 
 echo "=== build"
 bash validation/build.sh || { echo "BUILD FAILED"; exit 1; }
+if [ "$ONLY_PROFILE" != 1 ]; then
 nvcc -O3 -arch=sm_90 -o "$WORK/microbench" validation/microbench.cu || { echo "MICROBENCH BUILD FAILED"; exit 1; }
 
 echo "=== microbenchmarks"
@@ -50,6 +58,7 @@ for fn, c in sorted(counts.items()):
     print(f"{fn} total {sum(c.values())}: " + " ".join(f"{k}={v}" for k, v in c.most_common()))
 PY
 wc -l "$OUT/${G}_tc_sass_mix.txt"; cut -c1-300 "$OUT/${G}_tc_sass_mix.txt"
+fi
 
 echo "=== Nsight Compute, --set full ($NCU)"
 idx=0
@@ -62,7 +71,7 @@ while IFS= read -r line; do
   if [ "$SECONDS" -gt "$DEADLINE_S" ]; then echo "SKIPPED (deadline): $line"; continue; fi
   t0=$SECONDS
   # shellcheck disable=SC2086
-  timeout 150 "$NCU" --set full --import-source yes --cache-control all --clock-control base -k regex:sched_ \
+  timeout 150 "$NCU" --set full --import-source yes --cache-control all --clock-control base -k regex:sched_ $NCU_LAUNCHES \
     -f -o "$WORK/$tag" "validation/build/$bin" $line --reps 0 > "$WORK/$tag.stdout" 2>&1 ||
     { echo "ncu FAILED: $line"; tail -n 15 "$WORK/$tag.stdout"; continue; }
   grep '^RESULT\|ok=' "$WORK/$tag.stdout" | head -n 3
@@ -72,8 +81,8 @@ while IFS= read -r line; do
     echo "(no source page)"
   gzip -f "$PROF/${tag}_source.csv"
   echo "$tag: profiled in $((SECONDS - t0)) s"
-done < validation/tc_configs_profile.txt
+done < "$CONFIGS"
 # One archive: the device call returns a limited number of files.
-tar czf "$OUT/${G}_tc_profile.tar.gz" -C "$WORK" profile
+tar czf "$OUT/${G}_tc_profile${SUFFIX}.tar.gz" -C "$WORK" profile
 echo "done in ${SECONDS}s; files in $OUT"
 rm -rf "$WORK"

@@ -145,15 +145,15 @@ Measurement project_measurement(const CsvRow& row) {
                        fmt::format("column sm_clock_ghz: {} GHz is not an SM clock", text("sm_clock_ghz")));
   }
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
-  // The tensor-core kernels that prefetch (validation/kernels_tc.cu, kernels_tc_fwd.cu): flash2 and two-pass
-  // the next K/V, flash1 the next step's Q, O, l, m; naive's kernels and the FFMA kernels do not.
-  const bool tc = m.kernel == "tc";
-  m.double_buffer = tc && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1");
-  // The tensor-core kernels keep S, P and the accumulators in registers, except naive's, whose program has
-  // no such option yet.
+  // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
+  // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
+  // cannot express (its double_buffer doubles K/V too); naive's kernels and the FFMA kernels do not.
+  m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  // The tensor-core kernels keep S, P and the accumulators in registers, except naive's and flash1's, whose
+  // programs have no such option yet.
   m.accumulators_in_registers =
-      tc && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1" ||
-             m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
+      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash2-bwd" ||
+                           m.schedule == "flash2-bwd-no-d");
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "

@@ -11,7 +11,7 @@
 # DEADLINE_S (default 420) skips the remaining configurations past it. CONFIGS (default
 # validation/tc_configs_profile.txt) names another list, NCU_LAUNCHES more ncu options (which launches of a
 # many-launch run: "--launch-skip 4 --launch-count 1"), SUFFIX the archive's name (<gpu>_tc_profile<SUFFIX>),
-# and ONLY_PROFILE=1 skips steps 1's microbenchmarks and 2.
+# and ONLY_PROFILE=1 skips step 1's microbenchmarks and step 2.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"

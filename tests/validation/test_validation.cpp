@@ -46,8 +46,8 @@ TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
 // The whole H100 against validation/data/h100_dram_sweep.csv (28 configurations of the project's kernels,
 // Nsight Compute, caches flushed before each kernel, each launch's measured occupancy): the bounds.
 // The two rows at N = 131,072 take a minute each to simulate: with co-resident blocks served oldest first
-// they are 0.884 (497 MB measured; the next test holds it) and 1.89 (causal, 84 MB measured) of the
-// measured DRAM reads; over all 28 rows DRAM reads have NRMSE 0.102 (docs/chip.md).
+// they are 0.949 (497 MB measured; the next test holds it) and 2.20 (causal, 84 MB measured) of the
+// measured DRAM reads; over all 28 rows DRAM reads have NRMSE 0.112 (docs/chip.md).
 TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
   const std::string data = kRoot + "/validation/data/h100_dram_sweep.csv";
   std::vector<Measurement> rows;
@@ -74,7 +74,7 @@ TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
 
 // The longest FlashAttention row, N = 131,072 without a mask (K and V 33.5 MB, three blocks per SM): the GPU
 // reads K and V about 15 times (497 MB), once per group of co-resident blocks at its own phase, and the
-// model about 13 times (0.884). It depends on how far a core's blocks drift apart, which the FFMA kernel's
+// model about 14 times (0.949). It depends on how far a core's blocks drift apart, which the FFMA kernel's
 // measured block times fix without the tensor-core code's result latencies (the next test); simulated with
 // them (as validate did for these rows from 051bd3d, which gave the presets those latencies, to
 // 2026-11-26), the row came out at 0.43. About a minute.

@@ -22,7 +22,10 @@ namespace attnsim {
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& line) {
+// One line's cells; a CRLF file's '\r' (a spreadsheet's or Python's csv module's default) is not part of
+// the last cell, whose column would otherwise be unknown.
+std::vector<std::string> split_csv(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
   std::vector<std::string> out;
   std::string cell;
   std::stringstream in(line);

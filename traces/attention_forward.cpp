@@ -320,10 +320,17 @@ void two_pass(Gen& g) {
   }
   const int sc = g.b.buffer("Sij", br, bc, kAcc);
   const int pb = g.b.buffer("Pij", br, bc, s.dtype);
-  const Stats st = stats_buffers(g, "mi", "li");
+  const Stats landed = stats_buffers(g, "mi", "li");
   const int oi = g.b.buffer("Oi", br, d, kAcc);
-  // The statistics stored and reloaded between the passes stay in SRAM: the DMA reaches SRAM only.
-  if (s.accumulators_in_registers) g.b.in_registers({sc, pb, st.m_tile, st.m_new, st.alpha, st.l_tile, oi});
+  // With registers, m_i and l_i live in registers as the kernels keep them, and pass through their SRAM
+  // buffers (which the DMA reaches) once per block: staged for the store, read once after the load.
+  Stats st = landed;
+  const bool regs = s.accumulators_in_registers;
+  if (regs) {
+    st.m = g.b.buffer("mi_regs", br, 1, kAcc);
+    st.l = g.b.buffer("li_regs", br, 1, kAcc);
+    g.b.in_registers({sc, pb, st.m_tile, st.m_new, st.alpha, st.l_tile, oi, st.m, st.l});
+  }
   const auto q_blocks = blocks(s.n, br);
   // Two kernels, each a grid of (query block, head) thread blocks.
   const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
@@ -349,8 +356,10 @@ void two_pass(Gen& g) {
                      {g.buf(sc, rows, cols), Operand::imm(qb.start), Operand::imm(keys[j].start)});
             online_stats(g, st, sc, rows, cols, j == 0);
           });
-      if (has_max) g.emit(Opcode::Store, {g.buf(st.m, rows), g.at(m, h, qb)});
-      g.emit(Opcode::Store, {g.buf(st.l, rows), g.at(l, h, qb)});
+      if (regs && has_max) g.emit(Opcode::Mov, {g.buf(st.m, rows), g.buf(landed.m, rows)});
+      if (regs) g.emit(Opcode::Mov, {g.buf(st.l, rows), g.buf(landed.l, rows)});
+      if (has_max) g.emit(Opcode::Store, {g.buf(landed.m, rows), g.at(m, h, qb)});
+      g.emit(Opcode::Store, {g.buf(landed.l, rows), g.at(l, h, qb)});
     }
 
   for (int64_t h = 0; h < s.heads; ++h)
@@ -360,8 +369,10 @@ void two_pass(Gen& g) {
       const auto keys = visible_keys(s, qb);
       g.b.begin_block(k_output, {static_cast<int64_t>(i), h, 0});
       g.emit(Opcode::Load, {g.at(g.q, h, qb), g.buf(qi, rows)});
-      if (has_max) g.emit(Opcode::Load, {g.at(m, h, qb), g.buf(st.m, rows)});
-      g.emit(Opcode::Load, {g.at(l, h, qb), g.buf(st.l, rows)});
+      if (has_max) g.emit(Opcode::Load, {g.at(m, h, qb), g.buf(landed.m, rows)});
+      g.emit(Opcode::Load, {g.at(l, h, qb), g.buf(landed.l, rows)});
+      if (regs && has_max) g.emit(Opcode::Mov, {g.buf(landed.m, rows), g.buf(st.m, rows)});
+      if (regs) g.emit(Opcode::Mov, {g.buf(landed.l, rows), g.buf(st.l, rows)});
       stream(
           keys.size(), s.double_buffer,
           [&](size_t j, int slot) {
@@ -408,6 +419,7 @@ void flash1(Gen& g) {
   if (has_max) g.fill(m, -std::numeric_limits<double>::infinity());
   const int64_t br = s.block_q, bc = s.block_k, d = s.d;
   const int slots = s.double_buffer ? 2 : 1;
+  const bool regs = s.accumulators_in_registers;
   int qi[2], oi[2], li[2], mi[2], l_new[2], m_new[2], kj[2], vj[2];
   for (int slot = 0; slot < slots; ++slot) {
     const std::string suffix = slots == 1 ? "" : std::to_string(slot);
@@ -417,7 +429,9 @@ void flash1(Gen& g) {
   for (int slot = 0; slot < slots; ++slot) {
     const std::string suffix = slots == 1 ? "" : std::to_string(slot);
     qi[slot] = g.b.buffer("Qi" + suffix, br, d, s.dtype);
-    oi[slot] = g.b.buffer("Oi" + suffix, br, d, kAcc);
+    // With the accumulators in registers O_i lands in SRAM as stored (the kernel's fp16 tile) and is
+    // updated in a register accumulator.
+    oi[slot] = g.b.buffer("Oi" + suffix, br, d, regs ? s.dtype : kAcc);
     li[slot] = g.b.buffer("li" + suffix, br, 1, kAcc);
     mi[slot] = g.b.buffer("mi" + suffix, br, 1, kAcc);
     l_new[slot] = g.b.buffer("l_new" + suffix, br, 1, kAcc);
@@ -429,6 +443,9 @@ void flash1(Gen& g) {
   const int l_tile = g.b.buffer("l_tile", br, 1, kAcc);
   const int alpha = g.b.buffer("alpha", br, 1, kAcc);
   const int scale = g.b.buffer("scale", br, 1, kAcc);
+  const int o_acc = regs ? g.b.buffer("O_acc", br, d, kAcc) : -1;
+  // What the DMA loads and stores (l_i, m_i, l_new, m_new, O_i's tile) stays in SRAM: it reaches SRAM only.
+  if (regs) g.b.in_registers({sc, pb, m_tile, l_tile, alpha, scale, o_acc});
 
   struct Step {
     int64_t head;
@@ -506,7 +523,7 @@ void flash1(Gen& g) {
     const int64_t rows = st.q.size, cols = st.k.size;
     auto S_ij = [&] { return g.buf(sc, rows, cols); };
     auto P_ij = [&] { return g.buf(pb, rows, cols); };
-    auto O_i = [&] { return g.buf(oi[qs], rows); };
+    auto O_i = [&] { return g.buf(regs ? o_acc : oi[qs], rows); };
     g.emit(Opcode::MacZ, {g.buf(qi[qs], rows), g.buf(kj[ks], cols, -1, true), S_ij()});
     if (needs_mask(s, st.q, st.k))
       g.emit(Opcode::Mask, {S_ij(), Operand::imm(st.q.start), Operand::imm(st.k.start)});
@@ -527,10 +544,12 @@ void flash1(Gen& g) {
     }
     // O_i <- (l_i e^(m_i - m_new) O_i + P~ V_j) / l_new, with l_new = l_i e^(m_i - m_new) + rowsum(P~).
     g.emit(Opcode::Add, {g.buf(old_l_factor, rows), g.buf(l_tile, rows), g.buf(l_new[qs], rows)});
+    if (regs) g.emit(Opcode::Mov, {g.buf(oi[qs], rows), O_i()});
     g.emit(Opcode::Mul, {O_i(), g.buf(old_l_factor, rows), O_i()});
     g.emit(Opcode::Mac, {P_ij(), g.buf(vj[ks], cols), O_i(), O_i()});
     g.emit(Opcode::Div, {O_i(), g.buf(l_new[qs], rows), O_i()});
-    g.emit(Opcode::Store, {O_i(), g.at(g.o, st.head, st.q)});
+    if (regs) g.emit(Opcode::Mov, {O_i(), g.buf(oi[qs], rows)});
+    g.emit(Opcode::Store, {g.buf(oi[qs], rows), g.at(g.o, st.head, st.q)});
     g.emit(Opcode::Store, {g.buf(l_new[qs], rows), g.at(l, st.head, st.q)});
     if (has_max) g.emit(Opcode::Store, {g.buf(m_new[qs], rows), g.at(m, st.head, st.q)});
     if (s.double_buffer && has_next && !upcoming.first_of_kv && same_rows(st, upcoming))
@@ -858,8 +877,8 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
         "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "
         "options");
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
-      schedule != ForwardSchedule::TwoPassFused)
-    throw std::invalid_argument("accumulators in registers are a flash2 and two-pass option");
+      schedule != ForwardSchedule::TwoPassFused && schedule != ForwardSchedule::Flash1)
+    throw std::invalid_argument("accumulators in registers are a flash2, two-pass and flash1 option");
   if (s.ping_pong && schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument("ping-pong query halves are a flash2 option");
   if (s.ping_pong && s.as_mem_efficient)

@@ -67,8 +67,9 @@ struct ForwardShape : AttentionShape {
   // lines of the block that held its slot before: resident blocks (SMs x blocks per SM) is the footprint.
   // 0: a row per block.
   int64_t spill_rows = 0;
-  // flash2 and two-pass: keep S, P, O_i and the row statistics in the core's tile register file (two-pass:
-  // all but m_i and l_i, which are stored and reloaded), as GPU kernels keep
+  // flash2, two-pass and flash1: keep S, P, O_i and the row statistics in the core's tile register file
+  // (two-pass: all but m_i and l_i, which are stored and reloaded; flash1: all but what each step loads and
+  // stores, O_i landing in SRAM in the storage dtype), as GPU kernels keep
   // them in registers (each warp its rows' fragments); only Q_i, K_j and V_j live in SRAM, and O_i is staged
   // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). With as_mem_efficient P stays in
   // SRAM, where that kernel hands it to its second product. Needs a `tile_regs` unit.

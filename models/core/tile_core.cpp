@@ -179,7 +179,26 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const
   const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
   const TileOperand& shape = reduction ? src : dst;
   const bool to_16bit = dtype_bytes(ctx.buffers[dst.storage].dtype) == 2;
-  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit);
+  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit) +
+         shared_access_cost(d, ctx);
+}
+
+// An op between the register file and SRAM: its threads reach each SRAM operand by ld.shared / st.shared.
+double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const {
+  bool in_regs = false, in_sram = false;
+  for (size_t k = 0; k < d.count; ++k) {
+    if (d.ops[k].storage < 0 || !d.ops[k].is_buffer) continue;
+    (ctx.buffers[d.ops[k].storage].in_regs ? in_regs : in_sram) = true;
+  }
+  if (!in_regs || !in_sram) return 0;
+  double count = 0;
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (o.storage < 0 || !o.is_buffer || ctx.buffers[o.storage].in_regs) continue;
+    const auto bytes = static_cast<int64_t>(dtype_bytes(ctx.buffers[o.storage].dtype));
+    count += units_.issue->shared_access_instructions(o.out_rows(), o.out_cols(), bytes);
+  }
+  return count;
 }
 
 // The schedulers' span for an MXU or VPU instruction of `count` warp instructions that starts at `start`

@@ -123,6 +123,7 @@ class TileCore {
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
   double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;  // 0 without an issue unit
+  double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
   IssueUnit::Span issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
   // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions

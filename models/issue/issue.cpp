@@ -88,6 +88,15 @@ double IssueUnit::copy_instructions(uint64_t bytes) const {
   return copies * (1.0 + params_.address_per_copy);
 }
 
+double IssueUnit::shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const {
+  const Params& p = params_;
+  if (p.shared_access_bytes == 0) return 0;
+  const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
+  const int64_t bytes = rows_per_thread * ceil_div(cols, p.threads_per_row) * element_bytes;
+  const auto accesses = static_cast<double>(ceil_div(bytes, p.shared_access_bytes));
+  return accesses * (1.0 + p.address_per_shared) * static_cast<double>(warps(rows));
+}
+
 IssueUnit::Span IssueUnit::issue_span(uint64_t at, double instructions, int64_t warps, uint64_t held) {
   const auto count = static_cast<uint64_t>(std::llround(instructions));
   if (!params_.limit) {
@@ -150,6 +159,11 @@ void register_issue_models() {
         count("ldmatrix_bytes", q.ldmatrix_bytes, "bytes",
               "SRAM operand bytes one ldmatrix loads for a warp");
         count("copy_bytes", q.copy_bytes, "bytes", "bytes one copy instruction (cp.async) moves for a warp");
+        q.shared_access_bytes = p.get<int64_t>(
+            "shared_access_bytes", q.shared_access_bytes, "bytes",
+            "bytes a thread's ld.shared / st.shared moves when an op reads or writes an SRAM tile from "
+            "registers (0: such accesses cost nothing)",
+            0, 1 << 10);
         auto real = [&p](const char* key, double& v, const char* what) {
           v = p.get<double>(key, v, "instructions", what, 0.0, 1e6);
         };
@@ -157,6 +171,8 @@ void register_issue_models() {
              "integer instructions per ldmatrix (its address)");
         real("address_per_copy", q.address_per_copy,
              "integer instructions per copy instruction (its address)");
+        real("address_per_shared", q.address_per_shared,
+             "integer instructions per ld.shared / st.shared (its address)");
         real("fixed_per_warp", q.fixed_per_warp,
              "instructions per warp of every MXU and VPU tile instruction (index, predicate, loop set-up)");
         real(

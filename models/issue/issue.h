@@ -15,6 +15,11 @@
 //    threads); a 16-bit destination adds the conversion; a reduction adds its shuffle stages per row;
 //  - LOAD, STORE and STORE_ADD: one copy instruction per `copy_bytes` (16 B per thread of a warp) and
 //    `address_per_copy` integer instructions for each;
+//  - an element-wise op between the register file and SRAM (a MOV of O_i from its landed tile, a statistic
+//    read from or written to the tile the DMA moves): each thread loads or stores its elements of each SRAM
+//    operand with ld.shared / st.shared of `shared_access_bytes`, and `address_per_shared` integer
+//    instructions for each (an op wholly in SRAM or wholly in registers has none: the former is the
+//    model's SRAM-held program, the latter the registers the kernels use);
 //  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up).
 // No section: no issue limit (the toy and TPU-like machines, whose units are fed without warps).
 #pragma once
@@ -51,6 +56,8 @@ class IssueUnit : public Component {
     int64_t mma_m = 16, mma_n = 8, mma_k = 16;
     int64_t ldmatrix_bytes = 512;
     int64_t copy_bytes = 512;
+    int64_t shared_access_bytes = 0;  // a thread's ld.shared / st.shared; 0: no cost (a mixed op is free)
+    double address_per_shared = 0;
     double address_per_ldmatrix = 0;
     double address_per_copy = 0;
     double fixed_per_warp = 0;
@@ -69,6 +76,9 @@ class IssueUnit : public Component {
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
   // a copy of `bytes` between memory and SRAM.
   double copy_instructions(uint64_t bytes) const;
+  // the ld.shared or st.shared by which the threads that hold a rows x cols tile (in the mma accumulator
+  // layout) read or write its copy of `element_bytes` elements in SRAM, and their address instructions.
+  double shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const;
 
   // mma instructions alone of that product.
   double mma_instructions(int64_t m, int64_t k, int64_t n) const;

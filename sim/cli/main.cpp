@@ -253,8 +253,9 @@ int cmd_gen(const std::vector<std::string>& args) {
       "double-buffer", po::bool_switch(&in.shape.double_buffer), "tile kinds: prefetch the next K/V block")(
       "single-buffer", po::bool_switch(&single_buffer), "tile kinds: no prefetch (the default here)")(
       "registers", po::bool_switch(&in.registers),
-      "flash2, two-pass: keep S, P, O_i and the row statistics in the tile register file, as GPU kernels "
-      "keep them in registers (the config needs tile_regs)")(
+      "flash2, two-pass, flash1: keep S, P, O_i and the row statistics in the tile register file, as GPU "
+      "kernels keep them in registers (flash1: what each step loads and stores lands in SRAM; the config "
+      "needs tile_regs)")(
       "ping-pong", po::bool_switch(&in.ping_pong),
       "flash2: each query block's two halves as instruction groups (.group) whose softmax and matrix "
       "products interleave, as FlashAttention-3's two consumer warp groups")(

@@ -464,7 +464,9 @@ INSTANTIATE_TEST_SUITE_P(Prefetching, DoubleBuffer,
 // S, P, O_i and the row statistics in the tile register file (as GPU kernels keep them): the same values and
 // HBM bytes, O_i staged through Q_i's SRAM for its store, and far fewer SRAM operand bytes, so a core whose
 // SRAM port was the bottleneck (every S and P element read and written there) runs faster. two-pass keeps
-// m_i and l_i, which its first pass stores and its second reloads, in SRAM where the DMA reaches them.
+// m_i and l_i in registers too, and passes them through SRAM, where the DMA reaches them, once per block
+// (staged for the store, read after the load); flash1 keeps what each of its steps loads and stores in
+// SRAM.
 class AccumulatorsInRegisters
     : public ::testing::TestWithParam<std::pair<ForwardSchedule, std::vector<std::string>>> {};
 
@@ -493,8 +495,28 @@ INSTANTIATE_TEST_SUITE_P(
         std::pair{ForwardSchedule::Flash2,
                   std::vector<std::string>{"S", "P", "m", "m_tile", "m_new", "alpha", "l", "l_tile", "Oi"}},
         std::pair{ForwardSchedule::TwoPassFused,
-                  std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi"}}),
+                  std::vector<std::string>{"Sij", "Pij", "m_tile", "m_new", "alpha", "l_tile", "Oi",
+                                           "mi_regs", "li_regs"}},
+        // flash1 loads and stores O_i, l_i, m_i every step: those stay in SRAM (O_i in the storage dtype,
+        // as its kernel lands it), and O_acc takes the update.
+        std::pair{ForwardSchedule::Flash1,
+                  std::vector<std::string>{"Sij", "Pij", "m_tile", "l_tile", "alpha", "scale", "O_acc"}}),
     [](const auto& info) { return name_of(info.param.first); });
+
+// flash1 as its tensor-core kernel runs (and as validate simulates it): the next step's Q_i, O_i, l_i, m_i
+// prefetched, S, P and O in registers. The same values and HBM bytes as the plain program.
+TEST(AccumulatorsInRegistersFlash1, DoubleBufferedToo) {
+  Sim sim;
+  ForwardShape s = shape(256, 64, 64, 32, true, Dtype::F16);
+  const Outcome plain = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
+  s.double_buffer = true;
+  s.accumulators_in_registers = true;
+  const Outcome as_kernel = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
+  EXPECT_TRUE(as_kernel.check.passed);
+  EXPECT_EQ(as_kernel.o, plain.o);
+  EXPECT_EQ(as_kernel.read, plain.read);
+  EXPECT_EQ(as_kernel.written, plain.written);
+}
 
 // flash2's ping-pong (ForwardShape::ping_pong): each query block's halves in instruction groups of their
 // own. Every row's arithmetic is the one of the whole tile, so the same output to the bit and the same

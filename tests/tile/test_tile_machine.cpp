@@ -191,6 +191,31 @@ TEST(Issue, AnInstructionIsDoneWhenItsWarpInstructionsHaveIssued) {
   EXPECT_EQ(cycles_of(machine, "EXP A, B\nMUL B, B, C\n"), one_exp + 24);
 }
 
+// An op between the register file and SRAM reaches the SRAM tile through shared-memory accesses; ops
+// wholly in SRAM (the model's SRAM-held programs) or wholly in registers do not. A 16 x 16 f32 tile is one
+// warp, a thread holding 2 rows x 4 columns: 32 bytes, 8 accesses of 4 bytes, each with 2 address
+// instructions: a MOV from A (SRAM) into R (registers) costs 24 more than one from A into B.
+TEST(Issue, AnOpBetweenRegistersAndSramAccessesSharedMemory) {
+  Machine machine(load_config(
+      kConfigs + "h100-sm.yaml",
+      {"issue.type=warp_schedulers", "issue.shared_access_bytes=4", "issue.address_per_shared=2"}));
+  auto instructions = [&](const std::string& body) {
+    const isa::Program program = isa::assemble(
+        ".tensor X[16][16] f32 random(seed=1, lo=-1, hi=1)\n.buffer A[16][16] f32\n.buffer B[16][16] f32\n"
+        ".buffer R[16][16] f32 regs\n.buffer T[16][16] f32 regs\nLOAD X[0:16, 0:16], A\n" +
+            body,
+        "shared.trace");
+    machine.load(program, false, true);
+    machine.run();
+    return machine.issue()->warp_instructions;
+  };
+  const uint64_t sram_only = instructions("MOV A, B\n");
+  EXPECT_EQ(instructions("MOV A, R\n"), sram_only + 24);
+  EXPECT_EQ(instructions("MOV R, A\n"), sram_only + 24);  // the store side costs the same
+  const uint64_t mov = sram_only - instructions("");      // the MOV's own, without the LOAD's copies
+  EXPECT_EQ(instructions("MOV A, R\nMOV R, T\n"), sram_only + 24 + mov);  // registers to registers: none
+}
+
 // A product yields to the other instructions the schedulers issue while it works: each costs its tensor
 // cores mma_cycles_per_other_instruction cycles, spread over the schedulers. Four independent 64 x 64 x 64
 // products in one group keep the MXU busy; an EXP of a 16 x 16 tile of the first one's result (32 warp

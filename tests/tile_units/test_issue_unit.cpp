@@ -52,6 +52,19 @@ TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
   EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mul, 128, 1, false), (2 + 4) * 8);
 }
 
+// A tile in SRAM that registers are read from or written to: each thread moves its elements (2 rows x a
+// quarter of the columns) in ld.shared / st.shared of shared_access_bytes, each with its address.
+TEST(IssueUnit, ASharedMemoryAccessIsOnePerThreadsBytesAndItsAddress) {
+  auto issue = build("shared_access_bytes: 4\naddress_per_shared: 2\n");
+  // O_i as f16, 64 x 64: 2 x 16 elements a thread, 64 bytes, 16 accesses of 4 bytes; 4 warps.
+  EXPECT_DOUBLE_EQ(issue->shared_access_instructions(64, 64, 2), 16 * 3 * 4);
+  // A row statistic in f32, 128 x 1: a float for each of a thread's 2 rows; 8 warps.
+  EXPECT_DOUBLE_EQ(issue->shared_access_instructions(128, 1, 4), 2 * 3 * 8);
+  // Off by default: an op between registers and SRAM costs its arithmetic alone.
+  EXPECT_DOUBLE_EQ(build(kCosts)->shared_access_instructions(64, 64, 2), 0.0);
+  EXPECT_THROW(build("shared_access_bytes: -1\n"), InputError);
+}
+
 TEST(IssueUnit, ACopyIsOneInstructionPer16BytesOfEachThreadAndItsAddress) {
   auto issue = build(kCosts);
   EXPECT_DOUBLE_EQ(issue->copy_instructions(8192), 16 * 4);

@@ -8,6 +8,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -29,8 +30,9 @@ struct ProfiledRun {
 };
 
 // profile -> its run (a run with several kernels has one line per kernel).
-std::map<std::string, ProfiledRun> profiled_runs() {
-  std::ifstream in(kRoot + "/validation/data/h100_tc_warp_instructions.csv");
+std::map<std::string, ProfiledRun> profiled_runs(
+    const std::string& file = "/validation/data/h100_tc_warp_instructions.csv") {
+  std::ifstream in(kRoot + file);
   std::map<std::string, ProfiledRun> runs;
   std::string line;
   std::getline(in, line);
@@ -85,9 +87,43 @@ TEST(Issue, WarpInstructionsAsTheKernelsExecuted) {
     ASSERT_EQ(row.measured.schedule, run.schedule);
     ASSERT_EQ(row.measured.n, run.n);
     ASSERT_EQ(row.measured.block_q, run.block_q);
-    EXPECT_NEAR(row.predicted_warp_instructions / run.warp_instructions, 1.0, tolerance)
-        << "profile " << profile << ": " << run.schedule << " n=" << run.n << " d=" << run.d << " "
-        << run.block_q << "x" << run.block_k;
+    const double ratio = row.predicted_warp_instructions / run.warp_instructions;
+    EXPECT_NEAR(ratio, 1.0, tolerance) << "profile " << profile << ": " << run.schedule << " n=" << run.n
+                                       << " d=" << run.d << " " << run.block_q << "x" << run.block_k;
+    std::printf("profile %s (%s): %.2f M simulated warp instructions, %.3f of the measured\n",
+                profile.c_str(), run.schedule.c_str(), row.predicted_warp_instructions / 1e6, ratio);
+  }
+}
+
+// flash1's kernel, profiled one launch at a time (h100_tc_profile_flash1.tar.gz: the fifth of n / B_c
+// launches, each the same without a mask), run as the kernel runs: S, P and O_i's accumulator in
+// registers, the next step's Q_i, O_i, l_i, m_i prefetched. O_i, l_i and m_i land in SRAM and each step
+// reads and writes them from registers: the shared-memory accesses (issue.shared_access_bytes,
+// address_per_shared) that profile 00 set; 01 and 02 are held out.
+TEST(Issue, Flash1KernelWarpInstructionsWithItsSharedMemoryAccesses) {
+  const std::map<std::string, ProfiledRun> runs =
+      profiled_runs("/validation/data/h100_tc_warp_instructions_flash1.csv");
+  ASSERT_EQ(runs.size(), 3u);
+  const std::map<std::string, double> bound = {{"00", 0.04}, {"01", 0.04}, {"02", 0.04}};
+  std::vector<Measurement> rows;
+  for (const auto& [profile, tolerance] : bound) {
+    rows.push_back(row_for(runs.at(profile)));
+    rows.back().double_buffer = rows.back().accumulators_in_registers = true;
+  }
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", rows.front().path, rows);
+  ASSERT_EQ(s.rows.size(), bound.size());
+  size_t i = 0;
+  for (const auto& [profile, tolerance] : bound) {
+    const ProfiledRun& run = runs.at(profile);
+    const ValidationRow& row = s.rows[i++];
+    ASSERT_EQ(row.measured.schedule, "flash1");
+    ASSERT_FALSE(run.causal);
+    const double launches = static_cast<double>(run.n / run.block_k);
+    const double ratio = row.predicted_warp_instructions / (run.warp_instructions * launches);
+    EXPECT_NEAR(ratio, 1.0, tolerance)
+        << "profile " << profile << ": d=" << run.d << " " << run.block_q << "x" << run.block_k;
+    std::printf("flash1 profile %s: %.3f M simulated warp instructions per launch, %.3f of the measured\n",
+                profile.c_str(), row.predicted_warp_instructions / launches / 1e6, ratio);
   }
 }
 

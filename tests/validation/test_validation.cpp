@@ -372,6 +372,26 @@ TEST(Validation, AnSmClockTheDramModelCannotUseNamesTheRow) {
   }
 }
 
+// A measurements file with CRLF line ends (a spreadsheet's export, Python's csv module) reads as the same
+// rows: the last column, the SM clock, included (it used to be unknown, and its rows ran at the base clock).
+TEST(Validation, ACrlfFileReadsAsTheSameRows) {
+  const std::string path = ::testing::TempDir() + "crlf.csv";
+  {
+    std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");
+    std::ofstream out(path, std::ios::binary);
+    int lines = 0;
+    for (std::string line; lines < 4 && std::getline(in, line); ++lines) out << line << "\r\n";
+  }
+  const std::vector<Measurement> crlf = read_measurements(path);
+  const std::vector<Measurement> plain = read_measurements(kRoot + "/validation/data/h100_tc_flash2.csv");
+  ASSERT_EQ(crlf.size(), 3u);
+  for (size_t i = 0; i < crlf.size(); ++i) {
+    EXPECT_GT(crlf[i].sm_clock_ghz, 1.0);
+    EXPECT_EQ(crlf[i].sm_clock_ghz, plain[i].sm_clock_ghz);
+    EXPECT_EQ(crlf[i].time_ns, plain[i].time_ns);
+  }
+}
+
 TEST(Validation, AnSmClockOutOfRangeNamesFileAndLine) {
   const std::string path = ::testing::TempDir() + "bad_clock.csv";
   std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");

@@ -157,6 +157,8 @@ Measurement project_measurement(const CsvRow& row) {
   m.accumulators_in_registers =
       m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash2-bwd" ||
                            m.schedule == "flash2-bwd-no-d");
+  // They load Q_i's fragments into registers once per block (PyTorch's FlashAttention-2 forward does not).
+  m.q_in_registers = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "
@@ -272,6 +274,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.spill_rows = spill_rows(m);
       shape.double_buffer = m.double_buffer;
       shape.accumulators_in_registers = m.accumulators_in_registers;
+      shape.q_in_registers = m.q_in_registers;
       shape.ping_pong = m.ping_pong;
       shape.dtype = *dtype;
       return traces::stream_program(

@@ -46,6 +46,7 @@ struct Measurement {
   // flash2 and two-pass: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
   // (ForwardShape::accumulators_in_registers).
   bool accumulators_in_registers = false;
+  bool q_in_registers = false;  // ForwardShape::q_in_registers: the project's flash2 and two-pass kernels
   // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
   bool ping_pong = false;
   // The kernel multiplies with Hopper's wgmma, not mma.sync: the MXU is fed by rows, passes streamed

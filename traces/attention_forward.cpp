@@ -326,11 +326,20 @@ void two_pass(Gen& g) {
   // buffers (which the DMA reaches) once per block: staged for the store, read once after the load.
   Stats st = landed;
   const bool regs = s.accumulators_in_registers;
+  int q_operand = qi;  // with q_in_registers, Q_i's fragments, read from its SRAM tile once per block
   if (regs) {
     st.m = g.b.buffer("mi_regs", br, 1, kAcc);
     st.l = g.b.buffer("li_regs", br, 1, kAcc);
     g.b.in_registers({sc, pb, st.m_tile, st.m_new, st.alpha, st.l_tile, oi, st.m, st.l});
   }
+  if (s.q_in_registers) {
+    q_operand = g.b.buffer("Q_regs", br, d, s.dtype);
+    g.b.in_registers({q_operand});
+  }
+  // Before the first product, after the first K (and V) loads are issued: the kernels wait for them all.
+  auto q_fragments = [&](size_t j, int64_t rows) {
+    if (s.q_in_registers && j == 0) g.emit(Opcode::Mov, {g.buf(qi, rows), g.buf(q_operand, rows)});
+  };
   const auto q_blocks = blocks(s.n, br);
   // Two kernels, each a grid of (query block, head) thread blocks.
   const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
@@ -350,7 +359,9 @@ void two_pass(Gen& g) {
           },
           [&](size_t j, int slot) {
             const int64_t cols = keys[j].size;
-            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), g.buf(sc, rows, cols)});
+            q_fragments(j, rows);
+            g.emit(Opcode::MacZ,
+                   {g.buf(q_operand, rows), g.buf(kj[slot], cols, -1, true), g.buf(sc, rows, cols)});
             if (needs_mask(s, qb, keys[j]))
               g.emit(Opcode::Mask,
                      {g.buf(sc, rows, cols), Operand::imm(qb.start), Operand::imm(keys[j].start)});
@@ -383,7 +394,8 @@ void two_pass(Gen& g) {
             const int64_t cols = keys[j].size;
             auto S_ij = [&] { return g.buf(sc, rows, cols); };
             auto P_ij = [&] { return g.buf(pb, rows, cols); };
-            g.emit(Opcode::MacZ, {g.buf(qi, rows), g.buf(kj[slot], cols, -1, true), S_ij()});
+            q_fragments(j, rows);
+            g.emit(Opcode::MacZ, {g.buf(q_operand, rows), g.buf(kj[slot], cols, -1, true), S_ij()});
             if (needs_mask(s, qb, keys[j]))
               g.emit(Opcode::Mask, {S_ij(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
             if (has_max) g.emit(Opcode::Sub, {S_ij(), g.buf(st.m, rows), S_ij()});
@@ -569,8 +581,9 @@ struct Flash2Rows {
 // flash2's on-chip buffers (K and V twice when double-buffered) and, with store_row_statistic, its tensor.
 struct Flash2Buffers {
   int qi = -1, kj[2] = {-1, -1}, vj[2] = {-1, -1};
-  Flash2Rows half[2];          // [1] only with ping_pong
-  int stats = -1;              // one f32 per query row, stored with O
+  int q_regs = -1;     // with registers: Q_i's fragments, read from its SRAM tile once per query block
+  Flash2Rows half[2];  // [1] only with ping_pong
+  int stats = -1;      // one f32 per query row, stored with O
   int local = -1, spill = -1;  // spill stores: a tensor of a row per block, and the buffer stored there
   int64_t local_rows = 0;      // rows of `local`: block b stores to row b mod local_rows
 };
@@ -609,6 +622,11 @@ Flash2Buffers flash2_buffers(Gen& g) {
   const int64_t br = s.block_q, bc = s.block_k, d = s.d;
   Flash2Buffers f;
   f.qi = g.b.buffer("Qi", br, d, s.dtype);
+  // The project's kernels load Q_i's fragments into registers once (ldmatrix before the key loop).
+  if (s.q_in_registers) {
+    f.q_regs = g.b.buffer("Q_regs", br, d, s.dtype);
+    g.b.in_registers({f.q_regs});
+  }
   const int slots = s.double_buffer ? 2 : 1;
   for (int slot = 0; slot < slots; ++slot) {
     f.kj[slot] = g.b.buffer(slots == 1 ? "Kj" : "Kj" + std::to_string(slot), bc, d, s.dtype);
@@ -634,15 +652,22 @@ struct QRows {
   bool whole;    // the whole query block: Q_i's plain view, as without ping_pong
 };
 
-Operand q_view(Gen& g, const Flash2Buffers& f, const QRows& q) {
-  return q.whole ? g.buf(f.qi, q.rows.size) : g.b.buf_rows(f.qi, q.row0, q.rows.size);
+Operand q_view(Gen& g, const Flash2Buffers& f, const QRows& q, bool operand = false) {
+  const int buffer = operand && f.q_regs >= 0 ? f.q_regs : f.qi;
+  return q.whole ? g.buf(buffer, q.rows.size) : g.b.buf_rows(buffer, q.row0, q.rows.size);
+}
+
+// Q_i's fragments from its landed tile into registers, where the products read them (with registers),
+// before the first product: after the first K/V loads are issued, as the kernels wait for all three.
+void q_fragments(Gen& g, const Flash2Buffers& f, const Block& qb) {
+  if (f.q_regs >= 0) g.emit(Opcode::Mov, {g.buf(f.qi, qb.size), g.buf(f.q_regs, qb.size)});
 }
 
 // S = Q K_j^T for a group's rows, masked where the tile reaches above the diagonal.
 void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRows& q, const Block& key,
                   int slot) {
   const int64_t rows = q.rows.size, cols = key.size;
-  g.emit(Opcode::MacZ, {q_view(g, f, q), g.buf(f.kj[slot], cols, -1, true), g.buf(r.sc, rows, cols)});
+  g.emit(Opcode::MacZ, {q_view(g, f, q, true), g.buf(f.kj[slot], cols, -1, true), g.buf(r.sc, rows, cols)});
   if (needs_mask(g.s, q.rows, key))
     g.emit(Opcode::Mask, {g.buf(r.sc, rows, cols), Operand::imm(q.rows.start), Operand::imm(key.start)});
 }
@@ -739,6 +764,7 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, int
   stream(
       keys.size(), s.double_buffer, [&](size_t j, int slot) { load_kv_block(g, f, h, qb, keys[j], j, slot); },
       [&](size_t j, int slot) {
+        if (j == 0) q_fragments(g, f, qb);
         flash2_score(g, f, f.half[0], all, keys[j], slot);
         flash2_update(g, f.half[0], qb.size, keys[j].size, j == 0, f.vj[slot]);
         store_spill(g, f, block, s.spill_bytes_per_key_block);
@@ -879,6 +905,12 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
       schedule != ForwardSchedule::TwoPassFused && schedule != ForwardSchedule::Flash1)
     throw std::invalid_argument("accumulators in registers are a flash2, two-pass and flash1 option");
+  if (s.q_in_registers &&
+      (!s.accumulators_in_registers || s.as_mem_efficient || s.ping_pong ||
+       (schedule != ForwardSchedule::Flash2 && schedule != ForwardSchedule::TwoPassFused)))
+    throw std::invalid_argument(
+        "Q in registers is a flash2 and two-pass option with accumulators in registers (not with the "
+        "memory-efficient loads or ping-pong)");
   if (s.ping_pong && schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument("ping-pong query halves are a flash2 option");
   if (s.ping_pong && s.as_mem_efficient)

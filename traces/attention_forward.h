@@ -74,6 +74,11 @@ struct ForwardShape : AttentionShape {
   // through Q_i's SRAM for its store (FlashAttention-2's sO aliases sQ). With as_mem_efficient P stays in
   // SRAM, where that kernel hands it to its second product. Needs a `tile_regs` unit.
   bool accumulators_in_registers = false;
+  // flash2 and two-pass, with accumulators_in_registers: Q_i's mma fragments loaded into registers once per
+  // block, before the first product (the project's kernels: ldmatrix before the key loop), instead of
+  // every S = Q_i K_j^T reading Q_i from SRAM (FlashAttention-2's forward, Is_Q_in_regs false). Not with
+  // as_mem_efficient (it reloads Q_i) or ping_pong (wgmma reads Q_i from shared memory).
+  bool q_in_registers = false;
   // flash2 only: each query block's rows as two halves whose instructions interleave, so one half's
   // softmax runs on the VPU while the other half's matrix products run on the MXU: two consumer warp
   // groups taking turns at the tensor cores (FlashAttention-3's ping-pong, cuDNN's Hopper forward). The

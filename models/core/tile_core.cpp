@@ -179,6 +179,11 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const
   const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
   const TileOperand& shape = reduction ? src : dst;
   const bool to_16bit = dtype_bytes(ctx.buffers[dst.storage].dtype) == 2;
+  // A 16-bit tile from SRAM into 16-bit registers: an mma operand's fragments (Q_i before the key loop).
+  const BufferState& from = ctx.buffers[src.storage];
+  if (d.op == isa::Opcode::Mov && !from.in_regs && ctx.buffers[dst.storage].in_regs &&
+      dtype_bytes(from.dtype) == 2 && to_16bit)
+    return issue.fragment_load_instructions(dst.out_rows(), bytes_in_sram(src));
   return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit) +
          shared_access_cost(d, ctx);
 }

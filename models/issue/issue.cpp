@@ -88,6 +88,12 @@ double IssueUnit::copy_instructions(uint64_t bytes) const {
   return copies * (1.0 + params_.address_per_copy);
 }
 
+double IssueUnit::fragment_load_instructions(int64_t rows, uint64_t bytes) const {
+  const Params& p = params_;
+  const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(bytes), p.ldmatrix_bytes));
+  return ldmatrix * (1.0 + p.address_per_ldmatrix) + p.fixed_per_warp * static_cast<double>(warps(rows));
+}
+
 double IssueUnit::shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const {
   const Params& p = params_;
   if (p.shared_access_bytes == 0) return 0;

@@ -15,6 +15,8 @@
 //    threads); a 16-bit destination adds the conversion; a reduction adds its shuffle stages per row;
 //  - LOAD, STORE and STORE_ADD: one copy instruction per `copy_bytes` (16 B per thread of a warp) and
 //    `address_per_copy` integer instructions for each;
+//  - a MOV of a 16-bit tile from SRAM into 16-bit registers: an mma operand's fragments, loaded as a
+//    product loads its A (ldmatrix and its address, `fixed_per_warp`), not element by element;
 //  - an element-wise op between the register file and SRAM (a MOV of O_i from its landed tile, a statistic
 //    read from or written to the tile the DMA moves): each thread loads or stores its elements of each SRAM
 //    operand with ld.shared / st.shared of `shared_access_bytes`, and `address_per_shared` integer
@@ -76,6 +78,9 @@ class IssueUnit : public Component {
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
   // a copy of `bytes` between memory and SRAM.
   double copy_instructions(uint64_t bytes) const;
+  // an mma operand's fragments loaded from `bytes` of SRAM into the registers of the warps of `rows`
+  // (ldmatrix, each warp its own rows, as a product loads its A);
+  double fragment_load_instructions(int64_t rows, uint64_t bytes) const;
   // the ld.shared or st.shared by which the threads that hold a rows x cols tile (in the mma accumulator
   // layout) read or write its copy of `element_bytes` elements in SRAM, and their address instructions.
   double shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const;

@@ -18,13 +18,17 @@ namespace {
 
 constexpr int64_t kLab7D = 4;  // lab 7's rows: d = 4, so a 1 x 4 f32 row is the toy tile machine's 16 bytes
 
-traces::ForwardShape forward_shape(const GenInputs& in) {
+traces::ForwardShape forward_shape(const GenInputs& in, traces::ForwardSchedule schedule) {
   traces::ForwardShape f;
   static_cast<traces::AttentionShape&>(f) = in.shape;
   f.heads = in.heads;
   f.breaks = in.breaks;
   f.qk_range = in.qk_range;
   f.accumulators_in_registers = in.registers;
+  // The project's kernels' form: Q_i's fragments in registers too, where the schedule has them.
+  f.q_in_registers =
+      in.registers && !in.ping_pong &&
+      (schedule == traces::ForwardSchedule::Flash2 || schedule == traces::ForwardSchedule::TwoPassFused);
   f.ping_pong = in.ping_pong;
   return f;
 }
@@ -72,12 +76,13 @@ void add_lab7_kinds(std::vector<GenKind>& kinds) {
 void add_tile_kinds(std::vector<GenKind>& kinds) {
   kinds.push_back({GenKind::Family::Attention, "flash2-forward",
                    "tiled attention, FlashAttention-2 loop order (tile machines)", [](const GenInputs& in) {
-                     return traces::forward_program(traces::ForwardSchedule::Flash2, forward_shape(in));
+                     return traces::forward_program(traces::ForwardSchedule::Flash2,
+                                                    forward_shape(in, traces::ForwardSchedule::Flash2));
                    }});
   for (auto f : traces::all_forward_schedules())
     kinds.push_back({GenKind::Family::Attention, std::string(traces::schedule_name(f)),
                      "forward attention schedule (docs/schedules.md)",
-                     [f](const GenInputs& in) { return traces::forward_program(f, forward_shape(in)); }});
+                     [f](const GenInputs& in) { return traces::forward_program(f, forward_shape(in, f)); }});
   for (auto b : {traces::BackwardSchedule::Flash2, traces::BackwardSchedule::Flash2NoD,
                  traces::BackwardSchedule::Naive})
     kinds.push_back({GenKind::Family::Attention, std::string(traces::schedule_name(b)),

@@ -503,6 +503,45 @@ INSTANTIATE_TEST_SUITE_P(
                   std::vector<std::string>{"Sij", "Pij", "m_tile", "l_tile", "alpha", "scale", "O_acc"}}),
     [](const auto& info) { return name_of(info.param.first); });
 
+// Q_i's fragments in registers (ForwardShape::q_in_registers, as the project's flash2 and two-pass kernels
+// load them once per block): a MOV of Q_i's landed tile into Q_regs before the first product of each block,
+// which every product then reads. The same values and HBM bytes; no other schedule or option takes it.
+class QInRegisters : public ::testing::TestWithParam<ForwardSchedule> {};
+
+TEST_P(QInRegisters, SameValuesAndBytesTheProductsReadRegisters) {
+  Sim sim;
+  ForwardShape s = shape(256, 64, 64, 64, true, Dtype::F16);
+  s.accumulators_in_registers = true;
+  const Outcome from_sram = sim.run(traces::forward_program(GetParam(), s));
+  s.q_in_registers = true;
+  const isa::Program program = traces::forward_program(GetParam(), s);
+  const Outcome from_registers = sim.run(program);
+  EXPECT_TRUE(from_registers.check.passed);
+  EXPECT_EQ(from_registers.o, from_sram.o);
+  EXPECT_EQ(from_registers.read, from_sram.read);
+  EXPECT_EQ(from_registers.written, from_sram.written);
+  // One MOV per block (4 query blocks, two kernels for two-pass).
+  const int kernels = GetParam() == ForwardSchedule::TwoPassFused ? 2 : 1;
+  EXPECT_EQ(from_registers.opcodes[static_cast<size_t>(isa::Opcode::Mov)],
+            from_sram.opcodes[static_cast<size_t>(isa::Opcode::Mov)] + 4u * kernels);
+  s.ping_pong = GetParam() == ForwardSchedule::Flash2;
+  if (s.ping_pong) {
+    EXPECT_THROW(traces::forward_program(GetParam(), s), std::invalid_argument);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, QInRegisters,
+                         ::testing::Values(ForwardSchedule::Flash2, ForwardSchedule::TwoPassFused),
+                         [](const auto& info) { return name_of(info.param); });
+
+TEST(QInRegistersElsewhere, IsRejected) {
+  ForwardShape s = shape(256, 64, 64, 64, true, Dtype::F16);
+  s.q_in_registers = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);  // no registers
+  s.accumulators_in_registers = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash1, s), std::invalid_argument);
+}
+
 // flash1 as its tensor-core kernel runs (and as validate simulates it): the next step's Q_i, O_i, l_i, m_i
 // prefetched, S, P and O in registers. The same values and HBM bytes as the plain program.
 TEST(AccumulatorsInRegistersFlash1, DoubleBufferedToo) {

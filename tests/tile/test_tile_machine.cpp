@@ -216,6 +216,24 @@ TEST(Issue, AnOpBetweenRegistersAndSramAccessesSharedMemory) {
   EXPECT_EQ(instructions("MOV A, R\nMOV R, T\n"), sram_only + 24 + mov);  // registers to registers: none
 }
 
+// A 16-bit tile moved from SRAM into 16-bit registers is an mma operand's fragments (Q_i, which the kernels
+// load once before their key loop): ldmatrix, as a product loads its A, not element-wise accesses. 16 x 16
+// f16 is 512 bytes: the LOAD's one copy, then one ldmatrix with its 2 address instructions and 5 for the
+// warp; element-wise it would be 8 accesses of 4 bytes with theirs, and a move per element.
+TEST(Issue, AnOperandsFragmentsLoadFromSramAsLdmatrix) {
+  Machine machine(
+      load_config(kConfigs + "h100-sm.yaml",
+                  {"issue.type=warp_schedulers", "issue.address_per_ldmatrix=2", "issue.fixed_per_warp=5",
+                   "issue.shared_access_bytes=4", "issue.address_per_shared=2"}));
+  const isa::Program program = isa::assemble(
+      ".tensor X[16][16] f16 random(seed=1, lo=-1, hi=1)\n.buffer A[16][16] f16\n"
+      ".buffer F[16][16] f16 regs\nLOAD X[0:16, 0:16], A\nMOV A, F\n",
+      "fragments.trace");
+  machine.load(program, false, true);
+  machine.run();
+  EXPECT_EQ(machine.issue()->warp_instructions, 1u + 3u + 5u);
+}
+
 // A product yields to the other instructions the schedulers issue while it works: each costs its tensor
 // cores mma_cycles_per_other_instruction cycles, spread over the schedulers. Four independent 64 x 64 x 64
 // products in one group keep the MXU busy; an EXP of a 16 x 16 tile of the first one's result (32 warp

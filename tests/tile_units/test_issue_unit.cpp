@@ -65,6 +65,14 @@ TEST(IssueUnit, ASharedMemoryAccessIsOnePerThreadsBytesAndItsAddress) {
   EXPECT_THROW(build("shared_access_bytes: -1\n"), InputError);
 }
 
+// An mma operand's fragments (Q_i before the key loop) load as a product loads its A: one ldmatrix per
+// 512 bytes with its address instructions, and the fixed cost per warp.
+TEST(IssueUnit, AnOperandsFragmentsLoadAsLdmatrix) {
+  auto issue = build(kCosts);
+  // 128 x 64 f16 (16 KB): 32 ldmatrix x (1 + 2) + 8 warps x 4.
+  EXPECT_DOUBLE_EQ(issue->fragment_load_instructions(128, 16384), 32 * 3 + 8 * 4);
+}
+
 TEST(IssueUnit, ACopyIsOneInstructionPer16BytesOfEachThreadAndItsAddress) {
   auto issue = build(kCosts);
   EXPECT_DOUBLE_EQ(issue->copy_instructions(8192), 16 * 4);

@@ -86,6 +86,14 @@ class Sim {
   Machine machine_;
 };
 
+// The second program computes what the first does, to the bit, and moves the same HBM bytes.
+void expect_same_values_and_bytes(const Outcome& changed, const Outcome& reference) {
+  EXPECT_TRUE(changed.check.passed);
+  EXPECT_EQ(changed.o, reference.o);
+  EXPECT_EQ(changed.read, reference.read);
+  EXPECT_EQ(changed.written, reference.written);
+}
+
 std::string name_of(ForwardSchedule s) {
   std::string n(traces::schedule_name(s));
   for (char& c : n)
@@ -516,10 +524,7 @@ TEST_P(QInRegisters, SameValuesAndBytesTheProductsReadRegisters) {
   s.q_in_registers = true;
   const isa::Program program = traces::forward_program(GetParam(), s);
   const Outcome from_registers = sim.run(program);
-  EXPECT_TRUE(from_registers.check.passed);
-  EXPECT_EQ(from_registers.o, from_sram.o);
-  EXPECT_EQ(from_registers.read, from_sram.read);
-  EXPECT_EQ(from_registers.written, from_sram.written);
+  expect_same_values_and_bytes(from_registers, from_sram);
   // One MOV per block (4 query blocks, two kernels for two-pass).
   const int kernels = GetParam() == ForwardSchedule::TwoPassFused ? 2 : 1;
   EXPECT_EQ(from_registers.opcodes[static_cast<size_t>(isa::Opcode::Mov)],
@@ -550,11 +555,7 @@ TEST(AccumulatorsInRegistersFlash1, DoubleBufferedToo) {
   const Outcome plain = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
   s.double_buffer = true;
   s.accumulators_in_registers = true;
-  const Outcome as_kernel = sim.run(traces::forward_program(ForwardSchedule::Flash1, s));
-  EXPECT_TRUE(as_kernel.check.passed);
-  EXPECT_EQ(as_kernel.o, plain.o);
-  EXPECT_EQ(as_kernel.read, plain.read);
-  EXPECT_EQ(as_kernel.written, plain.written);
+  expect_same_values_and_bytes(sim.run(traces::forward_program(ForwardSchedule::Flash1, s)), plain);
 }
 
 // flash2's ping-pong (ForwardShape::ping_pong): each query block's halves in instruction groups of their
@@ -576,11 +577,7 @@ TEST_P(PingPong, SameValuesAndBytes) {
   s.accumulators_in_registers = c.registers;
   const Outcome whole = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
   s.ping_pong = true;
-  const Outcome halves = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
-  EXPECT_TRUE(halves.check.passed);
-  EXPECT_EQ(halves.o, whole.o);
-  EXPECT_EQ(halves.read, whole.read);
-  EXPECT_EQ(halves.written, whole.written);
+  expect_same_values_and_bytes(sim.run(traces::forward_program(ForwardSchedule::Flash2, s)), whole);
 }
 
 // Where memory is not the bound (the single-SM config's HBM share made 10x wider), one half's softmax runs

@@ -52,7 +52,7 @@ std::vector<ScheduleEntry> forward_entries(const CompareOptions& options) {
     options_of_s.accumulators_in_registers =
         options.registers && (flash2 || s == traces::ForwardSchedule::TwoPassFused);
     // The project's kernels' form: Q_i's fragments in registers too (not with ping-pong's wgmma).
-    options_of_s.q_in_registers = options_of_s.accumulators_in_registers && !options_of_s.ping_pong;
+    options_of_s.q_in_registers = traces::q_in_registers_applies(s, options_of_s);
     out.push_back({std::string(traces::schedule_name(s)),
                    [s, options_of_s](const traces::AttentionShape& shape, int64_t heads, bool) {
                      traces::ForwardShape f = options_of_s;

@@ -149,11 +149,11 @@ Measurement project_measurement(const CsvRow& row) {
   }
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
   // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
-  // two-pass). flash1's kernel prefetches the next query block's Q, O, l, m instead, which its program
-  // cannot express (its double_buffer doubles K/V too); naive's kernels and the FFMA kernels do not.
+  // two-pass) and keep S, P and the accumulators in registers. flash1's kernel prefetches its next step and
+  // keeps them in registers too, and its program can run so (double_buffer and accumulators_in_registers),
+  // but validate keeps its SRAM program until the per-step cost that remains is modelled
+  // (docs/validation.md, "flash1, profiled"); naive's program has no registers option.
   m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
-  // The tensor-core kernels keep S, P and the accumulators in registers, except naive's and flash1's, whose
-  // programs have no such option yet.
   m.accumulators_in_registers =
       m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash2-bwd" ||
                            m.schedule == "flash2-bwd-no-d");

@@ -300,6 +300,13 @@ void naive(Gen& g, bool online) {
     }
 }
 
+// With q_in_registers (q_regs >= 0): Q_i's fragments from its landed tile into registers, where the
+// products read them, emitted before a block's first product, after its first K/V loads are issued (the
+// kernels wait for all of them together).
+void q_fragments(Gen& g, int landed, int q_regs, int64_t rows) {
+  if (q_regs >= 0) g.emit(Opcode::Mov, {g.buf(landed, rows), g.buf(q_regs, rows)});
+}
+
 // two-pass (seed 001 §2.1 on tiles): two kernels per head, S never in HBM.
 //   pass 1, per query block: stream the visible K blocks, S on chip, running (m, l); write m, l.
 //   pass 2, per query block: reload Q, m, l; stream K and V, recompute S, P = exp(S - m) / l, O += PV;
@@ -326,20 +333,14 @@ void two_pass(Gen& g) {
   // buffers (which the DMA reaches) once per block: staged for the store, read once after the load.
   Stats st = landed;
   const bool regs = s.accumulators_in_registers;
-  int q_operand = qi;  // with q_in_registers, Q_i's fragments, read from its SRAM tile once per block
   if (regs) {
     st.m = g.b.buffer("mi_regs", br, 1, kAcc);
     st.l = g.b.buffer("li_regs", br, 1, kAcc);
     g.b.in_registers({sc, pb, st.m_tile, st.m_new, st.alpha, st.l_tile, oi, st.m, st.l});
   }
-  if (s.q_in_registers) {
-    q_operand = g.b.buffer("Q_regs", br, d, s.dtype);
-    g.b.in_registers({q_operand});
-  }
-  // Before the first product, after the first K (and V) loads are issued: the kernels wait for them all.
-  auto q_fragments = [&](size_t j, int64_t rows) {
-    if (s.q_in_registers && j == 0) g.emit(Opcode::Mov, {g.buf(qi, rows), g.buf(q_operand, rows)});
-  };
+  const int q_regs = s.q_in_registers ? g.b.buffer("Q_regs", br, d, s.dtype) : -1;
+  if (q_regs >= 0) g.b.in_registers({q_regs});
+  const int q_operand = q_regs >= 0 ? q_regs : qi;  // what the products read
   const auto q_blocks = blocks(s.n, br);
   // Two kernels, each a grid of (query block, head) thread blocks.
   const std::array<int64_t, 3> grid{static_cast<int64_t>(q_blocks.size()), s.heads, 1};
@@ -359,7 +360,7 @@ void two_pass(Gen& g) {
           },
           [&](size_t j, int slot) {
             const int64_t cols = keys[j].size;
-            q_fragments(j, rows);
+            if (j == 0) q_fragments(g, qi, q_regs, rows);
             g.emit(Opcode::MacZ,
                    {g.buf(q_operand, rows), g.buf(kj[slot], cols, -1, true), g.buf(sc, rows, cols)});
             if (needs_mask(s, qb, keys[j]))
@@ -394,7 +395,7 @@ void two_pass(Gen& g) {
             const int64_t cols = keys[j].size;
             auto S_ij = [&] { return g.buf(sc, rows, cols); };
             auto P_ij = [&] { return g.buf(pb, rows, cols); };
-            q_fragments(j, rows);
+            if (j == 0) q_fragments(g, qi, q_regs, rows);
             g.emit(Opcode::MacZ, {g.buf(q_operand, rows), g.buf(kj[slot], cols, -1, true), S_ij()});
             if (needs_mask(s, qb, keys[j]))
               g.emit(Opcode::Mask, {S_ij(), Operand::imm(qb.start), Operand::imm(keys[j].start)});
@@ -657,12 +658,6 @@ Operand q_view(Gen& g, const Flash2Buffers& f, const QRows& q, bool operand = fa
   return q.whole ? g.buf(buffer, q.rows.size) : g.b.buf_rows(buffer, q.row0, q.rows.size);
 }
 
-// Q_i's fragments from its landed tile into registers, where the products read them (with registers),
-// before the first product: after the first K/V loads are issued, as the kernels wait for all three.
-void q_fragments(Gen& g, const Flash2Buffers& f, const Block& qb) {
-  if (f.q_regs >= 0) g.emit(Opcode::Mov, {g.buf(f.qi, qb.size), g.buf(f.q_regs, qb.size)});
-}
-
 // S = Q K_j^T for a group's rows, masked where the tile reaches above the diagonal.
 void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRows& q, const Block& key,
                   int slot) {
@@ -764,7 +759,7 @@ void flash2_tile(Gen& g, const Flash2Buffers& f, int64_t h, const Block& qb, int
   stream(
       keys.size(), s.double_buffer, [&](size_t j, int slot) { load_kv_block(g, f, h, qb, keys[j], j, slot); },
       [&](size_t j, int slot) {
-        if (j == 0) q_fragments(g, f, qb);
+        if (j == 0) q_fragments(g, f.qi, f.q_regs, qb.size);
         flash2_score(g, f, f.half[0], all, keys[j], slot);
         flash2_update(g, f.half[0], qb.size, keys[j].size, j == 0, f.vj[slot]);
         store_spill(g, f, block, s.spill_bytes_per_key_block);
@@ -887,6 +882,15 @@ void flash2(Gen& g) {
   }
 }
 
+}  // namespace
+
+bool q_in_registers_applies(ForwardSchedule schedule, const ForwardShape& shape) {
+  return shape.accumulators_in_registers && !shape.as_mem_efficient && !shape.ping_pong &&
+         (schedule == ForwardSchedule::Flash2 || schedule == ForwardSchedule::TwoPassFused);
+}
+
+namespace {
+
 void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
@@ -905,9 +909,7 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
       schedule != ForwardSchedule::TwoPassFused && schedule != ForwardSchedule::Flash1)
     throw std::invalid_argument("accumulators in registers are a flash2, two-pass and flash1 option");
-  if (s.q_in_registers &&
-      (!s.accumulators_in_registers || s.as_mem_efficient || s.ping_pong ||
-       (schedule != ForwardSchedule::Flash2 && schedule != ForwardSchedule::TwoPassFused)))
+  if (s.q_in_registers && !q_in_registers_applies(schedule, s))
     throw std::invalid_argument(
         "Q in registers is a flash2 and two-pass option with accumulators in registers (not with the "
         "memory-efficient loads or ping-pong)");

@@ -89,6 +89,9 @@ struct ForwardShape : AttentionShape {
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.
 isa::Program forward_program(ForwardSchedule schedule, const ForwardShape& shape);
 
+// Whether `shape` (q_in_registers aside) can take q_in_registers for `schedule`.
+bool q_in_registers_applies(ForwardSchedule schedule, const ForwardShape& shape);
+
 // "naive-safe", "naive-online", "two-pass", "flash1", "flash2".
 std::string_view schedule_name(ForwardSchedule schedule);
 std::optional<ForwardSchedule> find_forward_schedule(std::string_view name);

@@ -190,20 +190,18 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const
 
 // An op between the register file and SRAM: its threads reach each SRAM operand by ld.shared / st.shared.
 double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const {
-  bool in_regs = false, in_sram = false;
-  for (size_t k = 0; k < d.count; ++k) {
-    if (d.ops[k].storage < 0 || !d.ops[k].is_buffer) continue;
-    (ctx.buffers[d.ops[k].storage].in_regs ? in_regs : in_sram) = true;
-  }
-  if (!in_regs || !in_sram) return 0;
-  double count = 0;
+  bool in_regs = false;
+  double count = 0;  // of the SRAM operands
   for (size_t k = 0; k < d.count; ++k) {
     const TileOperand& o = d.ops[k];
-    if (o.storage < 0 || !o.is_buffer || ctx.buffers[o.storage].in_regs) continue;
-    const auto bytes = static_cast<int64_t>(dtype_bytes(ctx.buffers[o.storage].dtype));
-    count += units_.issue->shared_access_instructions(o.out_rows(), o.out_cols(), bytes);
+    if (o.storage < 0 || !o.is_buffer) continue;
+    const BufferState& s = ctx.buffers[o.storage];
+    in_regs = in_regs || s.in_regs;
+    if (!s.in_regs)
+      count += units_.issue->shared_access_instructions(o.out_rows(), o.out_cols(),
+                                                        static_cast<int64_t>(dtype_bytes(s.dtype)));
   }
-  return count;
+  return in_regs ? count : 0;
 }
 
 // The schedulers' span for an MXU or VPU instruction of `count` warp instructions that starts at `start`

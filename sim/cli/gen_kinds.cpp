@@ -25,11 +25,9 @@ traces::ForwardShape forward_shape(const GenInputs& in, traces::ForwardSchedule 
   f.breaks = in.breaks;
   f.qk_range = in.qk_range;
   f.accumulators_in_registers = in.registers;
-  // The project's kernels' form: Q_i's fragments in registers too, where the schedule has them.
-  f.q_in_registers =
-      in.registers && !in.ping_pong &&
-      (schedule == traces::ForwardSchedule::Flash2 || schedule == traces::ForwardSchedule::TwoPassFused);
   f.ping_pong = in.ping_pong;
+  // The project's kernels' form: Q_i's fragments in registers too, where the schedule has them.
+  f.q_in_registers = traces::q_in_registers_applies(schedule, f);
   return f;
 }
 

@@ -213,17 +213,23 @@ void Chip::prepare(int core, Slot& slot) {
   slot.ready = tile.ready_time(slot.next, slot.ctx);
 }
 
-// The resident block to run next, and the cycle its instruction starts. oldest_first: the one its unit
-// would accept first, the oldest block when several could start at the same cycle. fifo: the one whose
-// instruction issued first; it books its unit even while it waits for its operands.
+// The resident block to run next, and the cycle its instruction starts: the one whose instruction its unit
+// (MXU, VPU, a DMA queue slot) would accept first; of several that could start at the same cycle, the
+// oldest block (oldest), or the one whose instruction was ready first, then the oldest (ready). fifo: the
+// one whose instruction issued first; it books its unit even while it waits for its operands.
 Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
   const TileCore& tile = *state_[core].tile;
+  const ChipParams::IssuePriority priority = params_.issue_priority;
+  const bool fifo = priority == ChipParams::IssuePriority::Fifo;
+  auto served_before = [priority](const Slot& a, const Slot& b) {
+    if (priority == ChipParams::IssuePriority::Ready && a.ready != b.ready) return a.ready < b.ready;
+    return a.age < b.age;
+  };
   Slot* next = nullptr;
   for (Slot& s : state_[core].slots) {
     if (!s.busy) continue;
-    const uint64_t at =
-        params_.oldest_first ? tile.start_time(s.next, s.ready) : s.ctx.next_issue[s.next.group];
-    if (!next || at < start || (at == start && params_.oldest_first && s.age < next->age)) {
+    const uint64_t at = fifo ? s.ctx.next_issue[s.next.group] : tile.start_time(s.next, s.ready);
+    if (!next || at < start || (at == start && !fifo && served_before(s, *next))) {
       next = &s;
       start = at;
     }
@@ -500,12 +506,15 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
                      "a kernel's fixed cost, counted after its last block: the next kernel starts that much "
                      "later",
                      0, 1ll << 40);
-  r.oldest_first =
-      p.choice("issue_priority", "oldest", {"oldest", "fifo"},
-               "which resident block's instruction a core runs next: oldest (the one its unit can take "
-               "first; of several, the block placed earliest, as a GPU's warp schedulers favour older "
-               "warps) or fifo (the one issued first, which holds its unit while it waits for operands)") ==
-      "oldest";
+  const std::string priority = p.choice(
+      "issue_priority", "oldest", {"oldest", "ready", "fifo"},
+      "which resident block's instruction a core runs next: the one its unit can take first, and of several "
+      "the block placed earliest (oldest: a GPU's warp schedulers favour older warps) or the one whose "
+      "instruction was ready first (ready: first come first served at each unit); fifo: the one issued "
+      "first, which holds its unit while it waits for operands");
+  r.issue_priority = priority == "oldest"  ? ChipParams::IssuePriority::Oldest
+                     : priority == "ready" ? ChipParams::IssuePriority::Ready
+                                           : ChipParams::IssuePriority::Fifo;
   r.flush_l2_between_kernels =
       p.choice(
           "l2_between_kernels", "flush", {"flush", "keep"},

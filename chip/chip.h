@@ -33,9 +33,12 @@ struct ChipParams {
   int64_t kernel_launch_cycles = 0;  // a kernel's fixed cost, after its last block (before the next kernel)
   bool flush_l2_between_kernels = true;
   bool blocking_issue = false;
-  // Which resident block a core's unit serves first when several wait for it: the oldest (earliest
-  // placed), as a GPU's warp schedulers favour older warps, or first come first served.
-  bool oldest_first = true;
+  // Which resident block a core's unit serves first when several wait for it (docs/chip.md, "Which
+  // resident block a core serves first"): the oldest (earliest placed), as a GPU's warp schedulers favour
+  // older warps; the one whose instruction became ready first (first come first served at each unit); or,
+  // with fifo, the one issued first, which books its unit while it waits for operands.
+  enum class IssuePriority { Oldest, Ready, Fifo };
+  IssuePriority issue_priority = IssuePriority::Oldest;
   double clock_ghz = 1.0;
 };
 
@@ -104,6 +107,7 @@ class Chip : public Component {
   // fall back to chip.blocks_per_core or the SRAM footprint. Kept until changed.
   void set_kernel_occupancy(std::vector<int64_t> per_kernel) { kernel_occupancy_ = std::move(per_kernel); }
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
+  void set_issue_priority(ChipParams::IssuePriority priority) { params_.issue_priority = priority; }
   // The cores' clock (what a cycle lasts), for the next run(); Machine::set_clock_ghz keeps DRAM in step.
   void set_clock_ghz(double ghz);
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).

@@ -98,6 +98,7 @@ Machine::Machine(const MachineConfig& config) {
   ChipParams chip_params;
   ParamReader* chip_section = section("chip", "a whole chip: cores, block scheduling, temporal decoupling");
   if (chip_section) register_chip_params(*chip_section, chip_params);
+  configured_priority_ = chip_params.issue_priority;
   ParamReader seq = top.child("sequencer", "instruction issue");
   Sequencer::Params seq_params;
   seq_params.clock_ghz = clock_ghz_;
@@ -198,6 +199,11 @@ void Machine::set_issue_limits(bool code_as_costed, bool synchronous_mma) {
   const bool hold = synchronous_mma && issue_->params().mma_holds_schedulers;
   const double yield = synchronous_mma ? issue_->params().mma_cycles_per_other_instruction : 0.0;
   for (auto& core : chip_->cores()) core->issue()->set_limits(limit, hold, yield);
+}
+
+void Machine::set_issue_priority(std::optional<ChipParams::IssuePriority> priority) {
+  if (!chip_) throw std::logic_error("Machine::set_issue_priority: only a whole chip's cores change");
+  chip_->set_issue_priority(priority.value_or(configured_priority_));
 }
 
 void Machine::run() {

@@ -52,6 +52,9 @@ class Machine {
   // instructions as configured (`synchronous_mma`: mma.sync, not wgmma), from now on. Only a chip's cores
   // change; no issue: section, nothing to change.
   void set_issue_limits(bool code_as_costed, bool synchronous_mma);
+  // Which waiting block each core serves first from now on: `priority`, or the config's (nullopt). Only a
+  // chip's cores change.
+  void set_issue_priority(std::optional<ChipParams::IssuePriority> priority);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }
@@ -83,6 +86,7 @@ class Machine {
   std::string name_;
   Dtype dtype_ = Dtype::F32;
   double clock_ghz_ = 1.0;
+  ChipParams::IssuePriority configured_priority_ = ChipParams::IssuePriority::Oldest;
   double clock_base_ghz_ = 0.0;
   std::string planner_ = "paper";
   int64_t max_value_bytes_ = kDefaultMaxValueBytes;

@@ -462,6 +462,13 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // tensor-core code whose latencies the presets carry (ldmatrix + mma.sync, the softmax's shuffles). Its
     // blocks' measured drift is reproduced without them (Validation.CoResidentBlocksDriftApartAsOnTheH100).
     if (machine.is_chip()) machine.set_result_latencies(!multiplies_with_ffma(m));
+    // Their warps, issuing FFMA back to back, are ready every cycle, so the schedulers' preference for the
+    // oldest holds younger blocks back (measured: 0.537 and 0.726 of the third's end): served oldest first
+    // whatever the config says; the other rows as configured (docs/chip.md, "Which resident block a core
+    // serves first").
+    if (machine.is_chip())
+      machine.set_issue_priority(multiplies_with_ffma(m) ? std::optional(ChipParams::IssuePriority::Oldest)
+                                                         : std::nullopt);
     // The issue costs describe mma.sync code (the tensor-core kernels', FlashAttention-2's): not the FFMA
     // kernels' nor wgmma's (one instruction per warp group and 64 x N x 16, B read from shared memory by
     // the tensor cores, no ldmatrix), which also runs beside the schedulers.

@@ -285,28 +285,42 @@ Check check_output(const Options& o, const std::vector<__half>& out, const std::
 }  // namespace
 
 // With TIMES=file in the environment (flash2): one more run recording each block's SM, start and end, written
-// as block,sm,start_ns,end_ns (ns from the earliest start): block placement and drift on the GPU.
+// as block,sm,start_ns,end_ns (ns from the earliest start): block placement and drift on the GPU. The
+// tensor-core kernel adds the times at a quarter, half and three quarters of its key blocks
+// (block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns): how co-resident blocks share the SM over time.
 template <typename Run>
 void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t st) {
   const char* path = std::getenv("TIMES");
   if (!path || o.schedule != "flash2") return;
+  const bool tc = o.kernel == "tc";
+  const size_t fields = tc ? attnval::kTcTimeFields : 3;
   const size_t blocks = static_cast<size_t>(g.n / g.br) * g.heads;
   unsigned long long* times = nullptr;
-  CHECK(cudaMalloc(&times, 3 * blocks * sizeof(unsigned long long)));
-  attnval::set_block_times(times);
+  CHECK(cudaMalloc(&times, fields * blocks * sizeof(unsigned long long)));
+  CHECK(cudaMemset(times, 0, fields * blocks * sizeof(unsigned long long)));
+  tc ? attnval::set_tc_block_times(times) : attnval::set_block_times(times);
   run();
   CHECK(cudaStreamSynchronize(st));
-  attnval::set_block_times(nullptr);
-  std::vector<unsigned long long> host(3 * blocks);
+  tc ? attnval::set_tc_block_times(nullptr) : attnval::set_block_times(nullptr);
+  std::vector<unsigned long long> host(fields * blocks);
   CHECK(cudaMemcpy(host.data(), times, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   CHECK(cudaFree(times));
   unsigned long long t0 = host[1];
-  for (size_t b = 0; b < blocks; ++b) t0 = std::min(t0, host[3 * b + 1]);
+  for (size_t b = 0; b < blocks; ++b) t0 = std::min(t0, host[fields * b + 1]);
   FILE* f = std::fopen(path, "w");
   if (!f) return;
-  std::fprintf(f, "block,sm,start_ns,end_ns\n");
-  for (size_t b = 0; b < blocks; ++b)
-    std::fprintf(f, "%zu,%llu,%llu,%llu\n", b, host[3 * b], host[3 * b + 1] - t0, host[3 * b + 2] - t0);
+  std::fprintf(f, tc ? "block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns\n" : "block,sm,start_ns,end_ns\n");
+  for (size_t b = 0; b < blocks; ++b) {
+    std::fprintf(f, "%zu,%llu", b, host[fields * b]);
+    for (size_t k = 1; k < fields; ++k) {
+      const unsigned long long t = host[fields * b + k];
+      if (t)
+        std::fprintf(f, ",%llu", t - t0);
+      else
+        std::fputs(",", f);  // a quarter a short block does not reach
+    }
+    std::fprintf(f, "\n");
+  }
   std::fclose(f);
 }
 
@@ -437,7 +451,7 @@ int main(int argc, char** argv) {
     CHECK(cudaEventDestroy(stop));
   }
 
-  if (o.kernel == "ffma") write_block_times(o, g, run, st);
+  write_block_times(o, g, run, st);
   // tc: the resources of each distinct kernel in launch order, '/'-separated (sim/validate.cpp reads
   // blocks_per_sm as one value per program kernel, or one for all: flash1's T_c launches are one kernel).
   attnval::TcKernelInfo tci[3];

@@ -79,6 +79,10 @@ int tc_fwd_info(const char* schedule, const Dims&, TcKernelInfo (&info)[3]);
 void launch_poison(__half* p, size_t count, cudaStream_t);
 // flash2 records each block's SM, start and end (%globaltimer) into times[3 * block] when set; null: off.
 void set_block_times(unsigned long long* times);
+// The tensor-core flash2 records each block's SM and %globaltimer at its start, at key blocks jend/4, jend/2
+// and 3 jend/4, and at its end into times[kTcTimeFields * block] when set; null: off.
+constexpr int kTcTimeFields = 6;
+void set_tc_block_times(unsigned long long* times);
 void launch_l2_flush(const float4* buf, size_t count4, float* sink, cudaStream_t);
 
 }  // namespace attnval

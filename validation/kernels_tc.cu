@@ -37,6 +37,24 @@
 namespace attnval {
 
 // ---------------------------------------------------------------------------------------------------
+// Per-block SM and %globaltimer at its start, at the top of key blocks jend/4, jend/2 and 3 jend/4, and at
+// its end (null unless set_tc_block_times was called): how co-resident blocks share an SM over time. Read
+// through the constant cache, so the kernel's L1 <-> L2 bytes stay the ledger's when it is null. The checks
+// cost up to 3 registers in some instantiations (ptxas, 2026-11-26); none of them changes its occupancy.
+__constant__ unsigned long long* g_tc_block_times = nullptr;
+
+__device__ void tc_record_block_time(int slot) {
+  if (!g_tc_block_times || threadIdx.x != 0) return;
+  unsigned long long t;
+  unsigned sm;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
+  unsigned long long* row =
+      g_tc_block_times + kTcTimeFields * (blockIdx.y * static_cast<size_t>(gridDim.x) + blockIdx.x);
+  row[0] = sm;
+  row[1 + slot] = t;
+}
+
 template <int BR, int BC, int D, bool PAD>
 __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
     sched_flash2_tc(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
@@ -55,6 +73,7 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
   const int tc = n / BC;
   const int jend = causal ? min(tc, (q0 + BR - 1) / BC + 1) : tc;  // as sched_flash2_fwd
   const int wrow0 = q0 + warp * 16;                                // this warp's first query row
+  tc_record_block_time(0);
 
   // Q_i, K_0, V_0.
   cp_tile<S, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
@@ -77,6 +96,7 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
 
   for (int j = 0; j < jend; ++j) {
     const int k0 = j * BC;
+    if (j > 0 && 4 * j / jend != 4 * (j - 1) / jend) tc_record_block_time(4 * j / jend);  // quarters
     if (j > 0) {
       cp_async_wait_all();  // this thread's copies of K_j, V_j have landed
       __syncthreads();      // everyone's have; everyone is done with tile j - 1 (its buffer is free)
@@ -180,6 +200,7 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
     __stcg(reinterpret_cast<int4*>(Og + static_cast<size_t>(r) * D + c),
            *reinterpret_cast<const int4*>(sO + S::off(r, c)));
   }
+  tc_record_block_time(kTcTimeFields - 2);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -237,6 +258,10 @@ bool tc_dispatch(const Dims& g, const __half* q, const __half* k, const __half* 
 }
 
 }  // namespace
+
+void set_tc_block_times(unsigned long long* times) {
+  CHECK(cudaMemcpyToSymbol(g_tc_block_times, &times, sizeof(times)));
+}
 
 void set_tc_padded(bool padded) {
   g_tc_padded = padded;

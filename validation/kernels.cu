@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "block_times.cuh"
 #include "cuda_check.h"
 #include "kernels.h"
 
@@ -478,14 +479,7 @@ __global__ void aux_flash1_init(__half* __restrict__ O, size_t o_count, float* _
 __constant__ unsigned long long* g_block_times = nullptr;  // constant cache: no L1TEX bytes
 
 __device__ void record_block_time(int slot) {
-  if (!g_block_times || threadIdx.x != 0) return;
-  unsigned long long t;
-  unsigned sm;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
-  unsigned long long* row = g_block_times + 3 * (blockIdx.y * static_cast<size_t>(gridDim.x) + blockIdx.x);
-  row[0] = sm;
-  row[1 + slot] = t;
+  record_block_time_at(g_block_times, 3, slot);
 }
 
 // ---------------------------------------------------------------------------------------------------

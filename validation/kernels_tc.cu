@@ -30,6 +30,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "block_times.cuh"
 #include "cuda_check.h"
 #include "kernels.h"
 #include "tc_common.cuh"
@@ -40,19 +41,11 @@ namespace attnval {
 // Per-block SM and %globaltimer at its start, at the top of key blocks jend/4, jend/2 and 3 jend/4, and at
 // its end (null unless set_tc_block_times was called): how co-resident blocks share an SM over time. Read
 // through the constant cache, so the kernel's L1 <-> L2 bytes stay the ledger's when it is null. The checks
-// cost up to 3 registers in some instantiations (ptxas, 2026-11-26); none of them changes its occupancy.
+// cost up to 8 registers in some instantiations (ptxas, 2026-11-26); none of them changes its occupancy.
 __constant__ unsigned long long* g_tc_block_times = nullptr;
 
 __device__ void tc_record_block_time(int slot) {
-  if (!g_tc_block_times || threadIdx.x != 0) return;
-  unsigned long long t;
-  unsigned sm;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  asm volatile("mov.u32 %0, %smid;" : "=r"(sm));
-  unsigned long long* row =
-      g_tc_block_times + kTcTimeFields * (blockIdx.y * static_cast<size_t>(gridDim.x) + blockIdx.x);
-  row[0] = sm;
-  row[1 + slot] = t;
+  record_block_time_at(g_tc_block_times, kTcTimeFields, slot);
 }
 
 template <int BR, int BC, int D, bool PAD>

@@ -298,10 +298,11 @@ void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t 
   unsigned long long* times = nullptr;
   CHECK(cudaMalloc(&times, fields * blocks * sizeof(unsigned long long)));
   CHECK(cudaMemset(times, 0, fields * blocks * sizeof(unsigned long long)));
-  tc ? attnval::set_tc_block_times(times) : attnval::set_block_times(times);
+  auto set_times = tc ? attnval::set_tc_block_times : attnval::set_block_times;
+  set_times(times);
   run();
   CHECK(cudaStreamSynchronize(st));
-  tc ? attnval::set_tc_block_times(nullptr) : attnval::set_block_times(nullptr);
+  set_times(nullptr);
   std::vector<unsigned long long> host(fields * blocks);
   CHECK(cudaMemcpy(host.data(), times, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   CHECK(cudaFree(times));

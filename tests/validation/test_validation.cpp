@@ -99,7 +99,7 @@ TEST(Validation, TheLongestFlashRowReadsKAndVOncePerGroupOfResidentBlocks) {
 // schedulers favour the oldest warps. The model serves a core's oldest resident block first and its first
 // three blocks end at about 0.58 and 0.85 of the third; served first come first served, they would end
 // together, stay in step and read K and V once per wave (0.45 of the measured DRAM reads at N = 131,072).
-std::map<int64_t, std::vector<double>> first_three_ends(const std::vector<BlockRecord>& blocks) {
+std::map<int64_t, std::vector<double>> first_wave_ends(const std::vector<BlockRecord>& blocks) {
   std::map<int64_t, std::vector<double>> ends;
   for (const BlockRecord& b : blocks)
     if (b.start_cycle == 0) ends[b.core].push_back(double(b.end_cycle));
@@ -119,14 +119,18 @@ std::map<int64_t, std::vector<double>> measured_first_three_ends(const std::stri
   return ends;
 }
 
+// Each core's (or SM's) ends, sorted, for those that hold exactly `size` of them.
+std::vector<std::vector<double>> sorted_groups(std::map<int64_t, std::vector<double>> ends, size_t size) {
+  std::vector<std::vector<double>> out;
+  for (auto& [core, e] : ends)
+    if (e.size() == size) std::sort(e.begin(), e.end()), out.push_back(e);
+  return out;
+}
+
 // The first and second blocks' ends over the third's, per core or SM.
 std::vector<std::array<double, 2>> end_ratios(std::map<int64_t, std::vector<double>> ends) {
   std::vector<std::array<double, 2>> out;
-  for (auto& [core, e] : ends) {
-    if (e.size() != 3) continue;
-    std::sort(e.begin(), e.end());
-    out.push_back({e[0] / e[2], e[1] / e[2]});
-  }
+  for (const auto& e : sorted_groups(std::move(ends), 3)) out.push_back({e[0] / e[2], e[1] / e[2]});
   return out;
 }
 
@@ -159,7 +163,7 @@ TEST(Validation, CoResidentBlocksDriftApartAsOnTheH100) {
     EXPECT_NEAR(r[0], 0.537, 0.01);
     EXPECT_NEAR(r[1], 0.726, 0.01);
   }
-  const auto oldest = end_ratios(first_three_ends(simulated_flash2_blocks("oldest")));
+  const auto oldest = end_ratios(first_wave_ends(simulated_flash2_blocks("oldest")));
   ASSERT_EQ(oldest.size(), 132u);
   for (const auto& r : oldest) {
     EXPECT_NEAR(r[0], 0.537, 0.08);
@@ -169,7 +173,7 @@ TEST(Validation, CoResidentBlocksDriftApartAsOnTheH100) {
 
 // The mechanism, by contrast (one SystemC simulation per process, so a test of its own).
 TEST(Validation, FirstComeFirstServedBlocksStayInStep) {
-  const auto fifo = end_ratios(first_three_ends(simulated_flash2_blocks("fifo")));
+  const auto fifo = end_ratios(first_wave_ends(simulated_flash2_blocks("fifo")));
   ASSERT_EQ(fifo.size(), 132u);
   for (const auto& r : fifo) EXPECT_GT(r[0], 0.99);
 }
@@ -181,14 +185,6 @@ TEST(Validation, FirstComeFirstServedBlocksStayInStep) {
 // the younger blocks' warps issue in those gaps. The model's two arbitrations bracket it: oldest first
 // (the presets) ends the first block at about 0.57 and holds the fourth back until two others are done; ready
 // first (first come first served at each unit) ends all four together, in step.
-std::vector<std::vector<double>> ends_by_core(const std::vector<BlockRecord>& blocks, size_t per_core) {
-  std::map<int64_t, std::vector<double>> ends = first_three_ends(blocks);
-  std::vector<std::vector<double>> out;
-  for (auto& [core, e] : ends)
-    if (e.size() == per_core) std::sort(e.begin(), e.end()), out.push_back(e);
-  return out;
-}
-
 std::vector<BlockRecord> simulated_tc_flash2_blocks(const std::string& priority) {
   CompareOptions o;
   o.config_path = kRoot + "/configs/h100.yaml";
@@ -204,7 +200,7 @@ std::vector<BlockRecord> simulated_tc_flash2_blocks(const std::string& priority)
   return run_compare(o).at(0).blocks;
 }
 
-std::vector<std::vector<double>> measured_tc_ends(const std::string& path) {
+std::map<int64_t, std::vector<double>> measured_tc_ends(const std::string& path) {
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);  // block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns
@@ -216,28 +212,25 @@ std::vector<std::vector<double>> measured_tc_ends(const std::string& path) {
                     &end) == 7)
       ends[sm].push_back(double(end));
   }
-  std::vector<std::vector<double>> out;
-  for (auto& [sm, e] : ends)
-    if (e.size() == 4) std::sort(e.begin(), e.end()), out.push_back(e);
-  return out;
+  return ends;
 }
 
 TEST(Validation, TensorCoreBlocksShareAnSmBetweenTheTwoArbitrations) {
-  const auto measured =
-      measured_tc_ends(kRoot + "/validation/data/h100_tc_block_times_n4096_d64_h8_64x64_nc.csv");
+  const auto measured = sorted_groups(
+      measured_tc_ends(kRoot + "/validation/data/h100_tc_block_times_n4096_d64_h8_64x64_nc.csv"), 4);
   ASSERT_EQ(measured.size(), 116u);  // 512 blocks: 116 SMs take four, 16 take three
   for (const auto& e : measured) {
     EXPECT_NEAR(e[0] / e[3], 0.78, 0.03);
     EXPECT_NEAR(e[1] / e[3], 0.85, 0.03);
     EXPECT_NEAR(e[2] / e[3], 0.93, 0.03);
   }
-  const auto oldest = ends_by_core(simulated_tc_flash2_blocks("oldest"), 4);
+  const auto oldest = sorted_groups(first_wave_ends(simulated_tc_flash2_blocks("oldest")), 4);
   ASSERT_EQ(oldest.size(), 116u);
   for (const auto& e : oldest) EXPECT_LT(e[0] / e[3], 0.65);  // the measured 0.77-0.80 lies above
 }
 
 TEST(Validation, TensorCoreBlocksServedReadyFirstRunInStep) {
-  const auto ready = ends_by_core(simulated_tc_flash2_blocks("ready"), 4);
+  const auto ready = sorted_groups(first_wave_ends(simulated_tc_flash2_blocks("ready")), 4);
   ASSERT_EQ(ready.size(), 116u);
   for (const auto& e : ready) EXPECT_GT(e[0] / e[3], 0.95);  // the measured 0.77-0.80 lies below
 }

@@ -400,6 +400,8 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
       for (const auto& core : machine.chip()->cores())
         row.predicted_warp_instructions += static_cast<double>(core->issue()->warp_instructions);
     }
+    for (const KernelReport& k : machine.chip()->kernels())
+      row.predicted_kernel_cycles.push_back(static_cast<int64_t>(k.end_cycle - k.start_cycle));
   } else {
     row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
     row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
@@ -621,19 +623,20 @@ std::string validation_csv(const ValidationSummary& s) {
       "file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,blocks_per_sm,timed,"
       "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
-      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,not_simulated\n";
+      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,kernel_cycles_pred,"
+      "not_simulated\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
-        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},\n",
+        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{},\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
         r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
-        r.predicted_warp_instructions);
+        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out += fmt::format("{},,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

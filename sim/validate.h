@@ -73,6 +73,8 @@ struct ValidationRow {
   double predicted_dram_read = -1;          // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;       // whole-chip configs only: evicted while kernels ran
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
+  std::vector<int64_t>
+      predicted_kernel_cycles;  // whole-chip configs: each launch's cycles, launch cost included
 };
 
 struct ValidationSummary {

@@ -1,6 +1,7 @@
 // The simulator against the GPU: validation/data/h200_measurements.csv holds Nsight Compute counters of
 // CUDA kernels that run the same schedules (validation/run_on_device.sh). The simulator's off-chip bytes
 // (it has no L2) must equal the bytes the SMs moved to and from L2.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <array>
@@ -386,6 +387,29 @@ TEST(Validation, RowsRunAtTheirMeasuredSmClock) {
   EXPECT_EQ(s.rows[0].predicted_cycles, s.rows[2].predicted_cycles);
   // DRAM's timing is in ns: the new clock reaches it (a config with clock_ghz 1.2 gives these cycles too).
   EXPECT_NE(s.rows[0].predicted_cycles, s.rows[1].predicted_cycles);
+}
+
+// A row of several kernels (naive's S = QK^T, softmax, PV) reports each launch's cycles, in launch order,
+// in the CSV: they follow one another, so they add up to the row's cycles, and none is empty.
+TEST(Validation, EachKernelOfARowReportsItsCycles) {
+  const std::string data = kRoot + "/validation/data/h100_tc_fwd.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.schedule == "naive-safe" && m.n == 512 && !m.causal) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 1u);
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 1u);
+  const std::vector<int64_t>& kernels = s.rows[0].predicted_kernel_cycles;
+  ASSERT_EQ(kernels.size(), 3u);
+  int64_t sum = 0;
+  for (int64_t k : kernels) {
+    EXPECT_GT(k, 0);
+    sum += k;
+  }
+  EXPECT_EQ(static_cast<uint64_t>(sum), s.rows[0].predicted_cycles);
+  const std::string csv = validation_csv(s);
+  EXPECT_NE(csv.find(",kernel_cycles_pred,"), std::string::npos);
+  EXPECT_NE(csv.find(fmt::format(",{}/{}/{},", kernels[0], kernels[1], kernels[2])), std::string::npos);
 }
 
 // Kernel time on the other GPU kind, never used to set a parameter: the H200 rows of the schedules whose

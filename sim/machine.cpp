@@ -165,6 +165,7 @@ void Machine::set_clock_ghz(double ghz) {
   if (!(ghz >= 1e-6 && ghz <= 1000.0))
     throw InputError("", {}, fmt::format("clock of {} GHz: expected 1e-06 to 1000", ghz));
   hbm_->set_core_clock_ghz(ghz);
+  if (chip_->l2()) chip_->l2()->set_core_clock_ghz(ghz);
   chip_->set_clock_ghz(ghz);
   clock_ghz_ = ghz;
 }

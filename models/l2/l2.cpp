@@ -4,7 +4,9 @@
 
 #include <array>
 #include <bit>
+#include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 namespace attnsim {
 
@@ -35,8 +37,9 @@ __extension__ using Uint128 = unsigned __int128;
 
 }  // namespace
 
-L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params)
+L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz)
     : Component(instance), params_(params) {
+  set_core_clock_ghz(core_clock_ghz);
   const Params& p = params_;
   if (!power_of_two(p.line_bytes) || !power_of_two(p.sector_bytes) || p.sector_bytes > p.line_bytes ||
       p.line_bytes / p.sector_bytes > 8)
@@ -106,6 +109,12 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   for (int64_t i = 0; i < params_.partitions; ++i)
     calendars_.emplace_back(params_.bytes_per_cycle, static_cast<uint64_t>(params_.window_cycles));
   clock_ = 0;
+}
+
+void L2Cache::set_core_clock_ghz(double ghz) {
+  if (params_.bandwidth_gbps > 0) params_.bytes_per_cycle = params_.bandwidth_gbps / ghz;
+  if (params_.hit_latency_ns > 0) params_.hit_latency_cycles = std::llround(params_.hit_latency_ns * ghz);
+  if (params_.far_latency_ns > 0) params_.far_latency_cycles = std::llround(params_.far_latency_ns * ghz);
 }
 
 int L2Cache::home_of_line(uint64_t line_index) const {
@@ -500,7 +509,7 @@ void L2Cache::flush() {
 void register_l2_models() {
   Registry<L2Cache>::instance().add(
       "sectored", "shared L2: sectored lines, hashed sets, LRU/FIFO, write-back + write-allocate, partitions",
-      [](const char* instance, ParamReader& p, const BuildContext&) {
+      [](const char* instance, ParamReader& p, const BuildContext& ctx) {
         L2Cache::Params d, r;
         r.capacity_bytes = static_cast<uint64_t>(p.get<int64_t>(
             "capacity_bytes", static_cast<int64_t>(d.capacity_bytes), "bytes", "total L2 capacity", 1));
@@ -520,6 +529,26 @@ void register_l2_models() {
         r.far_latency_cycles =
             p.get<int64_t>("far_latency_cycles", d.far_latency_cycles, "cycles",
                            "extra latency to the partition the core is not attached to", 0, 1 << 20);
+        r.bandwidth_gbps =
+            p.get<double>("bandwidth_gbps", d.bandwidth_gbps, "GB/s",
+                          "bandwidth of one partition in time, the L2 having its own clock (0: "
+                          "bytes_per_cycle in core cycles); converted at the cores' clock",
+                          0.0, 1e9);
+        r.hit_latency_ns =
+            p.get<double>("hit_latency_ns", d.hit_latency_ns, "ns",
+                          "hit latency in time (0: hit_latency_cycles in core cycles)", 0.0, 1e9);
+        r.far_latency_ns =
+            p.get<double>("far_latency_ns", d.far_latency_ns, "ns",
+                          "far-partition latency in time (0: far_latency_cycles in core cycles)", 0.0, 1e9);
+        const std::array<std::tuple<double, const char*, const char*>, 3> in_time{
+            {{r.bandwidth_gbps, "bandwidth_gbps", "bytes_per_cycle"},
+             {r.hit_latency_ns, "hit_latency_ns", "hit_latency_cycles"},
+             {r.far_latency_ns, "far_latency_ns", "far_latency_cycles"}}};
+        for (const auto& [value, time, cycles] : in_time)
+          if (value > 0 && p.has(cycles))
+            p.fail_combination({cycles}, fmt::format("give {0} (in time) or {1} (in core cycles), not both; "
+                                                     "{0}=0 lets {1} count",
+                                                     time, cycles));
         r.far_data =
             p.choice("far_data", "home", {"home", "copy"},
                      "home: a line lives only in its home partition; copy: a core's partition also keeps "
@@ -539,7 +568,7 @@ void register_l2_models() {
             "a read of a line whose DRAM fill is still in flight waits for that fill (measured on "
             "the H100: validation/data/h100_mem_probe.csv); false: it hits at the hit latency");
         try {
-          return std::make_unique<L2Cache>(instance, r);
+          return std::make_unique<L2Cache>(instance, r, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {
           p.fail_combination({}, e.what());
         }

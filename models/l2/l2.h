@@ -54,13 +54,21 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t hit_latency_cycles = 200;
     int64_t far_latency_cycles = 100;  // extra, for a core attached to the other partition
     int64_t window_cycles = 64;        // bandwidth calendar granularity
+    // The L2 runs on its own clock, not the cores': given (> 0), these set the three figures above from
+    // the cores' clock (set_core_clock_ghz), so a core that runs slower sees a faster L2 in its cycles.
+    double bandwidth_gbps = 0;  // per partition
+    double hit_latency_ns = 0;
+    double far_latency_ns = 0;
     FarData far_data = FarData::Home;
     int64_t max_dirty_ways = 16;  // = ways: no limit
     // A read of a line whose fill is still in flight waits for it (a miss merge) instead of hitting.
     bool merge_pending_fills = false;
   };
-  L2Cache(sc_core::sc_module_name instance, const Params& params);
+  L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz = 1.0);
   const Params& params() const { return params_; }
+  // The cores' clock: converts the time-domain parameters (bandwidth_gbps, *_latency_ns) into core cycles.
+  // Takes effect at the next reset().
+  void set_core_clock_ghz(double ghz);
 
   // The level misses and write-backs go to; must be set before the first access.
   void set_next(MemoryLevel* next) { next_ = next; }

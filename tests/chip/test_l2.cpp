@@ -139,6 +139,27 @@ TEST(L2, AHitTakesTheHitLatencyAndAMissWaitsForDram) {
   EXPECT_EQ(rig.l2.access(range(0, 64), 5000), 5000u + 1u + 10u);   // hit: 64 bytes at 64 B/cycle + latency
 }
 
+// An L2 given in time (its own clock): at a core clock of 2 GHz, 32 GB/s is 16 bytes and 5 ns is 10 cycles
+// of the core; at 1 GHz the same L2 is 32 bytes and 5 cycles, so a slower core sees a faster L2 in its
+// cycles. The change takes effect at the next reset.
+TEST(L2, AnL2InTimeIsConvertedAtTheCoresClock) {
+  L2Cache::Params p = tiny(4, 16);
+  p.bandwidth_gbps = 32;
+  p.hit_latency_ns = 5;
+  Rig rig(p);  // built at 1 GHz
+  EXPECT_EQ(rig.l2.params().bytes_per_cycle, 32.0);
+  EXPECT_EQ(rig.l2.params().hit_latency_cycles, 5);
+  rig.l2.access(range(0, 64), 0);                                 // a miss brings the line in
+  EXPECT_EQ(rig.l2.access(range(0, 64), 5000), 5000u + 2u + 5u);  // hit: 64 bytes at 32 B/cycle
+  rig.l2.set_core_clock_ghz(2.0);
+  EXPECT_EQ(rig.l2.params().bytes_per_cycle, 16.0);
+  EXPECT_EQ(rig.l2.params().hit_latency_cycles, 10);
+  EXPECT_EQ(rig.l2.params().far_latency_cycles, 5);  // given in cycles: unchanged
+  rig.l2.reset({"T"});
+  rig.l2.access(range(0, 64), 0);
+  EXPECT_EQ(rig.l2.access(range(0, 64), 5000), 5000u + 4u + 10u);  // 64 bytes at 16 B/cycle
+}
+
 // A read that finds its line allocated by a miss still in flight waits for that fill (a GPU L2 merges it
 // into the pending miss) instead of taking the hit latency; once the fill has arrived it is a plain hit.
 TEST(L2, AReadOfALineStillBeingFilledWaitsForTheFill) {

@@ -483,6 +483,16 @@ TEST_F(Cli, AnL2GeometryErrorNamesTheOverride) {
       "-p l2.capacity_bytes=1000: error: l2: capacity_bytes (1000) must be a positive multiple", {});
 }
 
+// An L2 figure given both in time and in core cycles is refused, naming the override and the way out.
+TEST_F(Cli, AnL2RateInTimeAndInCyclesIsRefused) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string trace = write("t.trace", ".buffer S[4][4] f32\nMASK S, 0, 0\n");
+  expect_input_error(
+      run_trace(h100, trace, {"-p", "l2.hit_latency_ns=100"}),
+      "-p l2.hit_latency_ns=100: error: l2: give hit_latency_ns (in time) or hit_latency_cycles",
+      {"hit_latency_ns=0 lets hit_latency_cycles count"});
+}
+
 // A sweep spec's errors point at its line and column, those of the command line's own checks included.
 TEST_F(Cli, SweepSpecErrorsAreAtTheirLine) {
   const std::string sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";

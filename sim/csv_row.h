@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -40,6 +41,29 @@ struct CsvRow {
     if (value < 1 || value > 1e9 || value != std::floor(value))
       fail(fmt::format("column {}: must be a whole number from 1 to 10^9, found '{}'", name, text(name)));
     return static_cast<int64_t>(value);
+  }
+  // A '/'-separated list of numbers > 0 ("31040/67424/23232": one per kernel launch); empty cell: none.
+  std::vector<double> numbers(const std::string& name) const {
+    std::vector<double> out;
+    const std::string& cell = text(name);
+    size_t from = 0;
+    while (!cell.empty() && from <= cell.size()) {
+      const size_t to = std::min(cell.find('/', from), cell.size());
+      const std::string item = cell.substr(from, to - from);
+      double value = 0;
+      try {
+        size_t used = 0;
+        value = std::stod(item, &used);
+        if (used != item.size()) throw std::invalid_argument("trailing text");
+      } catch (const std::exception&) {
+        fail(fmt::format("column {}: expected numbers separated by '/', found '{}'", name, cell));
+      }
+      if (!std::isfinite(value) || value <= 0)
+        fail(fmt::format("column {}: every value must be finite and > 0, found '{}'", name, item));
+      out.push_back(value);
+      from = to + 1;
+    }
+    return out;
   }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(path, {line, 1}, message); }
 };

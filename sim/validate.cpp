@@ -147,6 +147,13 @@ Measurement project_measurement(const CsvRow& row) {
       throw InputError(row.path, {row.line, 1},
                        fmt::format("column sm_clock_ghz: {} GHz is not an SM clock", text("sm_clock_ghz")));
   }
+  if (row.has("kernel_times_ns") && row.has("kernel_clocks_ghz")) {
+    m.kernel_times_ns = row.numbers("kernel_times_ns");
+    m.kernel_clocks_ghz = row.numbers("kernel_clocks_ghz");
+    if (m.kernel_times_ns.size() != m.kernel_clocks_ghz.size())
+      row.fail(fmt::format("columns kernel_times_ns and kernel_clocks_ghz: {} launches against {}",
+                           m.kernel_times_ns.size(), m.kernel_clocks_ghz.size()));
+  }
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
   // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
   // two-pass) and keep S, P and the accumulators in registers. flash1's kernel prefetches its next step and
@@ -167,6 +174,13 @@ Measurement project_measurement(const CsvRow& row) {
 }
 
 }  // namespace
+
+std::vector<double> Measurement::kernel_cycles() const {
+  std::vector<double> out;
+  for (size_t k = 0; k < kernel_times_ns.size(); ++k)
+    out.push_back(kernel_times_ns[k] * kernel_clocks_ghz[k]);
+  return out;
+}
 
 std::vector<Measurement> read_measurements(const std::string& path) {
   std::istringstream in(read_input_file(path, "measurements file"));
@@ -609,6 +623,12 @@ std::string joined(const std::vector<int64_t>& values) {
   return out;
 }
 
+std::string joined_cycles(const std::vector<double>& values) {
+  std::string out;
+  for (double v : values) out += fmt::format("{}{:.0f}", out.empty() ? "" : "/", v);
+  return out;
+}
+
 std::string measurement_cells(const Measurement& m, bool simulated) {
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(m.path), m.line,
                      csv_cell(m.label.empty() ? m.schedule : m.label), csv_cell(m.schedule),
@@ -624,19 +644,19 @@ std::string validation_csv(const ValidationSummary& s) {
       "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,kernel_cycles_pred,"
-      "not_simulated\n";
+      "kernel_cycles_meas,not_simulated\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
-        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{},\n",
+        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{},{},\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
         r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
-        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles));
+        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles), joined_cycles(m.kernel_cycles()));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out += fmt::format("{},,,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

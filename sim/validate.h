@@ -59,6 +59,12 @@ struct Measurement {
   // time-weighted over its launches); 0 when the CSV has none. Under heavy tensor-core load it is below
   // the locked base clock, and the row is simulated at it.
   double sm_clock_ghz = 0;
+  // Each launch's gpu__time_duration and SM clock, in launch order (columns kernel_times_ns and
+  // kernel_clocks_ghz); empty when the CSV has none.
+  std::vector<double> kernel_times_ns, kernel_clocks_ghz;
+  // Each launch's measured SM cycles (time x its own clock), to hold against the simulated cycles of that
+  // launch; empty without the columns above.
+  std::vector<double> kernel_cycles() const;
 };
 
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.

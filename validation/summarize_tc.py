@@ -8,7 +8,8 @@ DIR holds, per configuration TAG: timing_TAG.txt (the harness's RESULT line of t
 (the RESULT line of the profiled run, --reps 0) and ncu_TAG.csv (ncu --import --csv --page raw
 --print-units base). Counters and times are summed over the configuration's sched_* launches (naive-safe
 three, two-pass two, flash1 one per key block, the backward two or one; the harnesses' own fill/flush
-kernels are not sched_*); grid_blocks is the blocks of all of them. Per-kernel resources (registers,
+kernels are not sched_*); grid_blocks is the blocks of all of them; kernel_times_ns and kernel_clocks_ghz give
+each launch's gpu__time_duration and SM clock, '/'-separated in launch order. Per-kernel resources (registers,
 blocks_per_sm, ...) stay as the harness prints them, '/'-separated in launch order. Standard library only;
 reuses summarize_ncu.py's readers.
 """
@@ -28,7 +29,7 @@ COLUMNS = ["gpu", "driver", "cuda", "date", "ncu", "clock_control", "kernel", "s
            "exp_kernel_write_bytes", "l1_read_over_exp", "l1_write_over_exp", "l2_read_sectors",
            "l2_write_sectors", "dram_read_bytes", "dram_write_bytes", "max_rel_error", "ok", "deterministic",
            "registers", "local_bytes", "smem_bytes", "threads", "blocks_per_sm", "grid_blocks", "tflops_event",
-           "tflops_ncu", "tc_layout", "tag", "sm_cycles", "sm_clock_ghz"]
+           "tflops_ncu", "tc_layout", "tag", "sm_cycles", "sm_clock_ghz", "kernel_times_ns", "kernel_clocks_ghz"]
 
 
 def read_result(path):
@@ -123,6 +124,10 @@ def main():
                 if cycles and len(hz) == len(times):
                     row["sm_cycles"] = "%.0f" % sum(cycles)
                     row["sm_clock_ghz"] = "%.4f" % (sum(h * t for h, t in zip(hz, times)) / sum(times) / 1e9)
+                    # Each launch on its own, in launch order: a multi-kernel row's kernels run at
+                    # different clocks and miss by different amounts.
+                    row["kernel_times_ns"] = "/".join("%.0f" % t for t in times)
+                    row["kernel_clocks_ghz"] = "/".join("%.4f" % (h / 1e9) for h in hz)
                 regs = ncu_column(ncu_path, "launch__registers_per_thread")
                 if regs and not row["registers"]:
                     row["registers"] = "%.0f" % regs[0]

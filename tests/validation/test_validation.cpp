@@ -407,8 +407,10 @@ TEST(Validation, EachKernelOfARowReportsItsCycles) {
     sum += k;
   }
   EXPECT_EQ(static_cast<uint64_t>(sum), s.rows[0].predicted_cycles);
+  // The measured side: each launch's gpu__time_duration at its own SM clock.
+  ASSERT_EQ(s.rows[0].measured.kernel_cycles().size(), 3u);
   const std::string csv = validation_csv(s);
-  EXPECT_NE(csv.find(",kernel_cycles_pred,"), std::string::npos);
+  EXPECT_NE(csv.find(",kernel_cycles_pred,kernel_cycles_meas,"), std::string::npos);
   EXPECT_NE(csv.find(fmt::format(",{}/{}/{},", kernels[0], kernels[1], kernels[2])), std::string::npos);
 }
 
@@ -496,6 +498,39 @@ TEST(Validation, AnSmClockOutOfRangeNamesFileAndLine) {
     EXPECT_NE(std::string(e.what()).find("sm_clock_ghz: 0 GHz is not an SM clock"), std::string::npos)
         << e.what();
   }
+}
+
+// Each launch's time and clock: read as '/'-separated lists, turned into cycles per launch; a bad cell or
+// lists of different lengths name the file, the line and the columns.
+TEST(Validation, PerKernelTimesAreReadAndCheckedPerLine) {
+  std::ifstream in(kRoot + "/validation/data/h100_tc_flash2.csv");
+  std::string header, line;
+  std::getline(in, header);
+  while (std::getline(in, line) && line.find(",tc,flash2,") == std::string::npos) {
+  }
+  auto write = [&](const std::string& name, const std::vector<std::string>& extra) {
+    const std::string path = ::testing::TempDir() + name;
+    std::ofstream out(path);
+    out << header << ",kernel_times_ns,kernel_clocks_ghz\n";
+    for (const auto& cells : extra) out << line << "," << cells << "\n";
+    return path;
+  };
+  const auto rows = read_measurements(write("kernels_ok.csv", {"1000/500,1.5/2"}));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].kernel_cycles(), (std::vector<double>{1500, 1000}));
+  auto expect_error = [&](const std::string& path, const std::string& piece) {
+    try {
+      read_measurements(path);
+      FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.loc().line, 3);
+      EXPECT_NE(std::string(e.what()).find(piece), std::string::npos) << e.what();
+    }
+  };
+  expect_error(write("kernels_bad.csv", {"1000/500,1.5/2", "1000/x5,1.5/2"}),
+               "column kernel_times_ns: expected numbers separated by '/', found '1000/x5'");
+  expect_error(write("kernels_count.csv", {"1000/500,1.5/2", "1000/500,1.5"}),
+               "kernel_times_ns and kernel_clocks_ghz: 2 launches against 1");
 }
 
 // The FFMA kernels' times are not held against the MXU; the padded variant's bytes are not the schedule's.

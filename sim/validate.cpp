@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
@@ -414,8 +415,10 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
       for (const auto& core : machine.chip()->cores())
         row.predicted_warp_instructions += static_cast<double>(core->issue()->warp_instructions);
     }
-    for (const KernelReport& k : machine.chip()->kernels())
+    for (const KernelReport& k : machine.chip()->kernels()) {
+      row.predicted_kernel_names.push_back(k.name);
       row.predicted_kernel_cycles.push_back(static_cast<int64_t>(k.end_cycle - k.start_cycle));
+    }
   } else {
     row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
     row.predicted_write = static_cast<double>(machine.hbm()->transferred_written);
@@ -606,6 +609,40 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       "Nsight "
       "Compute counts them)\n",
       s.dram_write_nrmse, s.dram_write_pearson);
+  out << kernel_breakdown(s);
+}
+
+std::string kernel_breakdown(const ValidationSummary& s) {
+  // (schedule, kernel) in first-seen order -> ratios of simulated to measured cycles, one per launch.
+  std::vector<std::pair<std::string, std::string>> order;
+  std::map<std::pair<std::string, std::string>, std::vector<double>> ratios;
+  for (const ValidationRow& row : s.rows) {
+    const std::vector<double> measured = row.measured.kernel_cycles();
+    if (measured.size() < 2 || measured.size() != row.predicted_kernel_cycles.size()) continue;
+    for (size_t k = 0; k < measured.size(); ++k) {
+      // flash1's launches are one kernel per key block (flash1_step_0, _1, ...): one group.
+      std::string name = row.predicted_kernel_names[k];
+      const size_t digits = name.find_last_not_of("0123456789");
+      if (digits + 1 < name.size() && digits != std::string::npos && name[digits] == '_')
+        name = name.substr(0, digits) + "_*";
+      const auto key = std::make_pair(row.measured.schedule, name);
+      if (!ratios.count(key)) order.push_back(key);
+      ratios[key].push_back(static_cast<double>(row.predicted_kernel_cycles[k]) / measured[k]);
+    }
+  }
+  if (order.empty()) return "";
+  std::string out =
+      "Kernel by kernel (rows of several launches; simulated / measured SM cycles, each launch at its own "
+      "measured clock):\n";
+  for (const auto& key : order) {
+    std::vector<double>& v = ratios[key];
+    std::sort(v.begin(), v.end());
+    const size_t half = v.size() / 2;
+    const double median = v.size() % 2 ? v[half] : (v[half - 1] + v[half]) / 2;
+    out += fmt::format("  {:18} {:24} {:4} launches  {:.2f}-{:.2f}, median {:.2f}\n", key.first, key.second,
+                       v.size(), v.front(), v.back(), median);
+  }
+  return out;
 }
 
 namespace {

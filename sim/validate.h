@@ -79,8 +79,9 @@ struct ValidationRow {
   double predicted_dram_read = -1;          // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;       // whole-chip configs only: evicted while kernels ran
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
-  std::vector<int64_t>
-      predicted_kernel_cycles;  // whole-chip configs: each launch's cycles, launch cost included
+  // Whole-chip configs: each launch's name in the program and its cycles (its fixed launch cost included).
+  std::vector<std::string> predicted_kernel_names;
+  std::vector<int64_t> predicted_kernel_cycles;
 };
 
 struct ValidationSummary {
@@ -107,6 +108,9 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides = {});
 void print_validation(std::ostream& out, const ValidationSummary& summary);
+// Simulated / measured cycles of each kernel of the multi-kernel rows whose data give each launch's time
+// and clock, grouped by schedule and kernel name; "" when there are none. print_validation ends with it.
+std::string kernel_breakdown(const ValidationSummary& summary);
 // One line per simulated row (its file and line, the configuration, predicted and measured bytes at each
 // level and time, their ratios), then the unsimulated rows with their reason: for plots and analysis.
 std::string validation_csv(const ValidationSummary& summary);

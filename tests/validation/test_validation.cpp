@@ -412,6 +412,20 @@ TEST(Validation, EachKernelOfARowReportsItsCycles) {
   const std::string csv = validation_csv(s);
   EXPECT_NE(csv.find(",kernel_cycles_pred,kernel_cycles_meas,"), std::string::npos);
   EXPECT_NE(csv.find(fmt::format(",{}/{}/{},", kernels[0], kernels[1], kernels[2])), std::string::npos);
+  // The printed breakdown: one line per kernel of the schedule, by the program's kernel names.
+  const std::string breakdown = kernel_breakdown(s);
+  const std::vector<double> measured = s.rows[0].measured.kernel_cycles();
+  for (size_t k = 0; k < 3; ++k) {
+    const std::string name = s.rows[0].predicted_kernel_names[k];
+    const double ratio = static_cast<double>(kernels[k]) / measured[k];
+    EXPECT_NE(breakdown.find(fmt::format("{}{:24}    1 launches  {:.2f}-{:.2f}, median {:.2f}",
+                                         std::string(19 - std::string("naive-safe").size(), ' '), name, ratio,
+                                         ratio, ratio)),
+              std::string::npos)
+        << breakdown;
+  }
+  EXPECT_EQ(s.rows[0].predicted_kernel_names,
+            (std::vector<std::string>{"naive_qk", "naive_softmax", "naive_pv"}));
 }
 
 // Kernel time on the other GPU kind, never used to set a parameter: the H200 rows of the schedules whose

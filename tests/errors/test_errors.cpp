@@ -882,8 +882,17 @@ TEST_F(Cli, ValidateCsvHasARowPerMeasurement) {
   EXPECT_FALSE(std::getline(written, third));
   EXPECT_EQ(first.rfind("file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,", 0), 0u) << first;
   EXPECT_EQ(second.rfind(data + ",2,flash2-bwd tc,flash2-bwd,tc,1024,64,8,64,64,0,12/2,1,", 0), 0u) << second;
-  // The SM clock Nsight Compute measured during the row's kernels (its last column), not the base clock.
-  const std::string clock = row.substr(row.rfind(',') + 1);
+  // The SM clock Nsight Compute measured during the row's kernels (column sm_clock_ghz), not the base clock.
+  auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream in(line);
+    for (std::string cell; std::getline(in, cell, ',');) out.push_back(cell);
+    return out;
+  };
+  const std::vector<std::string> names = cells(header), values = cells(row);
+  const auto column = std::find(names.begin(), names.end(), "sm_clock_ghz");
+  ASSERT_NE(column, names.end()) << header;
+  const std::string clock = values.at(static_cast<size_t>(column - names.begin()));
   ASSERT_EQ(clock.rfind("1.4", 0), 0u) << row;
   EXPECT_NE(second.find("," + clock + ","), std::string::npos) << second;
 }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,28 +43,32 @@ struct CsvRow {
       fail(fmt::format("column {}: must be a whole number from 1 to 10^9, found '{}'", name, text(name)));
     return static_cast<int64_t>(value);
   }
-  // A '/'-separated list of numbers > 0 ("31040/67424/23232": one per kernel launch); empty cell: none.
-  std::vector<double> numbers(const std::string& name) const {
+  // A '/'-separated list of numbers ("31040/67424/23232": one per kernel launch); none for an empty cell,
+  // nullopt when an item is not a finite number.
+  static std::optional<std::vector<double>> parse_numbers(const std::string& cell) {
     std::vector<double> out;
-    const std::string& cell = text(name);
-    size_t from = 0;
-    while (!cell.empty() && from <= cell.size()) {
+    for (size_t from = 0; !cell.empty() && from <= cell.size();) {
       const size_t to = std::min(cell.find('/', from), cell.size());
       const std::string item = cell.substr(from, to - from);
-      double value = 0;
       try {
         size_t used = 0;
-        value = std::stod(item, &used);
-        if (used != item.size()) throw std::invalid_argument("trailing text");
+        out.push_back(std::stod(item, &used));
+        if (used != item.size() || !std::isfinite(out.back())) return std::nullopt;
       } catch (const std::exception&) {
-        fail(fmt::format("column {}: expected numbers separated by '/', found '{}'", name, cell));
+        return std::nullopt;
       }
-      if (!std::isfinite(value) || value <= 0)
-        fail(fmt::format("column {}: every value must be finite and > 0, found '{}'", name, item));
-      out.push_back(value);
       from = to + 1;
     }
     return out;
+  }
+  // The same list, every value > 0; a bad cell fails naming the column.
+  std::vector<double> numbers(const std::string& name) const {
+    const std::optional<std::vector<double>> values = parse_numbers(text(name));
+    if (!values)
+      fail(fmt::format("column {}: expected numbers separated by '/', found '{}'", name, text(name)));
+    for (double value : *values)
+      if (value <= 0) fail(fmt::format("column {}: every value must be > 0, found '{}'", name, text(name)));
+    return *values;
   }
   [[noreturn]] void fail(const std::string& message) const { throw InputError(path, {line, 1}, message); }
 };

@@ -80,23 +80,14 @@ std::vector<int64_t> occupancy_limits(const std::map<std::string, size_t>& colum
     auto it = column.find(name);
     if (it == column.end()) continue;
     std::vector<int64_t> values;
-    std::stringstream in(cells[it->second]);
-    std::string item;
-    while (std::getline(in, item, '/')) {
-      int64_t value = 0;
-      try {
-        size_t used = 0;
-        value = std::stoll(item, &used);
-        if (used != item.size()) throw std::invalid_argument("trailing text");
-      } catch (const std::exception&) {
-        value = 0;
-      }
-      if (value < 1 || value > 1024)
+    const std::optional<std::vector<double>> parsed = CsvRow::parse_numbers(cells[it->second]);
+    for (double value : parsed.value_or(std::vector<double>{0})) {
+      if (value < 1 || value > 1024 || value != std::floor(value))
         throw InputError(
             path, {line, 1},
             fmt::format("column {}: expected blocks per SM from 1 to 1024 per launch, found '{}'", name,
                         cells[it->second]));
-      values.push_back(value);
+      values.push_back(static_cast<int64_t>(value));
     }
     if (out.empty()) out = values;
     if (values.size() != out.size())
@@ -654,15 +645,11 @@ std::string csv_cell(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string joined(const std::vector<int64_t>& values) {
+// "4/8/7": whole numbers (cycles, blocks) separated by '/'.
+template <typename Number>
+std::string joined(const std::vector<Number>& values) {
   std::string out;
-  for (int64_t v : values) out += (out.empty() ? "" : "/") + std::to_string(v);
-  return out;
-}
-
-std::string joined_cycles(const std::vector<double>& values) {
-  std::string out;
-  for (double v : values) out += fmt::format("{}{:.0f}", out.empty() ? "" : "/", v);
+  for (Number v : values) out += fmt::format("{}{:.0f}", out.empty() ? "" : "/", static_cast<double>(v));
   return out;
 }
 
@@ -690,7 +677,7 @@ std::string validation_csv(const ValidationSummary& s) {
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
         r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
-        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles), joined_cycles(m.kernel_cycles()));
+        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles), joined(m.kernel_cycles()));
   }
   for (const auto& m : s.not_simulated)
     out += fmt::format("{},,,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));

@@ -67,7 +67,7 @@ class L2Cache : public Component, public MemoryLevel {
   L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz = 1.0);
   const Params& params() const { return params_; }
   // The cores' clock: converts the time-domain parameters (bandwidth_gbps, *_latency_ns) into core cycles.
-  // Takes effect at the next reset().
+  // The latencies apply at once, the bandwidth from the next reset() (which builds the calendars).
   void set_core_clock_ghz(double ghz);
 
   // The level misses and write-backs go to; must be set before the first access.

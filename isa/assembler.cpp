@@ -331,7 +331,7 @@ class Assembler {
            std::to_string(index[2]) + ")";
   }
 
-  // .kernel NAME grid(X[, Y[, Z]])
+  // .kernel NAME grid(X[, Y[, Z]]) [k_loops(rolled | unrolled)]
   void parse_kernel(LineCursor& c) {
     KernelDecl decl;
     KernelState state;
@@ -354,6 +354,7 @@ class Assembler {
       decl.grid[dim] = *extent;
     }
     c.expect(')', "to close grid(...)");
+    if (!c.at_end()) parse_k_loops(c, decl);
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the kernel declaration");
     int64_t blocks = 1;
     for (int64_t extent : decl.grid)
@@ -362,6 +363,22 @@ class Assembler {
     kernel_index_.emplace(decl.name, static_cast<int32_t>(program_.kernels.size()));
     program_.kernels.push_back(std::move(decl));
     kernel_states_.push_back(std::move(state));
+  }
+
+  // k_loops(rolled) or k_loops(unrolled) after a kernel's grid.
+  static void parse_k_loops(LineCursor& c, KernelDecl& decl) {
+    const SourceLoc loc = c.loc();
+    if (c.identifier() != "k_loops")
+      c.fail(loc,
+             "unexpected text after the kernel declaration (only k_loops(rolled | unrolled) may follow "
+             "the grid)");
+    c.expect('(', "after k_loops");
+    const SourceLoc value_loc = c.loc();
+    const std::string value = c.identifier();
+    if (value != "rolled" && value != "unrolled")
+      c.fail(value_loc, "expected k_loops(rolled) or k_loops(unrolled)" + c.found());
+    decl.rolled_k_loops = value == "rolled";
+    c.expect(')', "to close k_loops(...)");
   }
 
   // .group N: the instructions up to the next .group or .block run as instruction group N of their block.

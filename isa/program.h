@@ -133,6 +133,10 @@ struct Check {
 struct KernelDecl {
   std::string name;
   std::array<int64_t, 3> grid{1, 1, 1};  // x, y, z; CUDA's launch order: x fastest, then y, then z
+  // How the kernel's code steps through a product's k: rolled, each k-step of the loop recomputing its
+  // addresses and testing its bound (`.kernel ... k_loops(rolled)`), or unrolled (the default). What a
+  // rolled k-step costs is the machine's (issue.rolled_kstep_instructions).
+  bool rolled_k_loops = false;
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 

@@ -147,17 +147,18 @@ Measurement project_measurement(const CsvRow& row) {
                            m.kernel_times_ns.size(), m.kernel_clocks_ghz.size()));
   }
   if (m.kernel != "ffma") m.label = m.schedule + " " + m.kernel;
-  // The tensor-core kernels that prefetch the next K/V (validation/kernels_tc.cu, kernels_tc_fwd.cu: flash2,
-  // two-pass) and keep S, P and the accumulators in registers. flash1's kernel prefetches its next step and
-  // keeps them in registers too, and its program can run so (double_buffer and accumulators_in_registers),
-  // but validate keeps its SRAM program until the per-step cost that remains is modelled
-  // (docs/validation.md, "flash1, profiled"); naive's program has no registers option.
-  m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  // The tensor-core kernels that prefetch their next tiles (validation/kernels_tc.cu, kernels_tc_fwd.cu:
+  // flash2, two-pass and flash1, which prefetches its next step) and keep S, P and the accumulators in
+  // registers (docs/validation.md, "flash1, profiled"); naive's program has no registers option.
+  m.double_buffer =
+      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1");
   m.accumulators_in_registers =
-      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash2-bwd" ||
-                           m.schedule == "flash2-bwd-no-d");
+      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1" ||
+                           m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
   // They load Q_i's fragments into registers once per block (PyTorch's FlashAttention-2 forward does not).
   m.q_in_registers = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  // Their backward kernels keep the products' k-loops rolled (`#pragma unroll 1`, kernels_tc_bwd.cu).
+  m.rolled_k_loops = m.kernel == "tc" && (m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
   if (m.kernel == "tc-padded")
     m.not_simulated =
         "its 16-byte-padded shared-memory rows make cp.async fetch 1.5 times the tiles' bytes (measured); "
@@ -295,6 +296,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_bytes_per_block = m.spill_bytes_per_block;
     shape.spill_rows = spill_rows(m);
     shape.accumulators_in_registers = m.accumulators_in_registers;
+    shape.rolled_k_loops = m.rolled_k_loops;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {

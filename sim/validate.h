@@ -47,6 +47,7 @@ struct Measurement {
   // (ForwardShape::accumulators_in_registers).
   bool accumulators_in_registers = false;
   bool q_in_registers = false;  // ForwardShape::q_in_registers: the project's flash2 and two-pass kernels
+  bool rolled_k_loops = false;  // BackwardShape::rolled_k_loops: the project's backward kernels
   // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
   bool ping_pong = false;
   // The kernel multiplies with Hopper's wgmma, not mma.sync: the MXU is fed by rows, passes streamed

@@ -198,7 +198,7 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   p.kblocks = blocks_of(s.n, s.block_k);
   const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
   p.dot_do_o = b.kernel("flash2_bwd_dot_do_o", {tr, s.heads, 1});
-  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1});
+  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1}, s.rolled_k_loops);
   if (s.accumulators_in_registers && !s.as_flash_attn)
     b.in_registers({p.buf.sc, p.buf.pb, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (!s.as_flash_attn) return p;
@@ -343,7 +343,8 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   if (s.accumulators_in_registers) b.in_registers({sc, pb, dp, di, part, dqi});
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
-  const int kernel = b.kernel("flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1});
+  const int kernel =
+      b.kernel("flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1}, s.rolled_k_loops);
   for (int64_t h = 0; h < s.heads; ++h) {
     for (size_t i = 0; i < qblocks.size(); ++i) {
       const Block& qb = qblocks[i];

@@ -37,6 +37,14 @@ namespace attnval {
 
 namespace {
 
+// The products' k-loops stay rolled (one ldmatrix -> mma step at a time, registers kept for the
+// accumulators); -DATTN_BWD_UNROLL_K unrolls them, for the experiment of validation/run_bwd_unroll.sh.
+#ifdef ATTN_BWD_UNROLL_K
+#define ATTN_K_LOOP _Pragma("unroll")
+#else
+#define ATTN_K_LOOP _Pragma("unroll 1")
+#endif
+
 // R f32 values (R a multiple of 4) -> shared, 16 bytes per thread.
 template <int R>
 __device__ __forceinline__ void cp_vec(const float* __restrict__ g, float* s) {
@@ -61,7 +69,7 @@ template <int K, int LA, int LB, int NT>
 __device__ __forceinline__ void mma_at_b(float (&acc)[NT][4], const __half* sAT, int row0, const __half* sB,
                                          int col0, int lane) {
   static_assert(NT % 2 == 0, "pairs of n8 tiles");
-#pragma unroll 1
+ATTN_K_LOOP
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[4];
     ldmatrix_x4_trans(a, sAT + swz<LA>(kk * 16 + (lane & 7) + ((lane >> 4) << 3), row0 + ((lane >> 3) & 1) * 8));
@@ -83,7 +91,7 @@ __device__ __forceinline__ void mma_a_bt(float (&acc)[NT][4], const __half* sA, 
                                          int lane) {
 #pragma unroll
   for (int nt = 0; nt < NT; ++nt) acc[nt][0] = acc[nt][1] = acc[nt][2] = acc[nt][3] = 0.f;
-#pragma unroll 1
+ATTN_K_LOOP
   for (int kk = 0; kk < K / 16; ++kk) {
     uint32_t a[4];
     ldmatrix_x4(a, sA + swz<K>(row0 + (lane & 15), kk * 16 + (lane >> 4) * 8));

@@ -172,7 +172,7 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
     return issue.matmul_instructions(a.out_rows(), a.out_cols(), b.out_cols(), bytes_in_sram(a),
-                                     bytes_in_sram(b));
+                                     bytes_in_sram(b), ctx.rolled_k_loops);
   }
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];

@@ -78,6 +78,7 @@ struct BlockContext {
   std::array<uint64_t, isa::kInstructionGroups> next_issue{};
   uint64_t end = 0;
   uint64_t stalls = 0;
+  bool rolled_k_loops = false;  // the block's kernel steps through products' k in rolled loops
 };
 
 class TileCore {

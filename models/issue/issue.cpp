@@ -62,14 +62,21 @@ double IssueUnit::mma_instructions(int64_t m, int64_t k, int64_t n) const {
 }
 
 double IssueUnit::matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
-                                      uint64_t b_sram_bytes) const {
+                                      uint64_t b_sram_bytes, bool rolled_k_loops) const {
   const Params& p = params_;
   const int64_t warp_count = warps(m);
   const double mma = mma_instructions(m, k, n);
   // Each warp loads its own rows of A and the whole of B.
   const uint64_t loaded = a_sram_bytes + b_sram_bytes * static_cast<uint64_t>(warp_count);
   const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(loaded), p.ldmatrix_bytes));
-  return mma + ldmatrix * (1.0 + p.address_per_ldmatrix) + p.fixed_per_warp * static_cast<double>(warp_count);
+  // A rolled loop steps through k with A's fragments loaded from SRAM at each step (the project's backward
+  // kernels; with A in registers their loops are unrolled).
+  const double rolled =
+      rolled_k_loops && a_sram_bytes > 0
+          ? p.rolled_kstep_instructions * static_cast<double>(warp_count * ceil_div(k, p.mma_k))
+          : 0.0;
+  return mma + rolled + ldmatrix * (1.0 + p.address_per_ldmatrix) +
+         p.fixed_per_warp * static_cast<double>(warp_count);
 }
 
 double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const {
@@ -181,6 +188,9 @@ void register_issue_models() {
              "integer instructions per ld.shared / st.shared (its address)");
         real("fixed_per_warp", q.fixed_per_warp,
              "instructions per warp of every MXU and VPU tile instruction (index, predicate, loop set-up)");
+        real("rolled_kstep_instructions", q.rolled_kstep_instructions,
+             "instructions per warp and k-step of a product whose A comes from SRAM, in a kernel whose "
+             "k-loops are rolled (.kernel ... k_loops(rolled)): the loop's compare, branch and addresses");
         real(
             "convert_per_element", q.convert_per_element,
             "instructions per element a vector op writes into a 16-bit destination (the f32 -> f16 packing)");

@@ -22,6 +22,9 @@
 //    operand with ld.shared / st.shared of `shared_access_bytes`, and `address_per_shared` integer
 //    instructions for each (an op wholly in SRAM or wholly in registers has none: the former is the
 //    model's SRAM-held program, the latter the registers the kernels use);
+//  - a product in a kernel whose k-loops are rolled (`.kernel ... k_loops(rolled)`) and whose A comes from
+//    SRAM: `rolled_kstep_instructions` per warp and k-step of mma_k (the loop's compare and branch and the
+//    addresses it recomputes; unrolled, the compiler folds them into constants);
 //  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up).
 // No section: no issue limit (the toy and TPU-like machines, whose units are fed without warps).
 #pragma once
@@ -63,6 +66,7 @@ class IssueUnit : public Component {
     double address_per_ldmatrix = 0;
     double address_per_copy = 0;
     double fixed_per_warp = 0;
+    double rolled_kstep_instructions = 0;
     std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
     double convert_per_element = 0;                 // into a 16-bit destination
     int64_t reduction_stages = 2;                   // butterfly shuffles per row (log2 threads_per_row)
@@ -71,9 +75,10 @@ class IssueUnit : public Component {
   const Params& params() const { return params_; }
 
   // Warp instructions, summed over the warps that run it, of:
-  // D (m x n) = A (m x k) B (k x n), whose A and B have these many bytes in SRAM (0: in registers);
-  double matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
-                             uint64_t b_sram_bytes) const;
+  // D (m x n) = A (m x k) B (k x n), whose A and B have these many bytes in SRAM (0: in registers), in a
+  // kernel whose k-loops are rolled or not;
+  double matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes, uint64_t b_sram_bytes,
+                             bool rolled_k_loops = false) const;
   // a vector op whose result (a reduction: whose source) is rows x cols;
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
   // a copy of `bytes` between memory and SRAM.

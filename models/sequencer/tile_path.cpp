@@ -58,6 +58,9 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
                   units_.tile_regs, units_.hbm, units_.issue};
   tile_core_ = std::make_unique<TileCore>(units, tensors_, 0);
   tile_context_ = tile_core_->context(program, dtype_, !timing_only, 0, &offsets, &reg_bases);
+  // One core runs the kernels as one stream: their k-loops count as rolled if any kernel's are.
+  tile_context_.rolled_k_loops = std::any_of(program.kernels.begin(), program.kernels.end(),
+                                             [](const isa::KernelDecl& k) { return k.rolled_k_loops; });
 
   // An in-memory program is decoded (and so validated) before it runs; a streamed one chunk by chunk.
   if (!program.stream) decode_chunk(program.instructions, program.tiles);

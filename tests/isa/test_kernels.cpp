@@ -149,6 +149,26 @@ TEST(KernelSyntax, TwoByOneGridGivesBlockStarts) {
   EXPECT_EQ(disassemble(p), text);
 }
 
+// How a kernel's code steps through k: `k_loops(rolled)` is kept and printed, `k_loops(unrolled)` is the
+// default and prints as nothing.
+TEST(KernelSyntax, KLoopsRolledRoundTrips) {
+  const std::string text =
+      ".tensor a[2]\n"
+      ".kernel k grid(2) k_loops(rolled)\n"
+      ".kernel u grid(1)\n"
+      ".block k(0)\n"
+      "LOAD a[0], R0\n"
+      ".block k(1)\n"
+      ".block u(0)\n";
+  const Program p = asm_text(text);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_TRUE(p.kernels[0].rolled_k_loops);
+  EXPECT_FALSE(p.kernels[1].rolled_k_loops);
+  EXPECT_EQ(disassemble(p), text);
+  const Program u = asm_text(".kernel k grid(1, 1) k_loops(unrolled)\n.block k(0)\n");
+  EXPECT_FALSE(u.kernels[0].rolled_k_loops);
+}
+
 TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
   // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
   // and several kernels run one after another.
@@ -293,7 +313,12 @@ TEST(KernelErrors, KernelDirective) {
   expect_error(".kernel k grid(1, 1, 2147483648)\n", 1, 22, {"from 1 to 2^31-1"});
   expect_error(".kernel k grid(2, 2, 2, 2)\n", 1, 23, {"expected ')'", "grid(...)"});
   expect_error(".kernel k grid(2\n", 1, 17, {"expected ')'"});
-  expect_error(".kernel k grid(2) extra\n", 1, 19, {"unexpected text"});
+  expect_error(".kernel k grid(2) extra\n", 1, 19, {"unexpected text", "k_loops(rolled | unrolled)"});
+  expect_error(".kernel k grid(2) k_loops(sideways)\n", 1, 27,
+               {"expected k_loops(rolled) or k_loops(unrolled)"});
+  expect_error(".kernel k grid(2) k_loops(rolled\n", 1, 33, {"expected ')'", "k_loops(...)"});
+  expect_error(".kernel k grid(2) k_loops(rolled) x\n", 1, 35,
+               {"unexpected text after the kernel declaration"});
   expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
 }
 

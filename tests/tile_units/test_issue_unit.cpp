@@ -40,6 +40,19 @@ TEST(IssueUnit, AMatrixProductIsItsMmasAndEveryWarpsFragmentLoads) {
   EXPECT_DOUBLE_EQ(issue->matmul_instructions(8, 16, 8, 0, 0), 1 + 4);
 }
 
+// In a kernel whose k-loops are rolled each warp pays rolled_kstep_instructions per k-step of 16 of a
+// product whose A comes from SRAM: 128 x 64 x 64 is 8 warps x 4 k-steps = 32 of them. With A in registers
+// (the kernels unroll that loop) or in a kernel whose loops are unrolled, nothing is added.
+TEST(IssueUnit, ARolledKLoopCostsItsInstructionsPerWarpAndKStep) {
+  auto issue = build(std::string(kCosts) + "rolled_kstep_instructions: 12\n");
+  const double unrolled = 256 + 160 * 3 + 8 * 4;
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, true), unrolled + 12 * 32);
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, false), unrolled);
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 0, 8192, true), 256 + 128 * 3 + 8 * 4);
+  // k = 40 is three k-steps of 16 (the last one partial) for each of one warp's rows.
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(16, 40, 8, 1280, 640, true), 3 + 4 * 3 + 4 + 12 * 3);
+}
+
 // In the mma accumulator layout a thread holds 2 of its warp's 16 rows and a quarter of each row's columns.
 TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
   auto issue = build(kCosts);

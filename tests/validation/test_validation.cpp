@@ -75,10 +75,12 @@ TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
 
 // The longest FlashAttention row, N = 131,072 without a mask (K and V 33.5 MB, three blocks per SM): the GPU
 // reads K and V about 15 times (497 MB), once per group of co-resident blocks at its own phase, and the
-// model about 14 times (0.949). It depends on how far a core's blocks drift apart, which the FFMA kernel's
-// measured block times fix without the tensor-core code's result latencies (the next test); simulated with
-// them (as validate did for these rows from 051bd3d, which gave the presets those latencies, to
-// 2026-11-26), the row came out at 0.43. About a minute.
+// model about 14 times (0.951; 0.949 before the presets' store path). Within the 10% for every
+// FlashAttention row, and below 1 as long as the model's blocks drift apart less than the GPU's. It depends
+// on how far a core's blocks drift apart, which the FFMA kernel's measured block times fix without the
+// tensor-core code's result latencies (the next test); simulated with them (as validate did for these rows
+// from 051bd3d, which gave the presets those latencies, to 2026-11-26), the row came out at 0.43. About a
+// minute.
 TEST(Validation, TheLongestFlashRowReadsKAndVOncePerGroupOfResidentBlocks) {
   const std::string data = kRoot + "/validation/data/h100_dram_sweep.csv";
   std::vector<Measurement> rows;
@@ -89,8 +91,8 @@ TEST(Validation, TheLongestFlashRowReadsKAndVOncePerGroupOfResidentBlocks) {
   const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
   ASSERT_EQ(s.rows.size(), 1u);
   const double ratio = s.rows[0].predicted_dram_read / rows[0].dram_read_bytes;
-  EXPECT_GT(ratio, 0.85);
-  EXPECT_LT(ratio, 0.95);
+  EXPECT_GT(ratio, 0.90);
+  EXPECT_LT(ratio, 1.0);
   std::printf("N = 131,072: DRAM reads %.3f of the measured\n", ratio);
 }
 

@@ -29,6 +29,9 @@ class MemoryLevel {
   // When the last access's bytes had been taken in (its bandwidth booked), before any latency: how long
   // a sender's queue stays blocked by it. 0 for a level that takes everything at once.
   virtual uint64_t last_accepted_cycle() const { return 0; }
+  // When the stores `core` has sent so far had left it (the level took their data in); 0 where a level
+  // does not track it (a store is then done when it completes).
+  virtual uint64_t stores_left_cycle(int /*core*/) const { return 0; }
 };
 
 }  // namespace attnsim

@@ -360,7 +360,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
   ctx.stalls += step.start - next_issue;
   // In order: the group's next instruction leaves the sequencer the cycle after this one was accepted by
   // its unit; blocking issue waits for completion instead.
-  next_issue = blocking ? step.done : step.start + 1;
+  next_issue = blocking ? step.done : std::max(step.start + 1, step.hold);
   ctx.end = std::max(ctx.end, step.done);
   return step;
 }
@@ -402,7 +402,10 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
     else
       copy_tile(view(d.ops[0], ctx), view(d.ops[1], ctx), to_dtype);
   }
-  return {t.start, t.done, t.done};
+  // A GPU's warps issue a store's data from their registers and stall while the core's store queue is
+  // full: the group goes on once the data have left the core.
+  const bool held = is_store && units_.issue && units_.issue->params().stores_hold_issue;
+  return {t.start, t.done, t.done, held ? std::max(t.left, t.start + 1) : 0};
 }
 
 TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {

@@ -97,6 +97,7 @@ class TileCore {
   struct Step {
     uint64_t start = 0, done = 0;
     uint64_t unit_free = 0;  // when its unit may take the next instruction: done, less a result latency
+    uint64_t hold = 0;       // the group's next instruction issues no earlier (a store its warps issue)
   };
   // Runs one decoded instruction of `ctx`: scoreboard, unit timing, values. In order: the context's next
   // issue slot moves to the cycle after this one started (blocking: after it completed).

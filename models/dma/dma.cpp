@@ -136,7 +136,8 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
     busy_until_ = done;
   }
   in_flight_.push_back(done);
-  return {start, done};
+  const uint64_t left = kind == Kind::Load ? 0 : memory.stores_left_cycle(transfer.core);
+  return {start, done, left > 0 ? std::min(left, done) : done};
 }
 
 void register_dma_models() {

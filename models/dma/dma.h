@@ -25,6 +25,7 @@ class DmaEngine : public Component {
   struct Timing {
     uint64_t start = 0;  // queue slot granted
     uint64_t done = 0;
+    uint64_t left = 0;  // a store: when its data had left the core (done where the memory does not say)
   };
 
   DmaEngine(sc_core::sc_module_name instance, const Params& params);

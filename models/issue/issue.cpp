@@ -150,6 +150,10 @@ void register_issue_models() {
             p.get<bool>("limit", q.limit, "",
                         "whether the issue slots limit when tile instructions are done (false: the warp "
                         "instructions are only counted)");
+        q.stores_hold_issue =
+            p.get<bool>("stores_hold_issue", q.stores_hold_issue, "",
+                        "a STORE or STORE_ADD holds its instruction group until its data have left the core "
+                        "(warps issue stores from registers and stall while the store queue drains)");
         q.mma_holds_schedulers =
             p.get<bool>("mma_holds_schedulers", q.mma_holds_schedulers, "",
                         "the schedulers issue nothing while the MXU works on a product (Hopper's mma.sync)");

@@ -67,6 +67,10 @@ class IssueUnit : public Component {
     double address_per_copy = 0;
     double fixed_per_warp = 0;
     double rolled_kstep_instructions = 0;
+    // A STORE or STORE_ADD is issued by the block's warps from their registers: the instruction group's
+    // next instruction waits until the store's data have left the core (the store queue drains at the
+    // core's store rate; Nsight Compute's lg-throttle stalls at the backward's red.global.add).
+    bool stores_hold_issue = false;
     std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
     double convert_per_element = 0;                 // into a 16-bit destination
     int64_t reduction_stages = 2;                   // butterfly shuffles per row (log2 threads_per_row)

@@ -37,6 +37,7 @@ class Noc : public Component, public MemoryLevel {
   void reset(const std::vector<std::string>& tensor_names, int cores);
   uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
   void forget_before(uint64_t cycle);
+  uint64_t stores_left_cycle(int core) const override { return stores_leave_[static_cast<size_t>(core)]; }
 
   std::vector<std::string> tensor_names;
   std::vector<uint64_t> bytes_read_per_tensor, bytes_written_per_tensor;  // requested, SM <-> L2

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -84,7 +85,8 @@ std::string probe_trace(const ProbeRow& r) {
 void check_probe_loop(const std::string& gpu) {
   const auto rows = base_clock_rows(gpu);
   ASSERT_EQ(rows.size(), 9u);
-  // The presets leave these mechanisms off (docs/calibration.md); the probe is what measured them.
+  // The probe measured these mechanisms; the presets have the last two on (since the tenth session) and
+  // leave merged fills off (docs/calibration.md).
   Machine machine(load_config(kRoot + "/configs/" + gpu + ".yaml",
                               {"l2.merge_pending_fills=true", "noc.core_write_bytes_per_cycle=32",
                                "noc.loads_wait_for_stores=true"}));
@@ -109,6 +111,35 @@ void check_probe_loop(const std::string& gpu) {
   }
   // The load waits for the stores before it: together they take the sum (H100: 1,511 vs 870 + 514).
   EXPECT_GE(lone["both"], lone["load"] + lone["store"]);
+}
+
+// A store's warps issue its data from registers: with issue.stores_hold_issue (the presets) the block's next
+// instruction waits until the 16 KB have left the core at 32 B/clk (512 cycles), so an exponential that
+// does not depend on the store starts after it; without, the two overlap.
+uint64_t store_then_exp_cycles(bool hold, bool store, bool exp) {
+  Machine machine(load_config(kRoot + "/configs/h100.yaml",
+                              {std::string("issue.stores_hold_issue=") + (hold ? "true" : "false")}));
+  std::string t =
+      ".tensor S[64][64] f32\n.buffer Sij[64][64] f32\n.buffer A[64][256] f32\n.kernel k grid(1)\n"
+      ".block k(0)\n";
+  if (store) t += "STORE Sij, S[0:64, 0:64]\n";
+  if (exp) t += "EXP A, A\n";
+  const isa::Program program = isa::assemble(t, "store_exp.s");
+  machine.load(program, false, true);
+  machine.run();
+  const auto launch = static_cast<uint64_t>(machine.chip()->params().kernel_launch_cycles);
+  return summarize_chip(*machine.chip(), program, machine.clock_ghz()).cycles - launch;
+}
+
+TEST(MemoryProbe, AStoreHoldsItsWarpsUntilItsDataHaveLeft) {
+  const uint64_t exp_alone = store_then_exp_cycles(true, false, true);
+  const uint64_t held = store_then_exp_cycles(true, true, true);
+  const uint64_t overlapped = store_then_exp_cycles(false, true, true);
+  EXPECT_GE(held, exp_alone + 512);
+  EXPECT_LT(overlapped, held - 400);
+  std::printf("exp alone %llu, after a 16 KB store %llu held, %llu overlapped (cycles)\n",
+              static_cast<unsigned long long>(exp_alone), static_cast<unsigned long long>(held),
+              static_cast<unsigned long long>(overlapped));
 }
 
 TEST(MemoryProbe, StoresAndTheLoadsBehindThemAsOnTheH100) {

@@ -137,6 +137,7 @@ Measurement backward_measurement(const CsvRow& row, Measurement m) {
   m.block_q = tiles->block_q;
   m.block_k = tiles->block_k;
   m.as_flash_attn = true;
+  m.double_buffer = true;  // its dK/dV blocks load the next Q, dO before this step's dQ atomics
   m.spill_bytes_per_block = backward_spill_bytes(kernel_template, m.causal);
   return m;
 }

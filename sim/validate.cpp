@@ -150,8 +150,8 @@ Measurement project_measurement(const CsvRow& row) {
   // The tensor-core kernels that prefetch their next tiles (validation/kernels_tc.cu, kernels_tc_fwd.cu:
   // flash2, two-pass and flash1, which prefetches its next step) and keep S, P and the accumulators in
   // registers (docs/validation.md, "flash1, profiled"); naive's program has no registers option.
-  m.double_buffer =
-      m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1");
+  m.double_buffer = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" ||
+                                         m.schedule == "flash1" || m.schedule == "flash2-bwd");
   m.accumulators_in_registers =
       m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass" || m.schedule == "flash1" ||
                            m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
@@ -297,6 +297,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_rows = spill_rows(m);
     shape.accumulators_in_registers = m.accumulators_in_registers;
     shape.rolled_k_loops = m.rolled_k_loops;
+    shape.double_buffer = m.double_buffer;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {

@@ -41,7 +41,7 @@ struct Measurement {
   bool store_row_statistic = false;
   bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
   // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
-  // simulated program prefetches too (AttentionShape::double_buffer): forward schedules only.
+  // simulated program prefetches too (AttentionShape::double_buffer): forward schedules and flash2-bwd.
   bool double_buffer = false;
   // flash2 and two-pass: S, P, O_i and the row statistics in registers, as the tensor-core kernels keep them
   // (ForwardShape::accumulators_in_registers).

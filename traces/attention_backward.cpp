@@ -236,17 +236,25 @@ void emit_dot_do_o(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
     }
 }
 
+// The tiles of query block qb a dK/dV step reads: Q_i, dO_i, L_i, D_i.
+void emit_dkdv_loads(Gen& g, const Flash2Plan& p, int64_t h, const Block& qb) {
+  Builder& b = g.b;
+  const int64_t r = qb.rows;
+  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(p.buf.qi, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(p.buf.doi, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.lse, h, qb), b.buf(p.buf.li, r)});
+  g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(p.buf.di, r)});
+}
+
 // One visible (query block, key block) tile of a dK/dV block: dV_j, dK_j accumulate on chip, dS K_j is added
-// into dQ_i's accumulator in HBM.
+// into dQ_i's accumulator in HBM. With `next`, the next step's tiles are loaded as soon as this step has
+// read its own (after dK's product), before dQ's product and its addition: the kernels prefetch them
+// (double_buffer), so their loads do not queue behind this step's stores.
 void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t h, const Block& qb,
-                    const Block& kb, bool first) {
+                    const Block& kb, bool first, const Block* next) {
   Builder& b = g.b;
   const auto& [qi, doi, kj, vj, li, di, sc, pb, dp, ds, dqi, dkj, dvj] = p.buf;
   const int64_t r = qb.rows, c = kb.rows;
-  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(qi, r)});
-  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(doi, r)});
-  g.emit(Opcode::Load, {g.rows(p.t.lse, h, qb), b.buf(li, r)});
-  g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(di, r)});
   g.emit(Opcode::MacZ, {b.buf(qi, r), b.buf(kj, c, -1, true), b.buf(sc, r, c)});
   if (crosses_diagonal(s.causal, qb, kb))
     g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
@@ -257,6 +265,7 @@ void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t
   g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
   g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
   g.mac(first, b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c));
+  if (next) emit_dkdv_loads(g, p, h, *next);
   g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
   g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(p.dq_acc, h, qb)});
 }
@@ -275,11 +284,14 @@ void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
       b.begin_block(kernel, {static_cast<int64_t>(j), h, 0});
       g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(buf.kj, c)});
       g.emit(Opcode::Load, {g.rows(p.t.v, h, kb), b.buf(buf.vj, c)});
-      bool first = true;
-      for (const Block& qb : order) {
-        if (!visible(s.causal, qb, kb)) continue;
-        emit_dkdv_tile(s, g, p, h, qb, kb, first);
-        first = false;
+      std::vector<Block> visible_blocks;
+      for (const Block& qb : order)
+        if (visible(s.causal, qb, kb)) visible_blocks.push_back(qb);
+      for (size_t i = 0; i < visible_blocks.size(); ++i) {
+        const Block* next =
+            s.double_buffer && i + 1 < visible_blocks.size() ? &visible_blocks[i + 1] : nullptr;
+        if (i == 0 || !s.double_buffer) emit_dkdv_loads(g, p, h, visible_blocks[i]);
+        emit_dkdv_tile(s, g, p, h, visible_blocks[i], kb, i == 0, next);
       }
       const bool staged = s.as_flash_attn || s.accumulators_in_registers;
       if (staged) {  // through shared memory in the storage dtype, where K_j and V_j were

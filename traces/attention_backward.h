@@ -61,6 +61,9 @@ struct BackwardShape : AttentionShape {
   // dV_j, stored through the SRAM of K_j, V_j; no-D: D_i and dQ_i, stored through Q_i's) in the register
   // file. What the DMA stores or adds (dS, dQ_i's partial products, no-D's dK_j, dV_j) stays in SRAM.
   bool accumulators_in_registers = false;
+  // (AttentionShape::double_buffer) flash2-bwd's dK/dV blocks load the next query block's Q_i, dO_i, L_i,
+  // D_i as soon as the current step has read its own (after dK's product), before dQ's product and its
+  // STORE_ADD, as the project's kernel and flash-attn's prefetch them; flash2-bwd-no-d has no prefetch.
   // flash2-bwd's dK/dV kernel and flash2-bwd-no-d step through their products' k in rolled loops, as the
   // project's kernels do (`#pragma unroll 1`, validation/kernels_tc_bwd.cu): `.kernel ... k_loops(rolled)`.
   bool rolled_k_loops = false;

@@ -28,7 +28,8 @@ heavy+='|HtmlPage\.LargeRunShowsTheFirstTenThousandAndSaysSo|Sweep\.InterruptedS
 heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*'
 heavy+='|H100/SdpaRowOnTheWholeChip\..*'  # 48 measured PyTorch rows, whole chip, N up to 32,768
 # SdpaTimes needs those rows (ctest fixture sdpa_times): selected, it would bring them all back.
-heavy+='|SdpaTimes\..*)$'
+heavy+='|SdpaTimes\..*'
+heavy+='|TensorCoreTimes\..*)$'  # every committed tensor-core row (label long): minutes even in Release
 exclude=(-E "$heavy")
 if [ "${1:-}" = "--all" ]; then
   exclude=()

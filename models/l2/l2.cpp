@@ -167,8 +167,7 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
   }
 }
 
-// The way of a set holding `tag`, or -1. Compares 32 ways at a time without branching on each: which way
-// matches is random, so a loop that stops at the match mispredicts on nearly every lookup.
+// The way of a set holding `tag`, or -1.
 int64_t L2Cache::find_way(const uint64_t* tags, uint64_t tag) const {
   for (int64_t w = 0; w < params_.ways; ++w)
     if (tags[w] == tag) return w;
@@ -176,6 +175,12 @@ int64_t L2Cache::find_way(const uint64_t* tags, uint64_t tag) const {
 }
 
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
+  uint64_t* tag = nullptr;
+  return find_or_allocate(partition, line_index, tensor, hit, tag);
+}
+
+L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit,
+                                         uint64_t*& tag) {
   const uint64_t first = first_way(partition, line_index);
   uint64_t* tags = &tags_[first];
   Line* ways = &lines_[first];
@@ -183,6 +188,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   if (w >= 0) {
     if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
     hit = true;
+    tag = &tags[w];
     return ways[w];
   }
   hit = false;
@@ -199,11 +205,12 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   }
   if (tags[victim] != 0) {
     ++evictions;
-    if (ways[victim].record) drop_record(ways[victim].record);
+    if (ways[victim].record) release_record(ways[victim]);
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
   tags[victim] = line_index + 1;
   ways[victim] = Line{++clock_, 0, static_cast<int16_t>(tensor), 0, 0};
+  tag = &tags[victim];
   return ways[victim];
 }
 
@@ -219,15 +226,11 @@ L2Cache::Line* L2Cache::find_line(int partition, uint64_t line_index) {
   return w < 0 ? nullptr : &lines_[first + static_cast<uint64_t>(w)];
 }
 
-uint64_t L2Cache::page_key(int near, uint64_t first_line) const {
-  const uint64_t group = params_.far_data == FarData::Copy ? static_cast<uint64_t>(near) : 0;
-  return (first_line >> kPageShift) << 8 | group;
-}
-
 bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor) {
+  if (!params_.page_records) return false;
   const Line* first = find_line(serving_partition(near, first_line), first_line);
-  if (!first || !first->record) return false;
-  // A record covers its whole page in the partitions of one group: the first line's is this page's.
+  if (!first || !first->record || !records_[first->record - 1].whole) return false;
+  // A whole record covers its page in the partitions of one group: the first line's is this page's.
   PageRecord& record = records_[first->record - 1];
   if (params_.replacement == Replacement::Lru) {
     record.base = clock_;
@@ -246,14 +249,15 @@ bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor) {
   return true;
 }
 
-void L2Cache::record_page(int near, uint64_t first_line) {
+void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
+                          const std::array<uint64_t*, kPageLines>& tags, uint64_t first_line) {
+  if (!params_.page_records) return;
   const uint8_t all = static_cast<uint8_t>((1u << sectors_per_line_) - 1);
-  std::array<Line*, kPageLines> page{};
-  for (uint64_t k = 0; k < kPageLines; ++k) {
-    Line* line = find_line(serving_partition(near, first_line + k), first_line + k);
-    if (!line || line->valid != all || line->record) return;
-    page[k] = line;
-  }
+  // A later line's allocation may have evicted an earlier one from the same set: its tag says so.
+  for (uint64_t k = 0; k < kPageLines; ++k)
+    if (*tags[k] != first_line + k + 1 || page[k]->valid != all) return;
+  for (uint64_t k = 0; k < kPageLines; ++k)
+    if (page[k]->record) release_record(*page[k]);
   uint32_t index = static_cast<uint32_t>(records_.size());
   if (free_records_.empty()) {
     records_.emplace_back();
@@ -261,29 +265,25 @@ void L2Cache::record_page(int near, uint64_t first_line) {
     index = free_records_.back();
     free_records_.pop_back();
   }
-  records_[index] = PageRecord{page_key(near, first_line), 0};
+  records_[index] = PageRecord{0, static_cast<uint32_t>(kPageLines), true};
   for (Line* line : page) line->record = index + 1;
 }
 
-// Writes the stamps the record implies into its page's lines, which then stand on their own.
-void L2Cache::drop_record(uint32_t record) {
-  const PageRecord r = records_[record - 1];
-  const uint64_t first_line = (r.key >> 8) << kPageShift;
-  const int group = static_cast<int>(r.key & 0xff);
-  for (uint64_t k = 0; k < kPageLines; ++k) {
-    const uint64_t li = first_line + k;
-    Line* line = find_line(params_.far_data == FarData::Copy ? group : home_of_line(li), li);
-    if (!line || line->record != record) continue;
-    line->stamp = stamp_of(*line, li);
-    line->record = 0;
-  }
-  free_records_.push_back(record - 1);
+// The record stops serving whole-page reads. The line's stamp need not take the one the record implied:
+// it is leaving, or has just been read line by line (a newer stamp; FIFO never uses the record's).
+void L2Cache::release_record(Line& line) {
+  PageRecord& record = records_[line.record - 1];
+  record.whole = false;
+  if (--record.lines == 0) free_records_.push_back(line.record - 1);
+  line.record = 0;
 }
 
-uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
+uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor, Line*& served,
+                           uint64_t*& tag) {
   const int serving = serving_partition(near, line_index);
   bool present = false;
-  Line& l = find_or_allocate(serving, line_index, tensor, present);
+  Line& l = find_or_allocate(serving, line_index, tensor, present, tag);
+  served = &l;
   uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
   l.valid |= mask;
   const int home = home_of_line(line_index);
@@ -404,30 +404,52 @@ uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) 
   return static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
 }
 
+// Asks the host to bring a set's tags and line states into its caches: the L2's state is megabytes, so a
+// lookup is a host-cache miss, and issuing a page's worth together lets them overlap instead of queueing.
+void L2Cache::prefetch_set(int partition, uint64_t line_index) const {
+  const uint64_t first = first_way(partition, line_index);
+  const auto* tags = reinterpret_cast<const char*>(&tags_[first]);
+  const auto* lines = reinterpret_cast<const char*>(&lines_[first]);
+  const size_t ways = static_cast<size_t>(params_.ways);
+  for (size_t at = 0; at < ways * sizeof(uint64_t); at += 64) __builtin_prefetch(tags + at);
+  for (size_t at = 0; at < ways * sizeof(Line); at += 64) __builtin_prefetch(lines + at);
+}
+
 void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   wait_for_pending_fills(begin, end);
+  for (uint64_t page = ((begin >> line_shift_) + kPageLines - 1) & ~(kPageLines - 1);
+       (page + kPageLines) * line_bytes <= end; page += kPageLines)
+    prefetch_set(serving_partition(near, page), page);
   uint64_t li = begin >> line_shift_;
   while (li * line_bytes < end) {
     const bool whole_page =
         (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin && (li + kPageLines) * line_bytes <= end;
     if (!whole_page) {
-      read_one(near, tensor, li++, begin, end);
+      uint64_t* tag = nullptr;
+      read_one(near, tensor, li++, begin, end, tag);
       continue;
     }
     if (!read_recorded_page(near, li, tensor)) {
-      for (uint64_t k = 0; k < kPageLines; ++k) read_one(near, tensor, li + k, begin, end);
-      record_page(near, li);
+      for (uint64_t k = 0; k < kPageLines; ++k) prefetch_set(serving_partition(near, li + k), li + k);
+      std::array<Line*, kPageLines> page{};
+      std::array<uint64_t*, kPageLines> tags{};
+      for (uint64_t k = 0; k < kPageLines; ++k)
+        page[k] = &read_one(near, tensor, li + k, begin, end, tags[k]);
+      record_page(page, tags, li);
     }
     li += kPageLines;
   }
 }
 
-void L2Cache::read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end) {
+L2Cache::Line& L2Cache::read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end,
+                                 uint64_t*& tag) {
   const uint8_t mask = sector_mask(line_index, begin, end);
   partition_bytes_[static_cast<size_t>(serving_partition(near, line_index))] +=
       sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
-  add_missing(line_index, read_line(near, line_index, mask, tensor));
+  Line* served = nullptr;
+  add_missing(line_index, read_line(near, line_index, mask, tensor, served, tag));
+  return *served;
 }
 
 void L2Cache::write_range(int near, int tensor, uint64_t begin, uint64_t end) {

@@ -18,14 +18,16 @@
 // such page has been read line by line it gets a record (the lines point to it); later reads of the whole
 // page update the record's stamp once instead of searching a set per line (a host-cache miss each: the
 // L2's state is megabytes). A line's LRU stamp is the later of its own and the one its record implies, the
-// very value the line-by-line path would have written; evicting a line writes the implied stamps back into
-// the page's lines and drops the record. Every figure is the same as without records, only faster.
+// very value the line-by-line path would have written; evicting a line ends the record's whole-page reads,
+// and the page's other lines keep their implied stamps through it. Every figure is the same as without
+// records, only faster.
 //
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
 // time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
 // latency when the core is attached to the other partition), and waits for its missed sectors from DRAM.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -63,6 +65,8 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t max_dirty_ways = 16;  // = ways: no limit
     // A read of a line whose fill is still in flight waits for it (a miss merge) instead of hitting.
     bool merge_pending_fills = false;
+    // Page records (below): simulation speed only, every figure the same without them (tested).
+    bool page_records = true;
   };
   L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz = 1.0);
   const Params& params() const { return params_; }
@@ -109,22 +113,31 @@ class L2Cache : public Component, public MemoryLevel {
   };
   static constexpr int kPageShift = 4;  // pages of 16 lines: a 2 KiB page at 128-byte lines
   static constexpr uint64_t kPageLines = uint64_t{1} << kPageShift;
+  // A record serves whole-page reads while `whole` (every line of its page present, fully valid and
+  // pointing to it). When one of them leaves, the record stops serving reads but stays for the lines still
+  // pointing to it, whose stamps it implies: they are not searched out one by one (16 set lookups per
+  // eviction). It is freed when the last line lets go of it (evicted, or taken by a newer record).
   struct PageRecord {
-    uint64_t key = 0;   // page_key(): the page and the partition group it was read through
-    uint64_t base = 0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
+    uint64_t base = 0;   // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
+    uint32_t lines = 0;  // lines pointing to it
+    bool whole = false;
   };
-  uint64_t page_key(int near, uint64_t first_line) const;
   // The line's slot in `partition`, or null when it is not there.
   Line* find_line(int partition, uint64_t line_index);
   uint64_t stamp_of(const Line& line, uint64_t line_index) const;
   // Reads a whole page through its record; false (nothing done) when it has none.
   bool read_recorded_page(int near, uint64_t first_line, int tensor);
-  // After a whole page was read line by line: gives it a record when all its lines are present and valid.
-  void record_page(int near, uint64_t first_line);
-  void drop_record(uint32_t record);
+  // After a whole page was read line by line (`page`: its lines' slots as the reads left them): gives it a
+  // record when all its lines are still there and fully valid.
+  void record_page(const std::array<Line*, kPageLines>& page, const std::array<uint64_t*, kPageLines>& tags,
+                   uint64_t first_line);
+  // The line lets go of its record (evicted, or about to take another): the page is no longer whole.
+  void release_record(Line& line);
   // Reads the bytes [begin, end), whole pages through their records.
   void read_range(int near, int tensor, uint64_t begin, uint64_t end);
-  void read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end);
+  void prefetch_set(int partition, uint64_t line_index) const;
+  // Returns the line's slot (valid until the next allocation in its set) and, through `tag`, its tag's.
+  Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, uint64_t*& tag);
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);
   // The sectors of the line that [begin, end) covers.
   uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;
@@ -140,12 +153,13 @@ class L2Cache : public Component, public MemoryLevel {
   // The line's slot in its set of `partition` (allocating, and evicting a victim, if absent); `hit` tells
   // which.
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
+  Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, uint64_t*& tag);
   int64_t find_way(const uint64_t* tags, uint64_t tag) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
   void wait_for_pending_fills(uint64_t begin, uint64_t end);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
-  uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor);
+  uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor, Line*& served, uint64_t*& tag);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   // The partition a core's request for the line is served by.
   int serving_partition(int near, uint64_t line_index) const;

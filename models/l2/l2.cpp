@@ -205,7 +205,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   }
   if (tags[victim] != 0) {
     ++evictions;
-    if (ways[victim].record) release_record(ways[victim]);
+    if (ways[victim].record) release_record(ways[victim], tags[victim] - 1);
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
   tags[victim] = line_index + 1;
@@ -216,8 +216,11 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
 
 uint64_t L2Cache::stamp_of(const Line& line, uint64_t line_index) const {
   if (!line.record) return line.stamp;
-  const uint64_t base = records_[line.record - 1].base;
-  return base ? std::max(line.stamp, base + (line_index & (kPageLines - 1)) + 1) : line.stamp;
+  const uint64_t position = line_index & (kPageLines - 1);
+  const uint64_t base = line.record == in_progress_.record && position >= in_progress_.position
+                            ? in_progress_.old_base
+                            : records_[line.record - 1].base;
+  return base ? std::max(line.stamp, base + position + 1) : line.stamp;
 }
 
 L2Cache::Line* L2Cache::find_line(int partition, uint64_t line_index) {
@@ -226,27 +229,84 @@ L2Cache::Line* L2Cache::find_line(int partition, uint64_t line_index) {
   return w < 0 ? nullptr : &lines_[first + static_cast<uint64_t>(w)];
 }
 
-bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor) {
+bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor, uint64_t begin, uint64_t end) {
   if (!params_.page_records) return false;
   const Line* first = find_line(serving_partition(near, first_line), first_line);
-  if (!first || !first->record || !records_[first->record - 1].whole) return false;
-  // A whole record covers its page in the partitions of one group: the first line's is this page's.
+  if (!first || !first->record) return false;
+  // The first line's record is this page's in the partitions of one group (a record is made for one).
+  if (records_[first->record - 1].present != kAllLines) {
+    read_partial_page(near, first_line, tensor, first->record, begin, end);
+    return true;
+  }
   PageRecord& record = records_[first->record - 1];
   if (params_.replacement == Replacement::Lru) {
     record.base = clock_;
     clock_ += kPageLines;
   }
-  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
-  if (params_.far_data == FarData::Copy)
-    partition_bytes_[static_cast<size_t>(near)] += kPageLines * line_bytes;
-  else
-    for (uint64_t k = 0; k < kPageLines; ++k)
-      partition_bytes_[static_cast<size_t>(home_of_line(first_line + k))] += line_bytes;
-  if (tensor >= 0) {
-    const uint64_t count = kPageLines * sectors_per_line_;
-    read_sectors[tensor] += count, read_hit_sectors[tensor] += count;
-  }
+  count_page_hits(near, first_line, kAllLines, tensor);
   return true;
+}
+
+void L2Cache::count_page_hits(int near, uint64_t first_line, uint16_t lines, int tensor) {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  uint64_t count = 0;
+  for (uint64_t k = 0; k < kPageLines; ++k) {
+    if (!(lines >> k & 1)) continue;
+    partition_bytes_[static_cast<size_t>(serving_partition(near, first_line + k))] += line_bytes;
+    ++count;
+  }
+  if (tensor < 0) return;
+  count *= sectors_per_line_;
+  read_sectors[tensor] += count, read_hit_sectors[tensor] += count;
+}
+
+// The present lines are hits; the missing ones are read one by one in the page's order. LRU: each gets the
+// stamp the line-by-line path gives it relative to the others (base + k + 1 in the serving partition; a
+// home partition's copy source after it, compared with no stamp of the serving one), and while line k is
+// read the lines after it keep their old stamps (in_progress_). FIFO stamps only what it allocates, as the
+// line-by-line path does.
+void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint32_t record, uint64_t begin,
+                                uint64_t end) {
+  const bool lru = params_.replacement == Replacement::Lru;
+  const uint64_t base = clock_;
+  if (lru) {
+    in_progress_ = {record, 0, records_[record - 1].base};
+    records_[record - 1].base = base;
+  }
+  uint16_t hits = 0, fetched = 0;
+  std::array<Line*, kPageLines> page{};
+  std::array<uint64_t*, kPageLines> tags{};
+  for (uint64_t k = 0; k < kPageLines; ++k) {
+    in_progress_.position = k + 1;
+    if (records_[record - 1].present >> k & 1) {
+      hits |= static_cast<uint16_t>(1u << k);
+      continue;
+    }
+    if (lru) clock_ = base + k;
+    page[k] = &read_one(near, tensor, first_line + k, begin, end, tags[k]);
+    fetched |= static_cast<uint16_t>(1u << k);
+  }
+  in_progress_ = {};
+  if (lru) clock_ = std::max(clock_, base + kPageLines);
+  count_page_hits(near, first_line, hits, tensor);
+  // A line fetched here may have been evicted by a later one of the page: its tag says so.
+  PageRecord& r = records_[record - 1];
+  for (uint64_t k = 0; k < kPageLines; ++k) {
+    if (!(fetched >> k & 1) || *tags[k] != first_line + k + 1) continue;
+    if (page[k]->record) release_record(*page[k], first_line + k);
+    page[k]->record = record;
+    r.present |= static_cast<uint16_t>(1u << k);
+  }
+}
+
+uint32_t L2Cache::new_record() {
+  if (free_records_.empty()) {
+    records_.emplace_back();
+    return static_cast<uint32_t>(records_.size());
+  }
+  const uint32_t index = free_records_.back();
+  free_records_.pop_back();
+  return index + 1;
 }
 
 void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
@@ -257,24 +317,18 @@ void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
   for (uint64_t k = 0; k < kPageLines; ++k)
     if (*tags[k] != first_line + k + 1 || page[k]->valid != all) return;
   for (uint64_t k = 0; k < kPageLines; ++k)
-    if (page[k]->record) release_record(*page[k]);
-  uint32_t index = static_cast<uint32_t>(records_.size());
-  if (free_records_.empty()) {
-    records_.emplace_back();
-  } else {
-    index = free_records_.back();
-    free_records_.pop_back();
-  }
-  records_[index] = PageRecord{0, static_cast<uint32_t>(kPageLines), true};
-  for (Line* line : page) line->record = index + 1;
+    if (page[k]->record) release_record(*page[k], first_line + k);
+  const uint32_t record = new_record();
+  records_[record - 1] = PageRecord{0, kAllLines};
+  for (Line* line : page) line->record = record;
 }
 
-// The record stops serving whole-page reads. The line's stamp need not take the one the record implied:
-// it is leaving, or has just been read line by line (a newer stamp; FIFO never uses the record's).
-void L2Cache::release_record(Line& line) {
+// The line's stamp need not take the one the record implied: it is leaving, or has just been read line by
+// line (a newer stamp; FIFO never uses the record's).
+void L2Cache::release_record(Line& line, uint64_t line_index) {
   PageRecord& record = records_[line.record - 1];
-  record.whole = false;
-  if (--record.lines == 0) free_records_.push_back(line.record - 1);
+  record.present = static_cast<uint16_t>(record.present & ~(1u << (line_index & (kPageLines - 1))));
+  if (record.present == 0) free_records_.push_back(line.record - 1);
   line.record = 0;
 }
 
@@ -430,7 +484,7 @@ void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
       read_one(near, tensor, li++, begin, end, tag);
       continue;
     }
-    if (!read_recorded_page(near, li, tensor)) {
+    if (!read_recorded_page(near, li, tensor, begin, end)) {
       for (uint64_t k = 0; k < kPageLines; ++k) prefetch_set(serving_partition(near, li + k), li + k);
       std::array<Line*, kPageLines> page{};
       std::array<uint64_t*, kPageLines> tags{};

@@ -18,9 +18,9 @@
 // such page has been read line by line it gets a record (the lines point to it); later reads of the whole
 // page update the record's stamp once instead of searching a set per line (a host-cache miss each: the
 // L2's state is megabytes). A line's LRU stamp is the later of its own and the one its record implies, the
-// very value the line-by-line path would have written; evicting a line ends the record's whole-page reads,
-// and the page's other lines keep their implied stamps through it. Every figure is the same as without
-// records, only faster.
+// very value the line-by-line path would have written. An evicted line leaves its page's record; the next
+// whole-page read through the record searches only for the lines that left. Every figure is the same as
+// without records (page_records: false), only faster.
 //
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
 // time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
@@ -113,26 +113,39 @@ class L2Cache : public Component, public MemoryLevel {
   };
   static constexpr int kPageShift = 4;  // pages of 16 lines: a 2 KiB page at 128-byte lines
   static constexpr uint64_t kPageLines = uint64_t{1} << kPageShift;
-  // A record serves whole-page reads while `whole` (every line of its page present, fully valid and
-  // pointing to it). When one of them leaves, the record stops serving reads but stays for the lines still
-  // pointing to it, whose stamps it implies: they are not searched out one by one (16 set lookups per
-  // eviction). It is freed when the last line lets go of it (evicted, or taken by a newer record).
+  // A record stands for the lines of its page that point to it (present and fully valid): `present`, one
+  // bit per line. A line that leaves clears its bit (no search for the page's other lines); the record is
+  // freed when none is left. A read of the page through a record with lines missing serves the present
+  // ones as hits and fetches the missing ones one by one, in the page's order, as the line-by-line path
+  // would (see read_partial_page), and they join the record.
   struct PageRecord {
-    uint64_t base = 0;   // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
-    uint32_t lines = 0;  // lines pointing to it
-    bool whole = false;
+    uint64_t base = 0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
+    uint16_t present = 0;  // lines pointing to it
+  };
+  static constexpr uint16_t kAllLines = static_cast<uint16_t>((1u << kPageLines) - 1);
+  // A page being read through a partial record: its lines from `position` on still carry the stamps of
+  // `old_base`, as the line-by-line path has not reached them yet when an earlier line's miss searches a
+  // set for a victim.
+  struct PageInProgress {
+    uint32_t record = 0;  // 1 + index into records_; 0: none
+    uint64_t position = 0, old_base = 0;
   };
   // The line's slot in `partition`, or null when it is not there.
   Line* find_line(int partition, uint64_t line_index);
   uint64_t stamp_of(const Line& line, uint64_t line_index) const;
   // Reads a whole page through its record; false (nothing done) when it has none.
-  bool read_recorded_page(int near, uint64_t first_line, int tensor);
+  bool read_recorded_page(int near, uint64_t first_line, int tensor, uint64_t begin, uint64_t end);
+  void read_partial_page(int near, uint64_t first_line, int tensor, uint32_t record, uint64_t begin,
+                         uint64_t end);
+  // Counts `lines` lines of the page as hits served by their partitions.
+  void count_page_hits(int near, uint64_t first_line, uint16_t lines, int tensor);
+  uint32_t new_record();
   // After a whole page was read line by line (`page`: its lines' slots as the reads left them): gives it a
   // record when all its lines are still there and fully valid.
   void record_page(const std::array<Line*, kPageLines>& page, const std::array<uint64_t*, kPageLines>& tags,
                    uint64_t first_line);
-  // The line lets go of its record (evicted, or about to take another): the page is no longer whole.
-  void release_record(Line& line);
+  // The line lets go of its record (evicted, or about to take another).
+  void release_record(Line& line, uint64_t line_index);
   // Reads the bytes [begin, end), whole pages through their records.
   void read_range(int near, int tensor, uint64_t begin, uint64_t end);
   void prefetch_set(int partition, uint64_t line_index) const;
@@ -179,6 +192,7 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<Line> lines_;                // same layout
   MissRuns miss_;
   std::vector<PageRecord> records_;
+  PageInProgress in_progress_;
   std::vector<uint32_t> free_records_;  // indices into records_ that are unused
   std::vector<BandwidthCalendar> calendars_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)

@@ -269,10 +269,8 @@ void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint3
                                 uint64_t end) {
   const bool lru = params_.replacement == Replacement::Lru;
   const uint64_t base = clock_;
-  if (lru) {
-    in_progress_ = {record, 0, records_[record - 1].base};
-    records_[record - 1].base = base;
-  }
+  in_progress_ = {record, 0, records_[record - 1].base};  // also keeps the record while it may empty
+  if (lru) records_[record - 1].base = base;
   uint16_t hits = 0, fetched = 0;
   std::array<Line*, kPageLines> page{};
   std::array<uint64_t*, kPageLines> tags{};
@@ -297,6 +295,7 @@ void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint3
     page[k]->record = record;
     r.present |= static_cast<uint16_t>(1u << k);
   }
+  if (r.present == 0) free_records_.push_back(record - 1);  // its last lines left while it was read
 }
 
 uint32_t L2Cache::new_record() {
@@ -328,7 +327,7 @@ void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
 void L2Cache::release_record(Line& line, uint64_t line_index) {
   PageRecord& record = records_[line.record - 1];
   record.present = static_cast<uint16_t>(record.present & ~(1u << (line_index & (kPageLines - 1))));
-  if (record.present == 0) free_records_.push_back(line.record - 1);
+  if (record.present == 0 && line.record != in_progress_.record) free_records_.push_back(line.record - 1);
   line.record = 0;
 }
 

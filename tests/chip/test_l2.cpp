@@ -237,45 +237,46 @@ TEST(L2, DirtyLinesPerSetAreBounded) {
 
 // Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
-// every completion cycle and every line's fate the same with and without them, in both far-data modes and
-// both replacements.
+// every completion cycle and every line's fate the same with and without them, in both far-data modes,
+// both replacements and at 1, 2 and 4 ways (few ways: a page's own lines evict each other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
-  for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
-    for (auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo}) {
-      std::vector<std::vector<uint64_t>> figures[2];
-      for (bool records : {false, true}) {
-        L2Cache::Params p = tiny(4, 16, 2);
-        p.far_data = far;
-        p.replacement = replacement;
-        p.max_dirty_ways = 3;
-        p.page_records = records;
-        Rig rig(p);
-        std::mt19937_64 random(7);
-        std::vector<uint64_t> done;
-        constexpr uint64_t kPage = 16 * kLine, kPages = 24;  // 48 KiB over a 16 KiB L2
-        for (int i = 0; i < 4000; ++i) {
-          const uint64_t page = random() % kPages, kind = random() % 8;
-          MemAccess a{0, page * kPage, 1, kPage, kPage, false, static_cast<int>(random() % 4)};
-          if (kind == 5) a = MemAccess{0, page * kPage + 96, 3, 200, 640, false, a.core};  // rows, sectors
-          if (kind == 6) a = MemAccess{0, page * kPage + 256, 2, 512, 1024, true, a.core};
-          if (kind == 7)
-            a = MemAccess{0, page % (kPages - 2) * kPage, 1, 3 * kPage, 3 * kPage, false, a.core};
-          done.push_back(rig.l2.access(a, static_cast<uint64_t>(i) * 50));
+  for (int64_t ways : {1, 2, 4})
+    for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
+      for (auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo}) {
+        std::vector<std::vector<uint64_t>> figures[2];
+        for (bool records : {false, true}) {
+          L2Cache::Params p = tiny(ways, 16 / ways * 4, 2);
+          p.far_data = far;
+          p.replacement = replacement;
+          p.max_dirty_ways = std::max<int64_t>(1, ways - 1);
+          p.page_records = records;
+          Rig rig(p);
+          std::mt19937_64 random(7);
+          std::vector<uint64_t> done;
+          constexpr uint64_t kPage = 16 * kLine, kPages = 12;  // 24 KiB over a 16 KiB L2
+          for (int i = 0; i < 40000; ++i) {
+            const uint64_t page = random() % kPages, kind = random() % 8;
+            MemAccess a{0, page * kPage, 1, kPage, kPage, false, static_cast<int>(random() % 4)};
+            if (kind == 5) a = MemAccess{0, page * kPage + 96, 3, 200, 640, false, a.core};  // rows, sectors
+            if (kind == 6) a = MemAccess{0, page * kPage + 256, 2, 512, 1024, true, a.core};
+            if (kind == 7)
+              a = MemAccess{0, page % (kPages - 2) * kPage, 1, 3 * kPage, 3 * kPage, false, a.core};
+            done.push_back(rig.l2.access(a, static_cast<uint64_t>(i) * 50));
+          }
+          L2Cache& l2 = rig.l2;
+          figures[records] = {
+              done,
+              l2.read_hit_sectors,
+              l2.read_miss_sectors,
+              l2.write_hit_sectors,
+              l2.writeback_bytes,
+              l2.dirty_bytes_per_tensor(),
+              {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, rig.dram.read, rig.dram.written}};
         }
-        L2Cache& l2 = rig.l2;
-        figures[records] = {
-            done,
-            l2.read_hit_sectors,
-            l2.read_miss_sectors,
-            l2.write_hit_sectors,
-            l2.writeback_bytes,
-            l2.dirty_bytes_per_tensor(),
-            {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, rig.dram.read, rig.dram.written}};
+        EXPECT_EQ(figures[0], figures[1]) << ways << " ways, far_data " << static_cast<int>(far)
+                                          << ", replacement " << static_cast<int>(replacement);
+        EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
       }
-      EXPECT_EQ(figures[0], figures[1])
-          << "far_data " << static_cast<int>(far) << ", replacement " << static_cast<int>(replacement);
-      EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
-    }
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) 
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
   for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
-                    ProbeMode::WritePrivate, ProbeMode::WriteSingle})
+                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Scatter})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -35,11 +35,48 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "wprivate";
     case ProbeMode::WriteSingle:
       return "wsingle";
+    case ProbeMode::Scatter:
+      return "scatter";
   }
   return "?";
 }
 
+uint64_t scattered_line(uint64_t i) {
+  uint64_t x = i + 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return 8 * i + (x ^ (x >> 31)) % 8;
+}
+
+namespace {
+
+// One block, 1,024 threads: each step loads 128 line indices (512 bytes of `lines`), then the 128 lines.
+isa::Program scatter_probe(const ProbeShape& s) {
+  const int64_t count = static_cast<int64_t>(s.bytes / 128 / 128 * 128);
+  if (count < 128) throw std::invalid_argument("l2 probe: scatter needs at least 16 KiB");
+  if (s.passes < 1 || s.passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
+  Builder b("<l2-probe>");
+  const int x = b.tensor("X", 8 * count, 32, Dtype::F32, false, 0);
+  const int lines = b.tensor("lines", count / 128, 128, Dtype::F32, false, 0);  // u32 indices
+  const int index = b.buffer("I", 1, 128, Dtype::F32);
+  const int buffer = b.buffer("B", 1, 32, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {1, 1, 1});
+  b.begin_block(kernel, {0, 0, 0});
+  for (int64_t pass = 0; pass < s.passes; ++pass)
+    for (int64_t step = 0; step < count / 128; ++step) {
+      b.emit(Opcode::Load, {b.rows_of(lines, step, 1), b.buf(index)});
+      for (int64_t k = 0; k < 128; ++k) {
+        const auto line = static_cast<int64_t>(scattered_line(static_cast<uint64_t>(step * 128 + k)));
+        b.emit(Opcode::Load, {b.rows_of(x, line, 1), b.buf(buffer)});
+      }
+    }
+  return b.take();
+}
+
+}  // namespace
+
 isa::Program l2_probe(const ProbeShape& s) {
+  if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   const bool one_block = s.mode == ProbeMode::Single || s.mode == ProbeMode::WriteSingle;
   const bool private_slices = s.mode == ProbeMode::Private || s.mode == ProbeMode::WritePrivate;

@@ -19,6 +19,7 @@ enum class ProbeMode {
   Private,       // block b reads its own 1 / blocks of the tensor `passes` times
   WritePrivate,  // block b stores its own 1 / blocks of the tensor `passes` times
   WriteSingle,   // one block stores the whole tensor `passes` times
+  Scatter,       // one block reads `bytes` of 128-byte lines scattered over a tensor 8 times as large
 };
 
 struct ProbeShape {
@@ -30,10 +31,14 @@ struct ProbeShape {
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
 // tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
+// Scatter: line i of the footprint is line 8 i + splitmix64(i) mod 8 of X; each step of 128 lines first
+// loads their 128 indices (u32) from tensor `lines`, as the kernel does.
 isa::Program l2_probe(const ProbeShape& shape);
+// The scattered line of footprint index i (validation/l2_probe.cu computes the same).
+uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
-    std::string_view name);  // single, shared, spread, private, wprivate, wsingle
+    std::string_view name);  // single, shared, spread, private, wprivate, wsingle, scatter
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

@@ -9,6 +9,10 @@
 //   private  block b reads its own BYTES / BLOCKS slice PASSES times
 //   wprivate block b writes its own BYTES / BLOCKS slice PASSES times (what stays dirty in L2)
 //   wsingle  one block writes the buffer PASSES times
+//   scatter  one block reads BYTES of 128-byte lines scattered over a buffer 8 times as large (line i at
+//            8 i + splitmix64(i) mod 8) PASSES times: the sets those lines fall in are as good as random,
+//            so how many sets overflow at a given footprint depends on the L2's associativity (a
+//            contiguous buffer fills the sets evenly and hides it)
 // With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
 // every pass are written there (how far co-resident blocks drift apart); with SAMPLES=S as well, at S evenly
 // spaced points of every pass instead of its end only (whether out-of-step readers bunch up).
@@ -38,6 +42,49 @@ __device__ unsigned sm_id() {
   unsigned id;
   asm volatile("mov.u32 %0, %smid;" : "=r"(id));
   return id;
+}
+
+// scatter: each step 128 lines, 8 threads a line, 16 bytes each; the line indices come from `lines`.
+__global__ void scatter_kernel(const int4* __restrict__ buffer, const unsigned* __restrict__ lines,
+                               size_t count, int passes, unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  for (int p = 0; p < passes; ++p)
+    for (size_t step = 0; step < count / 128; ++step) {
+      const size_t line = __ldg(lines + step * 128 + threadIdx.x / 8);
+      const int4 v = __ldcg(buffer + line * 8 + threadIdx.x % 8);
+      acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+    }
+  sink[threadIdx.x] = acc;
+}
+
+unsigned long long splitmix64(unsigned long long x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+int run_scatter(size_t bytes, int passes, const cudaDeviceProp& prop) {
+  const size_t count = bytes / 128 / 128 * 128;  // whole steps of 128 lines
+  std::vector<unsigned> lines(count);
+  for (size_t i = 0; i < count; ++i) lines[i] = static_cast<unsigned>(8 * i + splitmix64(i) % 8);
+  int4* buffer = nullptr;
+  unsigned *table = nullptr, *sink = nullptr;
+  CHECK(cudaMalloc(&buffer, count * 8 * 128));
+  CHECK(cudaMalloc(&table, count * sizeof(unsigned)));
+  CHECK(cudaMalloc(&sink, kThreads * sizeof(unsigned)));
+  CHECK(cudaMemset(buffer, 0x5a, count * 8 * 128));
+  CHECK(cudaMemcpy(table, lines.data(), count * sizeof(unsigned), cudaMemcpyHostToDevice));
+  CHECK(cudaDeviceSynchronize());
+  scatter_kernel<<<1, kThreads>>>(buffer, table, count, passes, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::printf("RESULT mode=scatter bytes=%zu passes=%d blocks=1 ms=0 sms=%d l2=%d\n", count * 128, passes,
+              prop.multiProcessorCount, prop.l2CacheSize);
+  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(table));
+  CHECK(cudaFree(sink));
+  return 0;
 }
 
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
@@ -87,7 +134,7 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: l2_probe single|shared|spread|private|wprivate|wsingle BYTES PASSES [BLOCKS]\n");
+    std::fprintf(stderr, "usage: l2_probe single|shared|spread|private|wprivate|wsingle|scatter BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
@@ -97,6 +144,7 @@ int main(int argc, char** argv) {
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
+  if (mode_name == "scatter") return bytes >= 128 * 128 && passes >= 1 ? run_scatter(bytes, passes, prop) : 2;
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
   if (mode == 0 || mode == 5) blocks = 1;
   if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1) {

@@ -4,6 +4,7 @@
 #   SET=extra bash validation/run_l2_probe.sh  (writers, two blocks per SM, and per-block pass timestamps)
 #   SET=waves bash validation/run_l2_probe.sh  (in-step readers over 1 to 8 waves, with timestamps)
 #   SET=samples bash validation/run_l2_probe.sh  (out-of-step and in-step readers, 32 timestamps a pass)
+#   SET=scatter bash validation/run_l2_probe.sh  (one SM reading scattered lines: the associativity)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -33,7 +34,7 @@ echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k l2_probe_kernel --csv \
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:l2_probe_kernel|scatter_kernel" --csv \
     --page raw --print-units base "$WORK/l2_probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" "$@" << 'EOF'
 import csv, io, os, sys
@@ -42,7 +43,7 @@ text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
 rows = [l for l in text.splitlines() if l.startswith('"')]
 table = list(csv.DictReader(io.StringIO("\n".join(rows))))
-row = [r for r in table if r.get("Kernel Name", "").startswith("l2_probe_kernel")][0]
+row = [r for r in table if r.get("Kernel Name", "").startswith(("l2_probe_kernel", "scatter_kernel"))][0]
 fields = dict(kv.split("=") for kv in result[0].split()[1:])
 names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
@@ -77,6 +78,11 @@ elif [ "$SET" = samples ]; then
     # shellcheck disable=SC2086
     SAMPLES=32 TIMES="$OUT/${G}_l2_probe_samples_$name.csv" run $args
   done
+elif [ "$SET" = scatter ]; then
+  # Footprints around one partition's 25 MiB (a single SM's reads all land in its near partition), and
+  # the contiguous single-SM reads at the same sizes beside them.
+  for s in 8 12 16 18 20 22 24 28 32 40; do run scatter $((s * MB)) 3; done
+  for s in 12 18 22; do run single $((s * MB)) 3; done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

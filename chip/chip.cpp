@@ -206,29 +206,11 @@ void Chip::start_kernel(uint64_t at) {
       if (!assign_block(static_cast<int>(c), state_[c].slots[slot], at)) return;
 }
 
-// Asks the host to cache what the block decodes in its next two steps: the instruction after next, and
-// the tiles of the next one. Between two steps of a block every other resident block steps (hundreds on a
-// whole chip), so without it each decode waits for host memory.
-namespace {
-
-void prefetch_ahead(const isa::Chunk& chunk, size_t position, size_t end) {
-  if (position + 2 < end) {
-    const auto* next = reinterpret_cast<const char*>(&chunk.instructions[position + 2]);
-    for (size_t at = 0; at < sizeof(isa::Instruction); at += 64) __builtin_prefetch(next + at);
-  }
-  if (position + 1 >= end) return;
-  for (const isa::Operand& o : chunk.instructions[position + 1].operands())
-    if (o.kind == isa::Operand::Kind::Tile) __builtin_prefetch(&chunk.tiles[static_cast<size_t>(o.tensor)]);
-}
-
-}  // namespace
-
 // Decodes the slot's instruction at `position` and finds when its operands are ready.
 void Chip::prepare(int core, Slot& slot) {
   const BlockSegment& seg = slot.work.segments[slot.segment];
   TileCore& tile = *state_[core].tile;
   tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, slot.next);
-  prefetch_ahead(*seg.chunk, slot.position, seg.end);
   slot.ready = tile.ready_time(slot.next, slot.ctx);
 }
 

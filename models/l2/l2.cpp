@@ -457,23 +457,9 @@ uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) 
   return static_cast<uint8_t>(((1u << (last + 1)) - 1) & ~((1u << first) - 1));
 }
 
-// Asks the host to bring a set's tags and line states into its caches: the L2's state is megabytes, so a
-// lookup is a host-cache miss, and issuing a page's worth together lets them overlap instead of queueing.
-void L2Cache::prefetch_set(int partition, uint64_t line_index) const {
-  const uint64_t first = first_way(partition, line_index);
-  const auto* tags = reinterpret_cast<const char*>(&tags_[first]);
-  const auto* lines = reinterpret_cast<const char*>(&lines_[first]);
-  const size_t ways = static_cast<size_t>(params_.ways);
-  for (size_t at = 0; at < ways * sizeof(uint64_t); at += 64) __builtin_prefetch(tags + at);
-  for (size_t at = 0; at < ways * sizeof(Line); at += 64) __builtin_prefetch(lines + at);
-}
-
 void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   wait_for_pending_fills(begin, end);
-  for (uint64_t page = ((begin >> line_shift_) + kPageLines - 1) & ~(kPageLines - 1);
-       (page + kPageLines) * line_bytes <= end; page += kPageLines)
-    prefetch_set(serving_partition(near, page), page);
   uint64_t li = begin >> line_shift_;
   while (li * line_bytes < end) {
     const bool whole_page =
@@ -484,7 +470,6 @@ void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
       continue;
     }
     if (!read_recorded_page(near, li, tensor, begin, end)) {
-      for (uint64_t k = 0; k < kPageLines; ++k) prefetch_set(serving_partition(near, li + k), li + k);
       std::array<Line*, kPageLines> page{};
       std::array<uint64_t*, kPageLines> tags{};
       for (uint64_t k = 0; k < kPageLines; ++k)

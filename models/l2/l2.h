@@ -148,7 +148,6 @@ class L2Cache : public Component, public MemoryLevel {
   void release_record(Line& line, uint64_t line_index);
   // Reads the bytes [begin, end), whole pages through their records.
   void read_range(int near, int tensor, uint64_t begin, uint64_t end);
-  void prefetch_set(int partition, uint64_t line_index) const;
   // Returns the line's slot (valid until the next allocation in its set) and, through `tag`, its tag's.
   Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, uint64_t*& tag);
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);

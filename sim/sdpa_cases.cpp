@@ -103,6 +103,14 @@ const ForwardSpill* forward_spill(const std::string& kernel_template, bool causa
   return nullptr;
 }
 
+// cuDNN's backward (cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_26_64x64x{d}_...):
+// persistent like its forward (grid = SM count, 384 threads: a producer warp group and two consumers),
+// after compute_dot_do_o_specialized (D) and before convert_dq_to_16bits (dQ from the f32 accumulator), the
+// three kernels flash-attn's backward also launches.
+bool is_cudnn_backward(const std::string& kernel) {
+  return kernel.rfind("cudnn_generated_fort_native_sdpa_sm90_flash_bprop", 0) == 0;
+}
+
 // Why a forward kernel has no schedule yet.
 std::string unmapped_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassF", 0) == 0)
@@ -116,11 +124,27 @@ std::string unmapped_backward_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassB", 0) == 0)
     return "the memory-efficient backward kernel (CUTLASS fmha_cutlassB) has no schedule: its loop "
            "structure is not modelled";
-  if (kernel.rfind("cudnn", 0) == 0)
-    return "cuDNN's backward reads as flash2-bwd with 128-row key tiles, but its writes are not explained "
-           "(dot(dO, O) writes 2.2-2.6x |Q|, the dQ conversion 1.55-1.64x |dQ|, the main kernel 1-2% more "
-           "than dK, dV and the dQ atomics)";
+  if (kernel.rfind("cudnn", 0) == 0) return "cuDNN kernel " + kernel + " has no schedule";
   return "kernel " + kernel + " has no schedule";
+}
+
+// cuDNN's backward as flash2-bwd with flash-attn's kernels: its SM<-L2 reads are those of 128-row key tiles
+// (K_j, V_j once; Q_i, dO_i, L_i, D_i once per key block: 68.01 x |Q| measured at 1x16x4096x64, 68.00 x
+// simulated), so a work tile is 128 keys, which the name's 64 x 64 makes two consumer warp groups of 64 keys
+// each stepping through 64 query rows. Its tile order is not documented: handed out as SMs free up, as its
+// forward's (one block per SM, the measured occupancy). Its writes beyond dK, dV, D and the dQ atomics are
+// not explained (dot(dO, O) writes 2.2-2.6 x |Q| where D and the zeroed f32 dQ accumulator are 2.03-2.06 x,
+// the dQ conversion 1.55-1.64 x |dQ|, the main kernel 1-2% more): nothing is added for them.
+Measurement cudnn_backward_measurement(Measurement m) {
+  m.schedule = "flash2-bwd";
+  m.block_q = 64;
+  m.block_k = 128;
+  m.as_flash_attn = true;
+  m.dynamic_tiles = true;
+  m.double_buffer = true;  // the producer warp group loads the next Q_i, dO_i while the consumers work
+  m.wgmma = true;
+  m.ping_pong = true;  // BackwardShape::warp_groups: a producer warp group and two consumers
+  return m;
 }
 
 // A backward row: FlashAttention-2's three kernels (dot(dO, O) with dQaccum zeroed, dK/dV with dQaccum
@@ -128,6 +152,7 @@ std::string unmapped_backward_reason(const std::string& kernel) {
 Measurement backward_measurement(const CsvRow& row, Measurement m) {
   const std::string kernel = row.text("main_kernel");
   const std::string kernel_template = row.text("main_kernel_template");
+  if (is_cudnn_backward(kernel)) return cudnn_backward_measurement(m);
   auto tiles = backward_tiles(kernel, kernel_template);
   if (!tiles) {
     m.not_simulated = unmapped_backward_reason(kernel);

@@ -298,6 +298,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.accumulators_in_registers = m.accumulators_in_registers;
     shape.rolled_k_loops = m.rolled_k_loops;
     shape.double_buffer = m.double_buffer;
+    shape.warp_groups = m.ping_pong;  // a producer and two consumer warp groups (cuDNN's backward)
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {

@@ -66,6 +66,11 @@ class Gen {
   Operand tile(int tensor, int64_t h, const Block& r, const Block& c) {
     return slice(tensor, h * s_.n * s_.n, r.start, r.rows, c.start, c.rows, s_.n);
   }
+  // Rows r and columns [col0, col0 + cols) of head h of an n-row matrix.
+  Operand rows_cols(int tensor, int64_t h, const Block& r, int64_t col0, int64_t cols) {
+    const int64_t all = b.p.tensors[tensor].shape.back();
+    return slice(tensor, h * s_.n * all, r.start, r.rows, col0, cols, all);
+  }
   void emit(Opcode op, std::initializer_list<Operand> operands) { b.emit(op, operands); }
   // acc = x y on the first tile of a sum (MAC_Z), acc += x y after it (MAC).
   void mac(bool first, Operand x, Operand y, Operand acc) {
@@ -163,6 +168,35 @@ TileBuffers declare_tile_buffers(Builder& b, const BackwardShape& s) {
   return t;
 }
 
+// BackwardShape::warp_groups: the step's inputs in two slots (the producer fills one while the consumers
+// read the other) and each consumer's own tiles. The dot(dO, O) and dQ conversion kernels use slot 0 and
+// consumer 0's dQ tile, which holds all d columns for them.
+struct WarpGroupBuffers {
+  int qi[2], doi[2], li[2], di[2];
+  int sc[2], pb[2], dp[2], ds[2], dk[2], dv[2], dq[2];
+};
+
+WarpGroupBuffers declare_warp_group_buffers(Builder& b, const BackwardShape& s) {
+  const int64_t br = s.block_q, half = (s.block_k + 1) / 2, d = s.d;
+  WarpGroupBuffers w;
+  for (int x = 0; x < 2; ++x) {
+    const std::string tag = x == 0 ? "" : "_b";
+    w.qi[x] = b.buffer("Qi" + tag, br, d, s.dtype);
+    w.doi[x] = b.buffer("dOi" + tag, br, d, s.dtype);
+    w.li[x] = b.buffer("Li" + tag, br, 1, kAcc);
+    w.di[x] = b.buffer("Di" + tag, br, 1, kAcc);
+    w.sc[x] = b.buffer("S" + tag, br, half, kAcc);
+    w.pb[x] = b.buffer("P" + tag, br, half, s.dtype);
+    w.dp[x] = b.buffer("dP" + tag, br, half, kAcc);
+    w.ds[x] = b.buffer("dS" + tag, br, half, s.dtype);
+    w.dk[x] = b.buffer("dKj" + tag, half, d, kAcc);
+    w.dv[x] = b.buffer("dVj" + tag, half, d, kAcc);
+    w.dq[x] = b.buffer("dQi" + tag, br, x == 0 ? d : d / 2, kAcc);
+  }
+  b.in_registers({w.sc[0], w.sc[1], w.dp[0], w.dp[1], w.dk[0], w.dk[1], w.dv[0], w.dv[1]});
+  return w;
+}
+
 // FlashAttention-2 backward (seed 000's Algorithm 4 with seed 002's D_i trick), two kernels as
 // flash-attn launches them (its batch folded into the heads):
 //   flash2_bwd_dot_do_o, grid (query blocks, heads): block (i, h) computes D_i = rowsum(dO_i * O_i) and
@@ -182,7 +216,8 @@ struct Flash2Plan {
   int local = -1;          // the dK/dV blocks' spill stores (as_flash_attn with spill bytes)
   int64_t local_rows = 0;  // block b stores to row b mod local_rows
   TileBuffers buf;
-  int spill = -1;  // buffer of one block's spill stores
+  WarpGroupBuffers wg{};  // with warp_groups
+  int spill = -1;         // buffer of one block's spill stores
   std::vector<Block> qblocks, kblocks;
   int dot_do_o = -1, dkdv = -1, convert_dq = -1;  // the kernels (all declared before any instruction)
 };
@@ -193,7 +228,14 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   p.t = declare_common(g, s, s.as_flash_attn ? s.dtype : kAcc, s.dtype);
   p.d = g.matrix("D", s.n, 1, kAcc);
   p.dq_acc = s.as_flash_attn ? g.matrix("dQaccum", s.n, s.d, kAcc) : p.t.dq;
-  p.buf = declare_tile_buffers(b, s);
+  if (s.warp_groups) {
+    p.wg = declare_warp_group_buffers(b, s);
+    p.buf = {p.wg.qi[0], p.wg.doi[0], -1, -1, p.wg.li[0], p.wg.di[0], -1, -1, -1, -1, p.wg.dq[0], -1, -1};
+    p.buf.kj = b.buffer("Kj", s.block_k, s.d, s.dtype);
+    p.buf.vj = b.buffer("Vj", s.block_k, s.d, s.dtype);
+  } else {
+    p.buf = declare_tile_buffers(b, s);
+  }
   p.qblocks = blocks_of(s.n, s.block_q);
   p.kblocks = blocks_of(s.n, s.block_k);
   const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
@@ -203,7 +245,8 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
     b.in_registers({p.buf.sc, p.buf.pb, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (!s.as_flash_attn) return p;
   p.convert_dq = b.kernel("flash2_bwd_convert_dq", {tr, s.heads, 1});
-  b.in_registers({p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});  // the f32 tiles flash-attn keeps in registers
+  if (!s.warp_groups)  // the f32 tiles flash-attn keeps in registers
+    b.in_registers({p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (s.spill_bytes_per_block > 0) {
     const int64_t words = s.spill_bytes_per_block / 4;
     const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
@@ -270,6 +313,13 @@ void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t
   g.emit(Opcode::StoreAdd, {b.buf(dqi, r), g.rows(p.dq_acc, h, qb)});
 }
 
+// The block's spill stores (BackwardShape::spill_bytes_per_block) into its row of `local`.
+void emit_spill(Gen& g, const Flash2Plan& p, int64_t h, size_t j) {
+  if (p.local < 0) return;
+  const int64_t row = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
+  g.emit(Opcode::Store, {g.b.buf(p.spill), g.b.rows_of(p.local, row % p.local_rows, 1)});
+}
+
 // dK, dV, and dQ accumulated.
 void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
   Builder& b = g.b;
@@ -301,10 +351,135 @@ void emit_dkdv(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
       const int dk_from = staged ? buf.kj : buf.dkj, dv_from = staged ? buf.vj : buf.dvj;
       g.emit(Opcode::Store, {b.buf(dk_from, c), g.rows(p.t.dk, h, kb)});
       g.emit(Opcode::Store, {b.buf(dv_from, c), g.rows(p.t.dv, h, kb)});
-      if (p.local >= 0) {
-        const int64_t row = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
-        g.emit(Opcode::Store, {b.buf(p.spill), b.rows_of(p.local, row % p.local_rows, 1)});
+      emit_spill(g, p, h, j);
+    }
+}
+
+// BackwardShape::warp_groups: the key block's halves (consumer x's rows, keys[x].start - kb.start into
+// K_j) and d's column halves (consumer x's columns of dQ_i; consumer 0's dQ tile holds the wider one).
+struct Halves {
+  Block keys[2];
+  int64_t col0[2], cols[2];
+};
+
+Halves halves_of(const Block& kb, int64_t d) {
+  const int64_t a = (kb.rows + 1) / 2, wide = d - d / 2;
+  return {{{kb.start, a}, {kb.start + a, kb.rows - a}}, {0, wide}, {wide, d / 2}};
+}
+
+// The producer (group 0) loads query block qb's Q_i, dO_i, L_i, D_i into a slot.
+void emit_step_loads(Gen& g, const Flash2Plan& p, int64_t h, const Block& qb, int slot) {
+  Builder& b = g.b;
+  const WarpGroupBuffers& w = p.wg;
+  const int64_t r = qb.rows;
+  b.group(0);
+  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(w.qi[slot], r)});
+  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(w.doi[slot], r)});
+  g.emit(Opcode::Load, {g.rows(p.t.lse, h, qb), b.buf(w.li[slot], r)});
+  g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(w.di[slot], r)});
+}
+
+// Consumer x's rows of K_j or V_j (a buffer holding the key block), all columns.
+Operand key_rows(Builder& b, int buffer, const Block& kb, const Block& half, bool transpose = false) {
+  return b.buf_rows(buffer, half.start - kb.start, half.rows, -1, transpose);
+}
+
+// Columns [col0, col0 + cols) of a half's rows of K_j.
+Operand key_cols(Builder& b, int buffer, const Block& kb, const Block& half, int64_t col0, int64_t cols) {
+  isa::TileRef t = b.p.buffer_tile(buffer);
+  t.row0 = half.start - kb.start;
+  t.rows = half.rows;
+  t.col0 = col0;
+  t.cols = cols;
+  return b.tile(t);
+}
+
+// One step (query block qb, key block kb) of the two consumers. Program order, which each unit follows:
+// S and dP of half 0, then of half 1 (the VPU computes half 0's P and dS meanwhile); dV, dK of half 0
+// (half 1's P and dS meanwhile), then of half 1; then each consumer's columns of dQ_i from both halves' dS,
+// added into dQaccum.
+void emit_warp_group_step(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t h, const Block& qb,
+                          const Block& kb, int slot, bool first[2]) {
+  Builder& b = g.b;
+  const WarpGroupBuffers& w = p.wg;
+  const Halves hv = halves_of(kb, s.d);
+  const int64_t r = qb.rows;
+  bool live[2];
+  for (int x = 0; x < 2; ++x) live[x] = hv.keys[x].rows > 0 && visible(s.causal, qb, hv.keys[x]);
+  auto consumer = [&](int x) { b.group(static_cast<uint8_t>(1 + x)); };
+  const int kj = p.buf.kj, vj = p.buf.vj;
+  for (int x = 0; x < 2; ++x) {
+    if (!live[x]) continue;
+    const int64_t c = hv.keys[x].rows;
+    consumer(x);
+    g.emit(Opcode::MacZ, {b.buf(w.qi[slot], r), key_rows(b, kj, kb, hv.keys[x], true), b.buf(w.sc[x], r, c)});
+    g.emit(Opcode::MacZ,
+           {b.buf(w.doi[slot], r), key_rows(b, vj, kb, hv.keys[x], true), b.buf(w.dp[x], r, c)});
+  }
+  for (int x = 0; x < 2; ++x) {
+    if (!live[x]) continue;
+    const int64_t c = hv.keys[x].rows;
+    consumer(x);
+    if (crosses_diagonal(s.causal, qb, hv.keys[x]))
+      g.emit(Opcode::Mask, {b.buf(w.sc[x], r, c), Operand::imm(qb.start), Operand::imm(hv.keys[x].start)});
+    g.emit(Opcode::Sub, {b.buf(w.sc[x], r, c), b.buf(w.li[slot], r), b.buf(w.sc[x], r, c)});
+    g.emit(Opcode::Exp, {b.buf(w.sc[x], r, c), b.buf(w.pb[x], r, c)});
+    g.emit(Opcode::Sub, {b.buf(w.dp[x], r, c), b.buf(w.di[slot], r), b.buf(w.dp[x], r, c)});
+    g.emit(Opcode::Mul, {b.buf(w.pb[x], r, c), b.buf(w.dp[x], r, c), b.buf(w.ds[x], r, c)});
+    g.mac(first[x], b.buf(w.pb[x], r, c, true), b.buf(w.doi[slot], r), b.buf(w.dv[x], c));
+    g.mac(first[x], b.buf(w.ds[x], r, c, true), b.buf(w.qi[slot], r), b.buf(w.dk[x], c));
+    first[x] = false;
+  }
+  for (int x = 0; x < 2; ++x) {
+    consumer(x);
+    bool zeroed = false;
+    for (int y = 0; y < 2; ++y)
+      if (live[y]) {
+        g.mac(!zeroed, b.buf(w.ds[y], r, hv.keys[y].rows),
+              key_cols(b, kj, kb, hv.keys[y], hv.col0[x], hv.cols[x]), b.buf(w.dq[x], r, hv.cols[x]));
+        zeroed = true;
       }
+    if (zeroed)
+      g.emit(Opcode::StoreAdd,
+             {b.buf(w.dq[x], r, hv.cols[x]), g.rows_cols(p.dq_acc, h, qb, hv.col0[x], hv.cols[x])});
+  }
+}
+
+// dK, dV and dQ accumulated by a producer and two consumers (BackwardShape::warp_groups); query blocks
+// from the last down, as flash-attn's. Every key is visible to the query block holding its position, so
+// every half accumulates at least once.
+void emit_dkdv_warp_groups(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
+  Builder& b = g.b;
+  std::vector<Block> order = p.qblocks;
+  std::reverse(order.begin(), order.end());
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t j = 0; j < p.kblocks.size(); ++j) {
+      const Block& kb = p.kblocks[j];
+      b.begin_block(p.dkdv, {static_cast<int64_t>(j), h, 0});
+      g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(p.buf.kj, kb.rows)});
+      g.emit(Opcode::Load, {g.rows(p.t.v, h, kb), b.buf(p.buf.vj, kb.rows)});
+      std::vector<Block> steps;
+      for (const Block& qb : order)
+        if (visible(s.causal, qb, kb)) steps.push_back(qb);
+      bool first[2] = {true, true};
+      for (size_t i = 0; i < steps.size(); ++i) {
+        if (i == 0) emit_step_loads(g, p, h, steps[0], 0);
+        if (i + 1 < steps.size()) emit_step_loads(g, p, h, steps[i + 1], static_cast<int>((i + 1) % 2));
+        emit_warp_group_step(s, g, p, h, steps[i], kb, static_cast<int>(i % 2), first);
+      }
+      // Each consumer stages its rows of dK_j, dV_j through K_j's and V_j's SRAM and stores them.
+      const Halves hv = halves_of(kb, s.d);
+      for (int x = 0; x < 2; ++x) {
+        const Block& half = hv.keys[x];
+        if (half.rows == 0) continue;
+        b.group(static_cast<uint8_t>(1 + x));
+        g.emit(Opcode::Mov, {b.buf(p.wg.dk[x], half.rows), key_rows(b, p.buf.kj, kb, half)});
+        g.emit(Opcode::Mov, {b.buf(p.wg.dv[x], half.rows), key_rows(b, p.buf.vj, kb, half)});
+        g.emit(Opcode::Store, {key_rows(b, p.buf.kj, kb, half), g.rows(p.t.dk, h, half)});
+        g.emit(Opcode::Store, {key_rows(b, p.buf.vj, kb, half), g.rows(p.t.dv, h, half)});
+      }
+      b.group(0);
+      emit_spill(g, p, h, j);
     }
 }
 
@@ -326,9 +501,14 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn))
     throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");
+  if (s.warp_groups && (!s.as_flash_attn || s.block_k < 2 || s.d < 2))
+    throw std::invalid_argument("warp groups: with as_flash_attn, a key block and d of at least 2");
   const Flash2Plan p = plan_flash2(s, g);
   emit_dot_do_o(s, g, p);
-  emit_dkdv(s, g, p);
+  if (s.warp_groups)
+    emit_dkdv_warp_groups(s, g, p);
+  else
+    emit_dkdv(s, g, p);
   if (s.as_flash_attn) emit_convert_dq(s, g, p);
   return g.b.take();
 }

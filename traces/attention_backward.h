@@ -67,6 +67,13 @@ struct BackwardShape : AttentionShape {
   // flash2-bwd's dK/dV kernel and flash2-bwd-no-d step through their products' k in rolled loops, as the
   // project's kernels do (`#pragma unroll 1`, validation/kernels_tc_bwd.cu): `.kernel ... k_loops(rolled)`.
   bool rolled_k_loops = false;
+  // With as_flash_attn: the dK/dV blocks as cuDNN's Hopper backward runs them, a producer warp group and two
+  // consumers (instruction groups 0, 1, 2). The producer loads K_j, V_j and, double buffered, each step's
+  // Q_i, dO_i, L_i, D_i; consumer x owns half x of the key block (its S, P, dP, dS and the dK_j, dV_j rows)
+  // and computes half x of dQ_i's columns from both halves' dS, which it adds into dQaccum. Each unit takes
+  // its instructions in program order, written so that one consumer's softmax and dS run on the VPU while
+  // the MXU does the other's products.
+  bool warp_groups = false;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -2,11 +2,13 @@
 // FlashAttention-2's forward (flash2 at the kernel's tiles, keys descending, its register spills) and
 // backward (flash-attn's three kernels as flash2-bwd with its tiles, the dQaccum atomics added in the L2 and
 // the measured spill stores per block), cuDNN's forward (flash2 on a persistent kernel: 128-row work tiles
-// handed to SMs as they free up, with the row statistic, its products fed as wgmma feeds the tensor cores)
-// and the memory-efficient forward (flash2 at its tiles with Q reloaded per key block). One test per row, so
-// ctest runs them side by side (the largest take most of a minute); the expected bytes are the measured ones.
-// Each row also leaves its predicted and measured time in ATTNSIM_SDPA_TIMES_DIR, where
-// test_sdpa_times.cpp (a ctest fixture that needs these tests) holds the time error over all rows.
+// handed to SMs as they free up, with the row statistic, its products fed as wgmma feeds the tensor cores),
+// cuDNN's backward (flash2-bwd's three kernels with 128-key work tiles, a producer and two consumer warp
+// groups, handed out the same way, fed as wgmma) and the memory-efficient forward (flash2 at its tiles with Q
+// reloaded per key block). One test per row, so ctest runs them side by side (the largest take most of a
+// minute); the expected bytes are the measured ones. Each row also leaves its predicted and measured time in
+// ATTNSIM_SDPA_TIMES_DIR, where test_sdpa_times.cpp (a ctest fixture that needs these tests) holds the time
+// error over all rows.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -43,6 +45,7 @@ std::vector<SdpaRow> simulated_sdpa_rows() {
   const std::vector<std::array<const char*, 2>> kernels = {{"FLASH_ATTENTION", "fwd"},
                                                            {"FLASH_ATTENTION", "bwd"},
                                                            {"CUDNN_ATTENTION", "fwd"},
+                                                           {"CUDNN_ATTENTION", "bwd"},
                                                            {"EFFICIENT_ATTENTION", "fwd"}};
   std::vector<SdpaRow> out;
   for (const auto& [backend, pass] : kernels)
@@ -62,6 +65,20 @@ std::string sdpa_row_name(const ::testing::TestParamInfo<SdpaRow>& info) {
 // (docs/chip.md, docs/validation.md); held above 0.70 until found.
 bool known_dram_miss(const SdpaRow& r) {
   return r.backend == "FLASH_ATTENTION" && r.pass == "fwd" && r.causal && r.d == 128;
+}
+
+// cuDNN's backward stores more than its dK, dV, D, dQ accumulator and dQ (docs/chip.md: about 384 bytes
+// per (64-row query block, 128-key block) step in its main kernel, 2.2-2.6 x |Q| instead of 2.03-2.06 x in
+// dot(dO, O), 1.55-1.64 x |dQ| in the dQ conversion), not explained yet: its SM->L2 writes are 0.95-0.99 of
+// the measured, held above 0.94.
+bool known_write_miss(const SdpaRow& r) {
+  return r.backend == "CUDNN_ATTENTION" && r.pass == "bwd";
+}
+
+// cuDNN's backward at 1 x 8 x 32,768 x 128, causal, reads 1.13 of the measured DRAM bytes (its tile order is
+// not documented; simulated as handed out to SMs as they free up): held below 1.20.
+bool known_dram_excess(const SdpaRow& r) {
+  return r.backend == "CUDNN_ATTENTION" && r.pass == "bwd" && r.causal && r.n == 32768;
 }
 
 // One line, "<label> <n> <d> <causal> <predicted ns> <measured ns>", in a file named after the test.
@@ -94,11 +111,20 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   ASSERT_EQ(s.rows.size(), 1u);
   const ValidationRow& row = s.rows[0];
   EXPECT_NEAR(row.predicted_read / row.measured.l1_read_bytes, 1.0, 0.005);
-  EXPECT_NEAR(row.predicted_write / row.measured.l1_write_bytes, 1.0, 0.005);
+  const double write = row.predicted_write / row.measured.l1_write_bytes;
+  if (known_write_miss(want)) {
+    EXPECT_GT(write, 0.94);
+    EXPECT_LE(write, 1.0);
+  } else {
+    EXPECT_NEAR(write, 1.0, 0.005);
+  }
   const double dram = row.predicted_dram_read / row.measured.dram_read_bytes;
   if (known_dram_miss(want)) {
     EXPECT_GT(dram, 0.70);
     EXPECT_LT(dram, 1.10);
+  } else if (known_dram_excess(want)) {
+    EXPECT_GT(dram, 0.90);
+    EXPECT_LT(dram, 1.20);
   } else {
     EXPECT_NEAR(dram, 1.0, 0.10);
   }

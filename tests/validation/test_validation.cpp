@@ -322,6 +322,34 @@ TEST(Validation, CudnnForwardAtD128IsMxuBoundUnderTheColumnDealtFeed) {
   }
 }
 
+// cuDNN's backward (persistent, wgmma, a producer warp group and two consumers) simulated as flash2-bwd with
+// flash-attn's three kernels, 64 x 128 tiles and BackwardShape::warp_groups: each consumer half of the key
+// block, so one's softmax and dS run while the MXU does the other's products. At 1 x 16 x 4,096 x 64 the
+// pass comes out at 0.98 (no mask) and 0.92 (causal) of the measured time, 1.37 in one stream (2026-11-27):
+// a regression guard. SM<-L2 reads exact: 128-key work tiles.
+TEST(Validation, CudnnBackwardWithTwoConsumerWarpGroups) {
+  const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.label == "CUDNN_ATTENTION bwd 1x16" && m.n == 4096) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const Measurement& m : rows) {
+    EXPECT_EQ(m.schedule, "flash2-bwd");
+    EXPECT_EQ(m.block_k, 128);
+    EXPECT_TRUE(m.ping_pong);
+    EXPECT_TRUE(m.wgmma);
+  }
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 2u);
+  for (const auto& row : s.rows) {
+    const std::string what = row.measured.causal ? "causal" : "no mask";
+    EXPECT_NEAR(row.predicted_read / row.measured.l1_read_bytes, 1.0, 0.005) << what;
+    const double ratio = row.predicted_ns / row.measured.time_ns;
+    EXPECT_GT(ratio, 0.85) << what;
+    EXPECT_LT(ratio, 1.10) << what;
+  }
+}
+
 // Every row the simulator still leaves out says why.
 TEST(Validation, UnsimulatedSdpaRowsSayWhy) {
   size_t left = 0;
@@ -329,11 +357,9 @@ TEST(Validation, UnsimulatedSdpaRowsSayWhy) {
     if (m.not_simulated.empty()) continue;
     ++left;
     EXPECT_GT(m.not_simulated.size(), 20u) << m.label;
-    EXPECT_TRUE(m.label.rfind("EFFICIENT_ATTENTION bwd", 0) == 0 ||
-                m.label.rfind("CUDNN_ATTENTION bwd", 0) == 0)
-        << m.label << ": " << m.not_simulated;
+    EXPECT_TRUE(m.label.rfind("EFFICIENT_ATTENTION bwd", 0) == 0) << m.label << ": " << m.not_simulated;
   }
-  EXPECT_EQ(left, 24u);
+  EXPECT_EQ(left, 12u);
 }
 
 // The tensor-core flash2 (validation/kernels_tc.cu, validation/data/h100_tc_flash2.csv) at n = 1,024:

@@ -154,7 +154,10 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
       state_[core].tile->context(*program_, dtype_, values_, index * footprint_, &sram_offsets_, &reg_bases_);
   slot.ctx.next_issue.fill(at);
   slot.ctx.end = at;
-  slot.ctx.rolled_k_loops = source_->kernels()[static_cast<size_t>(kernel_)].rolled_k_loops;
+  const isa::KernelDecl& kernel = source_->kernels()[static_cast<size_t>(kernel_)];
+  slot.ctx.rolled_k_loops = kernel.rolled_k_loops;
+  slot.ctx.warps = kernel.warps;
+  slot.ctx.warp_rows = kernel.warp_rows;
   slot.segment = 0;
   slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
   slot.busy = true;

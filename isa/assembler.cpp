@@ -331,7 +331,7 @@ class Assembler {
            std::to_string(index[2]) + ")";
   }
 
-  // .kernel NAME grid(X[, Y[, Z]]) [k_loops(rolled | unrolled)]
+  // .kernel NAME grid(X[, Y[, Z]]) [k_loops(rolled | unrolled)] [warps(W, R)]
   void parse_kernel(LineCursor& c) {
     KernelDecl decl;
     KernelState state;
@@ -354,8 +354,8 @@ class Assembler {
       decl.grid[dim] = *extent;
     }
     c.expect(')', "to close grid(...)");
-    if (!c.at_end()) parse_k_loops(c, decl);
-    if (!c.at_end()) c.fail(c.loc(), "unexpected text after the kernel declaration");
+    bool k_loops = false, warps = false;
+    while (!c.at_end()) parse_kernel_option(c, decl, k_loops, warps);
     int64_t blocks = 1;
     for (int64_t extent : decl.grid)
       if (__builtin_mul_overflow(blocks, extent, &blocks) || blocks > kMaxGridBlocks)
@@ -365,13 +365,39 @@ class Assembler {
     kernel_states_.push_back(std::move(state));
   }
 
-  // k_loops(rolled) or k_loops(unrolled) after a kernel's grid.
-  static void parse_k_loops(LineCursor& c, KernelDecl& decl) {
+  // k_loops(rolled | unrolled) or warps(W, R) after a kernel's grid, each at most once.
+  static void parse_kernel_option(LineCursor& c, KernelDecl& decl, bool& k_loops, bool& warps) {
     const SourceLoc loc = c.loc();
-    if (c.identifier() != "k_loops")
+    const std::string option = c.identifier();
+    if (option != "k_loops" && option != "warps")
       c.fail(loc,
-             "unexpected text after the kernel declaration (only k_loops(rolled | unrolled) may follow "
-             "the grid)");
+             "unexpected text after the kernel declaration (only k_loops(rolled | unrolled) and "
+             "warps(W, R) may follow the grid)");
+    bool& seen = option == "k_loops" ? k_loops : warps;
+    if (seen) c.fail(loc, option + "(...) is given twice");
+    seen = true;
+    if (option == "k_loops")
+      parse_k_loops(c, decl);
+    else
+      parse_warps(c, decl);
+  }
+
+  // warps(W, R): the block's W warps share a product's output in bands of R rows (KernelDecl::warps).
+  static void parse_warps(LineCursor& c, KernelDecl& decl) {
+    c.expect('(', "after warps");
+    const SourceLoc warps_loc = c.loc();
+    const auto warps = c.integer();
+    if (!warps || *warps < 1 || *warps > 64) c.fail(warps_loc, "a block's warps: an integer from 1 to 64");
+    c.expect(',', "between the warps and their rows, e.g. warps(8, 32)");
+    const SourceLoc rows_loc = c.loc();
+    const auto rows = c.integer();
+    if (!rows || *rows < 1 || *rows > 4096) c.fail(rows_loc, "a warp's rows: an integer from 1 to 4096");
+    c.expect(')', "to close warps(...)");
+    decl.warps = *warps;
+    decl.warp_rows = *rows;
+  }
+
+  static void parse_k_loops(LineCursor& c, KernelDecl& decl) {
     c.expect('(', "after k_loops");
     const SourceLoc value_loc = c.loc();
     const std::string value = c.identifier();

@@ -107,7 +107,8 @@ std::string disassemble(const Program& program) {
   }
   for (const auto& k : program.kernels)
     out += ".kernel " + k.name + " grid" + tuple_text(k.grid, grid_dims(k)) +
-           (k.rolled_k_loops ? " k_loops(rolled)" : "") + "\n";
+           (k.rolled_k_loops ? " k_loops(rolled)" : "") +
+           (k.warps > 0 ? fmt::format(" warps({}, {})", k.warps, k.warp_rows) : "") + "\n";
   for (const auto& check : program.checks) {
     out += ".check " + program.tensors[check.target].name + " = " + check.function + "(";
     for (size_t i = 0; i < check.args.size(); ++i)

@@ -137,6 +137,13 @@ struct KernelDecl {
   // addresses and testing its bound (`.kernel ... k_loops(rolled)`), or unrolled (the default). What a
   // rolled k-step costs is the machine's (issue.rolled_kstep_instructions).
   bool rolled_k_loops = false;
+  // How the block's warps share a product's output (`.kernel ... warps(W, R)`): the block has W warps, a
+  // product of m rows is cut into bands of R rows over min(W, ceil(m / R)) of them, and the other warps
+  // split its columns, each warp loading its rows of A and its columns of B (CUTLASS's warp layouts, e.g.
+  // FlashAttention-2's AtomLayoutMSdP). 0: each 16-row band of a product is a warp of its own that loads
+  // all of B (the project's kernels). What it costs is the machine's (the issue unit's ldmatrix).
+  int64_t warps = 0;
+  int64_t warp_rows = 0;
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 

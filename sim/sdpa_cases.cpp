@@ -9,14 +9,16 @@ namespace {
 
 struct Tiles {
   int64_t block_q = 0, block_k = 0;
+  int64_t warps = 0, warp_rows = 0;  // how the block's warps share a product (isa::KernelDecl::warps)
 };
 
-// flash_fwd_kernel: Flash_fwd_kernel_traits<head dim;kBlockM;kBlockN;warps;...>.
+// flash_fwd_kernel: Flash_fwd_kernel_traits<head dim;kBlockM;kBlockN;kNWarps;...>. Its TiledMma lays the
+// warps along M only, each a 16-row atom (rows w*16 + 16*kNWarps*r), every warp loading all of K_j and V_j.
 std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string& kernel_template) {
   std::smatch m;
-  static const std::regex flash(R"(Flash_fwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});)");
+  static const std::regex flash(R"(Flash_fwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});(\d{1,3});)");
   if (kernel == "flash_fwd_kernel" && std::regex_search(kernel_template, m, flash))
-    return Tiles{std::stoll(m[2]), std::stoll(m[3])};
+    return Tiles{std::stoll(m[2]), std::stoll(m[3]), std::stoll(m[4]), 16};
   return std::nullopt;
 }
 
@@ -42,14 +44,23 @@ bool is_cudnn_forward(const std::string& kernel) {
   return kernel.rfind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop", 0) == 0;
 }
 
-// flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel: Flash_bwd_kernel_traits<head dim;kBlockM;kBlockN;...>.
+// flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel: Flash_bwd_kernel_traits<head dim;kBlockM;kBlockN;kNWarps;
+// AtomLayoutMSdP;AtomLayoutNdKV;AtomLayoutMdQ;...>. Its products lay the warps out in two dimensions:
+// S and dP AtomLayoutMSdP along the query rows, dK and dV AtomLayoutNdKV along the key rows, dQ AtomLayoutMdQ
+// along the query rows, the rest of the kNWarps along the columns: bands of kBlockM / AtomLayoutMSdP rows
+// (32 in both kernels here, and so are kBlockN / AtomLayoutNdKV and kBlockM / AtomLayoutMdQ).
 std::optional<Tiles> backward_tiles(const std::string& kernel, const std::string& kernel_template) {
   std::smatch m;
-  static const std::regex flash(R"(Flash_bwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});)");
-  if (kernel == "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" &&
-      std::regex_search(kernel_template, m, flash))
-    return Tiles{std::stoll(m[2]), std::stoll(m[3])};
-  return std::nullopt;
+  static const std::regex flash(
+      R"(Flash_bwd_kernel_traits<(\d{1,6});(\d{1,6});(\d{1,6});(\d{1,3});(\d{1,3});(\d{1,3});(\d{1,3});)");
+  if (kernel != "flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel" ||
+      !std::regex_search(kernel_template, m, flash))
+    return std::nullopt;
+  const int64_t block_m = std::stoll(m[2]), block_n = std::stoll(m[3]), layout_sdp = std::stoll(m[5]);
+  const int64_t rows = layout_sdp > 0 ? block_m / layout_sdp : 0;
+  const bool uniform = rows > 0 && std::stoll(m[6]) > 0 && block_n / std::stoll(m[6]) == rows &&
+                       std::stoll(m[7]) > 0 && block_m / std::stoll(m[7]) == rows;
+  return Tiles{block_m, block_n, uniform ? std::stoll(m[4]) : 0, uniform ? rows : 0};
 }
 
 // Bytes each block of flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel stores beyond dK_j, dV_j and its dQaccum
@@ -161,6 +172,8 @@ Measurement backward_measurement(const CsvRow& row, Measurement m) {
   m.schedule = "flash2-bwd";
   m.block_q = tiles->block_q;
   m.block_k = tiles->block_k;
+  m.warps = tiles->warps;
+  m.warp_rows = tiles->warp_rows;
   m.as_flash_attn = true;
   m.double_buffer = true;  // its dK/dV blocks load the next Q, dO before this step's dQ atomics
   m.spill_bytes_per_block = backward_spill_bytes(kernel_template, m.causal);
@@ -263,6 +276,8 @@ Measurement sdpa_measurement(const CsvRow& row) {
   }
   m.block_q = tiles->block_q;
   m.block_k = tiles->block_k;
+  m.warps = tiles->warps;
+  m.warp_rows = tiles->warp_rows;
   m.keys_descending = true;      // flash_fwd_kernel: "we iterate over the blocks in reverse order"
   m.store_row_statistic = true;  // softmax_lse, f32 per row, which the backward reads
   if (const ForwardSpill* spill = forward_spill(row.text("main_kernel_template"), m.causal)) {

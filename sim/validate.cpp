@@ -283,6 +283,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.accumulators_in_registers = m.accumulators_in_registers;
       shape.q_in_registers = m.q_in_registers;
       shape.ping_pong = m.ping_pong;
+      shape.warps = m.warps, shape.warp_rows = m.warp_rows;
       shape.dtype = *dtype;
       return traces::stream_program(
           [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
@@ -299,6 +300,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.rolled_k_loops = m.rolled_k_loops;
     shape.double_buffer = m.double_buffer;
     shape.warp_groups = m.ping_pong;  // a producer and two consumer warp groups (cuDNN's backward)
+    shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {
@@ -406,9 +408,11 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     row.predicted_dram_read = static_cast<double>(total(c.dram_read));
     row.predicted_dram_written = static_cast<double>(total(c.dram_written));
     if (machine.issue()) {
-      row.predicted_warp_instructions = 0;
-      for (const auto& core : machine.chip()->cores())
+      row.predicted_warp_instructions = row.predicted_ldmatrix = 0;
+      for (const auto& core : machine.chip()->cores()) {
         row.predicted_warp_instructions += static_cast<double>(core->issue()->warp_instructions);
+        row.predicted_ldmatrix += static_cast<double>(core->issue()->ldmatrix);
+      }
     }
     for (const KernelReport& k : machine.chip()->kernels()) {
       row.predicted_kernel_names.push_back(k.name);
@@ -671,20 +675,23 @@ std::string validation_csv(const ValidationSummary& s) {
       "file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,blocks_per_sm,timed,"
       "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
-      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,kernel_cycles_pred,"
-      "kernel_cycles_meas,not_simulated\n";
+      "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
+      "kernel_cycles_pred,kernel_cycles_meas,not_simulated\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
-        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{},{},\n",
+        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
+        "{},"
+        "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
         r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
-        r.predicted_warp_instructions, joined(r.predicted_kernel_cycles), joined(m.kernel_cycles()));
+        r.predicted_warp_instructions, r.predicted_ldmatrix, joined(r.predicted_kernel_cycles),
+        joined(m.kernel_cycles()));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

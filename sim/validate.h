@@ -47,6 +47,9 @@ struct Measurement {
   // (ForwardShape::accumulators_in_registers).
   bool accumulators_in_registers = false;
   bool q_in_registers = false;  // ForwardShape::q_in_registers: the project's flash2 and two-pass kernels
+  // How the main kernel's warps share a product (AttentionShape::warps): PyTorch's FlashAttention-2
+  // kernels, from their templates; 0: the default (the project's kernels).
+  int64_t warps = 0, warp_rows = 0;
   bool rolled_k_loops = false;  // BackwardShape::rolled_k_loops: the project's backward kernels
   // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
   bool ping_pong = false;
@@ -80,6 +83,7 @@ struct ValidationRow {
   double predicted_dram_read = -1;          // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;       // whole-chip configs only: evicted while kernels ran
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
+  double predicted_ldmatrix = -1;           // among them, the products' ldmatrix
   // Whole-chip configs: each launch's name in the program and its cycles (its fixed launch cost included).
   std::vector<std::string> predicted_kernel_names;
   std::vector<int64_t> predicted_kernel_cycles;

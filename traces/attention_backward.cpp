@@ -240,7 +240,7 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   p.kblocks = blocks_of(s.n, s.block_k);
   const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
   p.dot_do_o = b.kernel("flash2_bwd_dot_do_o", {tr, s.heads, 1});
-  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1}, s.rolled_k_loops);
+  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1}, s.rolled_k_loops, s.warps, s.warp_rows);
   if (s.accumulators_in_registers && !s.as_flash_attn)
     b.in_registers({p.buf.sc, p.buf.pb, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (!s.as_flash_attn) return p;
@@ -501,6 +501,8 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn))
     throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");
+  if (s.warps < 0 || (s.warps > 0 && s.warp_rows < 1))
+    throw std::invalid_argument("warps: 0 for the default, or a count with the rows each warp takes");
   if (s.warp_groups && (!s.as_flash_attn || s.block_k < 2 || s.d < 2))
     throw std::invalid_argument("warp groups: with as_flash_attn, a key block and d of at least 2");
   const Flash2Plan p = plan_flash2(s, g);

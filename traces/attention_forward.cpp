@@ -864,7 +864,7 @@ void flash2(Gen& g) {
   const auto q_blocks = blocks(s.n, s.block_q);
   const int64_t per_head = static_cast<int64_t>(q_blocks.size());
   if (s.persistent_blocks == 0) {
-    const int kernel = g.b.kernel("flash2_fwd", {per_head, s.heads, 1});
+    const int kernel = g.b.kernel("flash2_fwd", {per_head, s.heads, 1}, false, s.warps, s.warp_rows);
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < per_head; ++i) {
         g.b.begin_block(kernel, {i, h, 0});
@@ -873,7 +873,8 @@ void flash2(Gen& g) {
       }
     return;
   }
-  const int kernel = g.b.kernel("flash2_fwd_persistent", {s.persistent_blocks, 1, 1});
+  const int kernel =
+      g.b.kernel("flash2_fwd_persistent", {s.persistent_blocks, 1, 1}, false, s.warps, s.warp_rows);
   for (int64_t block = 0; block < s.persistent_blocks; ++block) {
     g.b.begin_block(kernel, {block, 0, 0});
     for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
@@ -895,6 +896,8 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
   if (s.persistent_blocks < 0) throw std::invalid_argument("persistent_blocks must not be negative");
+  if (s.warps < 0 || (s.warps > 0 && s.warp_rows < 1))
+    throw std::invalid_argument("warps: 0 for the default, or a count with the rows each warp takes");
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   for (int64_t bytes : {s.spill_bytes_per_block, s.spill_bytes_per_key_block})
     if (bytes < 0 || bytes % 4 != 0) throw std::invalid_argument("spill bytes: a multiple of 4");

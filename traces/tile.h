@@ -20,6 +20,11 @@ struct AttentionShape {
   bool double_buffer = false;  // load the next K/V block while the current one is being used
   Dtype dtype = Dtype::F16;    // storage of Q, K, V, O and of the K/V/P tiles
   uint64_t seed = 1;
+  // flash2's forward kernel and flash2-bwd's dK/dV kernel: how the block's `warps` warps share a product's
+  // output in bands of `warp_rows` rows (isa::KernelDecl::warps; a kernel's own layout, as FlashAttention-2's
+  // templates give it); 0: the default, a warp per 16-row band loading all of B.
+  int64_t warps = 0;
+  int64_t warp_rows = 0;
 };
 
 // FlashAttention-2 forward. Causal: tiles entirely above the diagonal are skipped, the diagonal ones

@@ -9,16 +9,21 @@
 #   <gpu>_sdpa_profile_raw.csv      ncu --page raw, one row per profiled kernel
 #   <gpu>_sdpa_profile_details.csv  ncu --page details (sections as printed)
 #   <gpu>_sdpa_profile_env.txt      GPU, driver, CUDA, ncu, PyTorch
+# PASS=bwd profiles the backward's main kernels instead (FlashAttention-2's dK/dV kernel, cuDNN's bprop) at
+# the same shapes, into <gpu>_sdpa_profile_bwd_{raw,details,env}: where their time goes against the model's.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
 WORK="$(mktemp -d /tmp/attnsdpa.XXXXXX)"
-exec > >(tee -a "$OUT/sdpa_profile_run.log") 2>&1
+PASS="${PASS:-fwd}"
+SUFFIX=""
+[ "$PASS" = bwd ] && SUFFIX="_bwd"
+exec > >(tee -a "$OUT/sdpa_profile${SUFFIX}_run.log") 2>&1
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-write_env "$OUT/${G}_sdpa_profile_env.txt"
+write_env "$OUT/${G}_sdpa_profile${SUFFIX}_env.txt"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' \
-  | tee -a "$OUT/${G}_sdpa_profile_env.txt"
+  | tee -a "$OUT/${G}_sdpa_profile${SUFFIX}_env.txt"
 
 cat > "$WORK/forward.py" << 'PY'
 import torch
@@ -42,12 +47,41 @@ for b, h, n, d in SHAPES:
         print(f"profiled {be.name} {b}x{h}x{n}x{d}", flush=True)
 PY
 
+cat > "$WORK/backward.py" << 'PY'
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+import torch.nn.functional as F
+
+SHAPES = [(1, 16, 4096, 64), (1, 16, 8192, 128)]
+BACKENDS = [SDPBackend.FLASH_ATTENTION, SDPBackend.CUDNN_ATTENTION]
+torch.manual_seed(0)
+for b, h, n, d in SHAPES:
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, requires_grad=True) for _ in range(3))
+    do = torch.randn(b, h, n, d, device="cuda", dtype=torch.float16)
+    for be in BACKENDS:
+        with sdpa_kernel(be):
+            for _ in range(2):
+                F.scaled_dot_product_attention(q, k, v).backward(do)
+            o = F.scaled_dot_product_attention(q, k, v)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            o.backward(do)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+        print(f"profiled {be.name} backward {b}x{h}x{n}x{d}", flush=True)
+PY
+
 KERNELS='regex:flash_fwd|fmha_cutlassF|cudnn_generated'
-echo "=== ncu --set full ($NCU)"
+SCRIPT="$WORK/forward.py"
+if [ "$PASS" = bwd ]; then
+  KERNELS='regex:flash_bwd_dq_dk_dv|flash_bprop'
+  SCRIPT="$WORK/backward.py"
+fi
+echo "=== ncu --set full ($NCU), $PASS"
 timeout 500 "$NCU" --set full --profile-from-start off --clock-control base --cache-control all \
-  --kernel-name "$KERNELS" -o "$WORK/sdpa" python3 "$WORK/forward.py" || echo "NCU FAILED ($?)"
+  --kernel-name "$KERNELS" -o "$WORK/sdpa" python3 "$SCRIPT" || echo "NCU FAILED ($?)"
 for page in raw details; do
   "$NCU" --import "$WORK/sdpa.ncu-rep" --print-kernel-base demangled --csv --page "$page" \
-    > "$OUT/${G}_sdpa_profile_$page.csv" || echo "NCU IMPORT $page FAILED"
-  wc -l "$OUT/${G}_sdpa_profile_$page.csv"
+    > "$OUT/${G}_sdpa_profile${SUFFIX}_$page.csv" || echo "NCU IMPORT $page FAILED"
+  wc -l "$OUT/${G}_sdpa_profile${SUFFIX}_$page.csv"
 done

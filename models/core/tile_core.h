@@ -78,7 +78,8 @@ struct BlockContext {
   std::array<uint64_t, isa::kInstructionGroups> next_issue{};
   uint64_t end = 0;
   uint64_t stalls = 0;
-  bool rolled_k_loops = false;  // the block's kernel steps through products' k in rolled loops
+  bool rolled_k_loops = false;       // the block's kernel steps through products' k in rolled loops
+  int64_t warps = 0, warp_rows = 0;  // how its warps share a product's output (isa::KernelDecl::warps)
 };
 
 class TileCore {
@@ -125,6 +126,7 @@ class TileCore {
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
   double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;  // 0 without an issue unit
+  static uint64_t bytes_in_sram(const TileOperand& o, const BlockContext& ctx);
   double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
   IssueUnit::Span issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -47,6 +48,9 @@ IssueUnit::IssueUnit(sc_core::sc_module_name instance, const Params& params)
         p.rows_per_warp, p.threads_per_row, p.threads_per_warp));
   stats_.add(&warp_instructions, "warp_instructions", "instructions",
              "warp instructions issued (each tile instruction as its GPU code executes it)");
+  stats_.add(&ldmatrix, "ldmatrix", "instructions",
+             "ldmatrix of the products' SRAM operands, among them (Nsight Compute: "
+             "smsp__inst_executed_op_ldsm)");
   stats_.add(&busy_cycles, "busy_cycles", "cycles", "cycles the core's schedulers spent issuing them");
   stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
   stats_.add_formula(
@@ -61,14 +65,30 @@ double IssueUnit::mma_instructions(int64_t m, int64_t k, int64_t n) const {
   return static_cast<double>(ceil_div(m, p.mma_m) * ceil_div(n, p.mma_n) * ceil_div(k, p.mma_k));
 }
 
+std::array<int64_t, 2> IssueUnit::warp_grid(int64_t m, const WarpTiling& tiling) const {
+  if (tiling.warps <= 0) return {warps(m), 1};
+  const int64_t along_rows =
+      std::clamp<int64_t>(ceil_div(m, std::max<int64_t>(tiling.rows, 1)), 1, tiling.warps);
+  return {along_rows, std::max<int64_t>(tiling.warps / along_rows, 1)};
+}
+
+double IssueUnit::ldmatrix_instructions(int64_t m, uint64_t a_sram_bytes, uint64_t b_sram_bytes,
+                                        const WarpTiling& tiling) const {
+  // A is loaded once by each column of warps, B once by each row of them.
+  const auto [along_rows, along_cols] = warp_grid(m, tiling);
+  const uint64_t loaded =
+      a_sram_bytes * static_cast<uint64_t>(along_cols) + b_sram_bytes * static_cast<uint64_t>(along_rows);
+  return static_cast<double>(ceil_div(static_cast<int64_t>(loaded), params_.ldmatrix_bytes));
+}
+
 double IssueUnit::matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
-                                      uint64_t b_sram_bytes, bool rolled_k_loops) const {
+                                      uint64_t b_sram_bytes, bool rolled_k_loops,
+                                      const WarpTiling& tiling) const {
   const Params& p = params_;
-  const int64_t warp_count = warps(m);
+  const auto [along_rows, along_cols] = warp_grid(m, tiling);
+  const int64_t warp_count = along_rows * along_cols;
   const double mma = mma_instructions(m, k, n);
-  // Each warp loads its own rows of A and the whole of B.
-  const uint64_t loaded = a_sram_bytes + b_sram_bytes * static_cast<uint64_t>(warp_count);
-  const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(loaded), p.ldmatrix_bytes));
+  const double ldmatrix = ldmatrix_instructions(m, a_sram_bytes, b_sram_bytes, tiling);
   // A rolled loop steps through k with A's fragments loaded from SRAM at each step (the project's backward
   // kernels; with A in registers their loops are unrolled).
   const double rolled =

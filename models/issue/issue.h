@@ -38,6 +38,12 @@
 
 namespace attnsim {
 
+// How a block's warps share a product's output (isa::KernelDecl::warps): `warps` warps, bands of `rows`
+// rows; warps = 0: a warp per `rows_per_warp` rows of the product, each loading all of B.
+struct WarpTiling {
+  int64_t warps = 0, rows = 0;
+};
+
 class IssueUnit : public Component {
  public:
   struct Params {
@@ -78,11 +84,17 @@ class IssueUnit : public Component {
   IssueUnit(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
 
+  // The warps along a product's rows and along its columns.
+  std::array<int64_t, 2> warp_grid(int64_t m, const WarpTiling& tiling) const;
+  // ldmatrix instructions of D (m x n) = A (m x k) B (k x n) whose A and B have these many bytes in SRAM:
+  // each warp loads its rows of A and its columns of B.
+  double ldmatrix_instructions(int64_t m, uint64_t a_sram_bytes, uint64_t b_sram_bytes,
+                               const WarpTiling& tiling) const;
   // Warp instructions, summed over the warps that run it, of:
   // D (m x n) = A (m x k) B (k x n), whose A and B have these many bytes in SRAM (0: in registers), in a
-  // kernel whose k-loops are rolled or not;
+  // kernel whose k-loops are rolled or not and whose warps share the product as `tiling` says;
   double matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes, uint64_t b_sram_bytes,
-                             bool rolled_k_loops = false) const;
+                             bool rolled_k_loops = false, const WarpTiling& tiling = {}) const;
   // a vector op whose result (a reduction: whose source) is rows x cols;
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
   // a copy of `bytes` between memory and SRAM.
@@ -129,10 +141,11 @@ class IssueUnit : public Component {
     params_.mma_holds_schedulers = mma_holds_schedulers;
     params_.mma_cycles_per_other_instruction = mma_cycles_per_other_instruction;
   }
-  void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0; }
+  void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0, ldmatrix = 0; }
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 
   uint64_t warp_instructions = 0;
+  uint64_t ldmatrix = 0;  // of the products' SRAM operands (counted by the core, which knows the layout)
   uint64_t busy_cycles = 0;
   uint64_t elapsed_cycles = 0;
 

@@ -169,6 +169,27 @@ TEST(KernelSyntax, KLoopsRolledRoundTrips) {
   EXPECT_FALSE(u.kernels[0].rolled_k_loops);
 }
 
+// How a block's warps share a product: `warps(W, R)` is kept and printed, with k_loops in either order.
+TEST(KernelSyntax, WarpLayoutRoundTrips) {
+  const std::string text =
+      ".tensor a[2]\n"
+      ".kernel k grid(2) k_loops(rolled) warps(8, 32)\n"
+      ".kernel u grid(1)\n"
+      ".block k(0)\n"
+      "LOAD a[0], R0\n"
+      ".block k(1)\n"
+      ".block u(0)\n";
+  const Program p = asm_text(text);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernels[0].warps, 8);
+  EXPECT_EQ(p.kernels[0].warp_rows, 32);
+  EXPECT_EQ(p.kernels[1].warps, 0);
+  EXPECT_EQ(disassemble(p), text);
+  const Program swapped = asm_text(".kernel k grid(1) warps(4, 16) k_loops(rolled)\n.block k(0)\n");
+  EXPECT_TRUE(swapped.kernels[0].rolled_k_loops);
+  EXPECT_EQ(swapped.kernels[0].warps, 4);
+}
+
 TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
   // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
   // and several kernels run one after another.
@@ -313,7 +334,12 @@ TEST(KernelErrors, KernelDirective) {
   expect_error(".kernel k grid(1, 1, 2147483648)\n", 1, 22, {"from 1 to 2^31-1"});
   expect_error(".kernel k grid(2, 2, 2, 2)\n", 1, 23, {"expected ')'", "grid(...)"});
   expect_error(".kernel k grid(2\n", 1, 17, {"expected ')'"});
-  expect_error(".kernel k grid(2) extra\n", 1, 19, {"unexpected text", "k_loops(rolled | unrolled)"});
+  expect_error(".kernel k grid(2) extra\n", 1, 19,
+               {"unexpected text", "k_loops(rolled | unrolled)", "warps(W, R)"});
+  expect_error(".kernel k grid(2) warps(0, 32)\n", 1, 25, {"a block's warps: an integer from 1 to 64"});
+  expect_error(".kernel k grid(2) warps(8, 0)\n", 1, 28, {"a warp's rows: an integer from 1 to 4096"});
+  expect_error(".kernel k grid(2) warps(8 32)\n", 1, 27, {"expected ','", "warps(8, 32)"});
+  expect_error(".kernel k grid(2) warps(8, 32) warps(8, 32)\n", 1, 32, {"warps(...) is given twice"});
   expect_error(".kernel k grid(2) k_loops(sideways)\n", 1, 27,
                {"expected k_loops(rolled) or k_loops(unrolled)"});
   expect_error(".kernel k grid(2) k_loops(rolled\n", 1, 33, {"expected ')'", "k_loops(...)"});

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <array>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,27 @@ TEST(IssueUnit, AMatrixProductIsItsMmasAndEveryWarpsFragmentLoads) {
   EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 0, 8192), 256 + 128 * 3 + 8 * 4);
   // Fewer rows than a warp owns: one warp, one mma row.
   EXPECT_DOUBLE_EQ(issue->matmul_instructions(8, 16, 8, 0, 0), 1 + 4);
+}
+
+// A kernel whose block's warps share a product in two dimensions (isa::KernelDecl::warps; FlashAttention-2's
+// backward: 8 warps, 32-row bands). 128 x 64 x 128 (S = Q_i K_j^T at d = 64): 4 warps along the rows, 2 along
+// the columns; each loads its 32 rows of A (16 KB / 4) and its 64 columns of B (16 KB / 2): (2 x 16,384 + 4
+// x 16,384) / 512 = 192 ldmatrix, where a warp per 16 rows loading all of B is (16,384 + 8 x 16,384) / 512 =
+// 288. 64 rows (d = 128's query blocks) are 2 bands: 2 x 4 warps. More bands than warps: each warp takes
+// several (FlashAttention-2's forward, 4 warps over 128 rows in 16-row bands: B loaded 4 times).
+TEST(IssueUnit, AKernelsWarpLayoutDecidesWhoLoadsWhat) {
+  auto issue = build(kCosts);
+  const WarpTiling backward{8, 32}, forward{4, 16};
+  EXPECT_EQ(issue->warp_grid(128, backward), (std::array<int64_t, 2>{4, 2}));
+  EXPECT_EQ(issue->warp_grid(64, backward), (std::array<int64_t, 2>{2, 4}));
+  EXPECT_EQ(issue->warp_grid(128, forward), (std::array<int64_t, 2>{4, 1}));
+  EXPECT_EQ(issue->warp_grid(128, {}), (std::array<int64_t, 2>{8, 1}));
+  EXPECT_DOUBLE_EQ(issue->ldmatrix_instructions(128, 16384, 16384, backward), 192);
+  EXPECT_DOUBLE_EQ(issue->ldmatrix_instructions(128, 16384, 16384, {}), 288);
+  EXPECT_DOUBLE_EQ(issue->ldmatrix_instructions(128, 16384, 16384, forward), 160);
+  // The same mma; fixed costs for the 8 warps that share it.
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 128, 16384, 16384, false, backward),
+                   512 + 192 * 3 + 8 * 4);
 }
 
 // In a kernel whose k-loops are rolled each warp pays rolled_kstep_instructions per k-step of 16 of a

@@ -350,6 +350,63 @@ TEST(Validation, CudnnBackwardWithTwoConsumerWarpGroups) {
   }
 }
 
+// A metric of the kernel named `kernel` with grid `grid` in an Nsight Compute raw CSV (every cell quoted, a
+// units row under the header).
+double ncu_metric(const std::string& path, const std::string& kernel, const std::string& grid,
+                  const std::string& metric) {
+  std::ifstream in(path);
+  auto cells = [](std::string line) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::vector<std::string> out;
+    size_t at = 1;  // past the first quote
+    for (size_t end; (end = line.find("\",\"", at)) != std::string::npos; at = end + 3)
+      out.push_back(line.substr(at, end - at));
+    out.push_back(line.substr(at, line.size() - at - 1));
+    return out;
+  };
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = cells(line);
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const size_t name = column("Kernel Name"), grid_size = column("Grid Size"), value = column(metric);
+  while (std::getline(in, line)) {
+    const std::vector<std::string> row = cells(line);
+    if (row.size() == header.size() && row[name].find(kernel) != std::string::npos && row[grid_size] == grid)
+      return std::stod(row[value]);
+  }
+  ADD_FAILURE() << path << ": no " << kernel << " " << grid << " with " << metric;
+  return -1;
+}
+
+// The ldmatrix PyTorch's FlashAttention-2 kernels execute follow from their templates' warp layouts
+// (isa::KernelDecl::warps, read in sim/sdpa_cases.cpp): at 1 x 16 x 4,096 x 64 the simulated count is
+// Nsight Compute's smsp__inst_executed_op_ldsm (validation/data/h100_sdpa_profile_raw.csv, _bwd_raw.csv) to
+// the instruction. A warp per 16 rows loading all of B, as the project's kernels do, would make it 1.89
+// times that in the forward and 1.33 times in the backward (the 8 warps of its 128 x 128 products split 4 x
+// 2).
+TEST(Validation, FlashAttentionLdmatrixFollowsTheKernelsWarpLayouts) {
+  const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.label.rfind("FLASH_ATTENTION", 0) == 0 && m.label.find(" 1x16") != std::string::npos &&
+        m.n == 4096 && !m.causal)
+      rows.push_back(m);
+  ASSERT_EQ(rows.size(), 2u);
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 2u);
+  const double forward = ncu_metric(kRoot + "/validation/data/h100_sdpa_profile_raw.csv", "flash_fwd_kernel",
+                                    "(32, 1, 16)", "smsp__inst_executed_op_ldsm.sum");
+  const double backward = ncu_metric(kRoot + "/validation/data/h100_sdpa_profile_bwd_raw.csv",
+                                     "flash_bwd_dq_dk_dv", "(32, 1, 16)", "smsp__inst_executed_op_ldsm.sum");
+  for (const ValidationRow& row : s.rows) {
+    const bool fwd = row.measured.label.find(" fwd ") != std::string::npos;
+    EXPECT_GT(row.measured.warps, 0) << row.measured.label;
+    EXPECT_EQ(row.predicted_ldmatrix, fwd ? forward : backward) << row.measured.label;
+  }
+}
+
 // Every row the simulator still leaves out says why.
 TEST(Validation, UnsimulatedSdpaRowsSayWhy) {
   size_t left = 0;

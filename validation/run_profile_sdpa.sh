@@ -9,6 +9,9 @@
 #   <gpu>_sdpa_profile_raw.csv      ncu --page raw, one row per profiled kernel
 #   <gpu>_sdpa_profile_details.csv  ncu --page details (sections as printed)
 #   <gpu>_sdpa_profile_env.txt      GPU, driver, CUDA, ncu, PyTorch
+# OPCODES=1 adds one more ncu pass (OPCODES=only: that pass alone) over the same kernels for the executed instructions per SASS opcode
+# (sass__inst_executed_per_opcode, each opcode with its count) into <gpu>_sdpa_opcodes{,_bwd}.csv: the instruction
+# mix the issue model's per-element costs can be held against.
 # PASS=bwd profiles the backward's main kernels instead (FlashAttention-2's dK/dV kernel, cuDNN's bprop) at
 # the same shapes, into <gpu>_sdpa_profile_bwd_{raw,details,env}: where their time goes against the model's.
 set -uo pipefail
@@ -77,6 +80,7 @@ if [ "$PASS" = bwd ]; then
   KERNELS='regex:flash_bwd_dq_dk_dv|flash_bprop'
   SCRIPT="$WORK/backward.py"
 fi
+[ "${OPCODES:-0}" = only ] || {
 echo "=== ncu --set full ($NCU), $PASS"
 timeout 500 "$NCU" --set full --profile-from-start off --clock-control base --cache-control all \
   --kernel-name "$KERNELS" -o "$WORK/sdpa" python3 "$SCRIPT" || echo "NCU FAILED ($?)"
@@ -85,3 +89,12 @@ for page in raw details; do
     > "$OUT/${G}_sdpa_profile${SUFFIX}_$page.csv" || echo "NCU IMPORT $page FAILED"
   wc -l "$OUT/${G}_sdpa_profile${SUFFIX}_$page.csv"
 done
+}
+if [ "${OPCODES:-0}" != 0 ]; then
+  echo "=== ncu opcodes, $PASS"
+  timeout 300 "$NCU" --metrics sass__inst_executed_per_opcode --print-metric-instances details \
+    --profile-from-start off --clock-control base --cache-control all --kernel-name "$KERNELS" \
+    --csv --page raw --print-units base python3 "$SCRIPT" 2>&1 | grep '^"' > "$OUT/${G}_sdpa_opcodes${SUFFIX}.csv" \
+    || echo "NCU OPCODES FAILED"
+  wc -l "$OUT/${G}_sdpa_opcodes${SUFFIX}.csv"
+fi

@@ -51,7 +51,8 @@ struct Measurement {
   // kernels, from their templates; 0: the default (the project's kernels).
   int64_t warps = 0, warp_rows = 0;
   bool rolled_k_loops = false;  // BackwardShape::rolled_k_loops: the project's backward kernels
-  // The kernel's two consumer warp groups take turns at the tensor cores (ForwardShape::ping_pong).
+  // The kernel's two consumer warp groups take turns at the tensor cores: ForwardShape::ping_pong for a
+  // forward row, BackwardShape::warp_groups for a backward one (cuDNN's).
   bool ping_pong = false;
   // The kernel multiplies with Hopper's wgmma, not mma.sync: the MXU is fed by rows, passes streamed
   // (MxuUnit::Feed{cell hand-off, dealt by M}) for its row.

@@ -161,21 +161,22 @@ uint64_t TileCore::operand_traffic(const TileDecoded& d, const BlockContext& ctx
 }
 
 // The warp instructions of an MXU or VPU instruction.
-// An operand's bytes in SRAM (0 in the register file).
-uint64_t TileCore::bytes_in_sram(const TileOperand& o, const BlockContext& ctx) {
-  const BufferState& s = ctx.buffers[o.storage];
-  return s.in_regs ? 0 : static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
-}
-
-double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx) const {
+double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, double* ldmatrix) const {
   if (!units_.issue) return 0;
   const IssueUnit& issue = *units_.issue;
-  auto bytes_in_sram = [&](const TileOperand& o) { return TileCore::bytes_in_sram(o, ctx); };
+  auto bytes_in_sram = [&](const TileOperand& o) -> uint64_t {
+    const BufferState& s = ctx.buffers[o.storage];
+    return s.in_regs ? 0 : static_cast<uint64_t>(o.rows * o.cols) * dtype_bytes(s.dtype);
+  };
   if (d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac) {
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
-    return issue.matmul_instructions(a.out_rows(), a.out_cols(), b.out_cols(), bytes_in_sram(a),
-                                     bytes_in_sram(b), ctx.rolled_k_loops, {ctx.warps, ctx.warp_rows});
+    const WarpTiling tiling{ctx.warps, ctx.warp_rows};
+    const double loads =
+        issue.ldmatrix_instructions(a.out_rows(), bytes_in_sram(a), bytes_in_sram(b), tiling);
+    if (ldmatrix) *ldmatrix = loads;
+    return issue.product_instructions(a.out_rows(), a.out_cols(), b.out_cols(), loads, bytes_in_sram(a) > 0,
+                                      ctx.rolled_k_loops, tiling);
   }
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];
@@ -422,10 +423,9 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   // so when each array reads the operand they all need.
   const auto repeats = static_cast<uint64_t>(mxu.shared_operand_reads(a.out_rows(), b.out_cols()));
   uint64_t cycles = std::max(array_cycles, operand_traffic(d, ctx, mxu.shared_operand_index(), repeats));
-  const double count = issue_cost(d, ctx);
-  if (IssueUnit* issue = units_.issue)
-    issue->ldmatrix += static_cast<uint64_t>(std::llround(issue->ldmatrix_instructions(
-        a.out_rows(), bytes_in_sram(a, ctx), bytes_in_sram(b, ctx), {ctx.warps, ctx.warp_rows})));
+  double ldmatrix = 0;
+  const double count = issue_cost(d, ctx, &ldmatrix);
+  if (IssueUnit* issue = units_.issue) issue->ldmatrix += static_cast<uint64_t>(std::llround(ldmatrix));
   cycles += mma_delay_at_start(d, start, cycles, count);
   if (start > mxu_free_) mxu_busy_since_ = start;  // after an idle gap: a new busy stretch
   mxu_free_ = start + cycles;

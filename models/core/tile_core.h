@@ -125,8 +125,8 @@ class TileCore {
   // array.
   uint64_t operand_traffic(const TileDecoded& d, const BlockContext& ctx, int repeated = -1,
                            uint64_t repeats = 1) const;
-  double issue_cost(const TileDecoded& d, const BlockContext& ctx) const;  // 0 without an issue unit
-  static uint64_t bytes_in_sram(const TileOperand& o, const BlockContext& ctx);
+  // 0 without an issue unit; a product's ldmatrix among them into `ldmatrix` when given.
+  double issue_cost(const TileDecoded& d, const BlockContext& ctx, double* ldmatrix = nullptr) const;
   double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
   IssueUnit::Span issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is

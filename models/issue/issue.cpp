@@ -84,15 +84,20 @@ double IssueUnit::ldmatrix_instructions(int64_t m, uint64_t a_sram_bytes, uint64
 double IssueUnit::matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes,
                                       uint64_t b_sram_bytes, bool rolled_k_loops,
                                       const WarpTiling& tiling) const {
+  return product_instructions(m, k, n, ldmatrix_instructions(m, a_sram_bytes, b_sram_bytes, tiling),
+                              a_sram_bytes > 0, rolled_k_loops, tiling);
+}
+
+double IssueUnit::product_instructions(int64_t m, int64_t k, int64_t n, double ldmatrix, bool a_in_sram,
+                                       bool rolled_k_loops, const WarpTiling& tiling) const {
   const Params& p = params_;
   const auto [along_rows, along_cols] = warp_grid(m, tiling);
   const int64_t warp_count = along_rows * along_cols;
   const double mma = mma_instructions(m, k, n);
-  const double ldmatrix = ldmatrix_instructions(m, a_sram_bytes, b_sram_bytes, tiling);
   // A rolled loop steps through k with A's fragments loaded from SRAM at each step (the project's backward
   // kernels; with A in registers their loops are unrolled).
   const double rolled =
-      rolled_k_loops && a_sram_bytes > 0
+      rolled_k_loops && a_in_sram
           ? p.rolled_kstep_instructions * static_cast<double>(warp_count * ceil_div(k, p.mma_k))
           : 0.0;
   return mma + rolled + ldmatrix * (1.0 + p.address_per_ldmatrix) +

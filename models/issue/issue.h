@@ -95,6 +95,9 @@ class IssueUnit : public Component {
   // kernel whose k-loops are rolled or not and whose warps share the product as `tiling` says;
   double matmul_instructions(int64_t m, int64_t k, int64_t n, uint64_t a_sram_bytes, uint64_t b_sram_bytes,
                              bool rolled_k_loops = false, const WarpTiling& tiling = {}) const;
+  // The same with its ldmatrix counted already (ldmatrix_instructions), whether A comes from SRAM.
+  double product_instructions(int64_t m, int64_t k, int64_t n, double ldmatrix, bool a_in_sram,
+                              bool rolled_k_loops, const WarpTiling& tiling) const;
   // a vector op whose result (a reduction: whose source) is rows x cols;
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
   // a copy of `bytes` between memory and SRAM.

@@ -149,28 +149,10 @@ TEST(KernelSyntax, TwoByOneGridGivesBlockStarts) {
   EXPECT_EQ(disassemble(p), text);
 }
 
-// How a kernel's code steps through k: `k_loops(rolled)` is kept and printed, `k_loops(unrolled)` is the
-// default and prints as nothing.
-TEST(KernelSyntax, KLoopsRolledRoundTrips) {
-  const std::string text =
-      ".tensor a[2]\n"
-      ".kernel k grid(2) k_loops(rolled)\n"
-      ".kernel u grid(1)\n"
-      ".block k(0)\n"
-      "LOAD a[0], R0\n"
-      ".block k(1)\n"
-      ".block u(0)\n";
-  const Program p = asm_text(text);
-  ASSERT_EQ(p.kernels.size(), 2u);
-  EXPECT_TRUE(p.kernels[0].rolled_k_loops);
-  EXPECT_FALSE(p.kernels[1].rolled_k_loops);
-  EXPECT_EQ(disassemble(p), text);
-  const Program u = asm_text(".kernel k grid(1, 1) k_loops(unrolled)\n.block k(0)\n");
-  EXPECT_FALSE(u.kernels[0].rolled_k_loops);
-}
-
-// How a block's warps share a product: `warps(W, R)` is kept and printed, with k_loops in either order.
-TEST(KernelSyntax, WarpLayoutRoundTrips) {
+// A kernel's options: `k_loops(rolled)` (how its code steps through k) and `warps(W, R)` (how its warps
+// share a product) are kept and printed, in either order; `k_loops(unrolled)` and no `warps` are the defaults
+// and print as nothing.
+TEST(KernelSyntax, KernelOptionsRoundTrip) {
   const std::string text =
       ".tensor a[2]\n"
       ".kernel k grid(2) k_loops(rolled) warps(8, 32)\n"
@@ -181,10 +163,14 @@ TEST(KernelSyntax, WarpLayoutRoundTrips) {
       ".block u(0)\n";
   const Program p = asm_text(text);
   ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_TRUE(p.kernels[0].rolled_k_loops);
   EXPECT_EQ(p.kernels[0].warps, 8);
   EXPECT_EQ(p.kernels[0].warp_rows, 32);
+  EXPECT_FALSE(p.kernels[1].rolled_k_loops);
   EXPECT_EQ(p.kernels[1].warps, 0);
   EXPECT_EQ(disassemble(p), text);
+  const Program u = asm_text(".kernel k grid(1, 1) k_loops(unrolled)\n.block k(0)\n");
+  EXPECT_FALSE(u.kernels[0].rolled_k_loops);
   const Program swapped = asm_text(".kernel k grid(1) warps(4, 16) k_loops(rolled)\n.block k(0)\n");
   EXPECT_TRUE(swapped.kernels[0].rolled_k_loops);
   EXPECT_EQ(swapped.kernels[0].warps, 4);

@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <tuple>
 
@@ -59,8 +60,12 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   line_shift_ = std::countr_zero(static_cast<uint64_t>(p.line_bytes));
   sector_shift_ = std::countr_zero(static_cast<uint64_t>(p.sector_bytes));
   const size_t slots = static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes));
-  tags_.assign(slots, 0);
-  lines_.assign(slots, Line{});
+  tags_ = HostTable<Tag>(slots);
+  lines_ = HostTable<Line>(slots);
+  // Four hint slots per page the L2 can hold: few live pages share a slot.
+  const uint64_t hints = std::bit_ceil(std::max<uint64_t>(4 * slots / kPageLines, 2));
+  record_hints_.assign(hints, 0);
+  hint_shift_ = 64 - std::countr_zero(hints);
   reset({});
 
   const char* sectors = "sectors";
@@ -100,10 +105,12 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = eager_writebacks = 0;
-  std::fill(tags_.begin(), tags_.end(), 0);
+  std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
+  record_keys_.clear();
   free_records_.clear();
+  std::fill(record_hints_.begin(), record_hints_.end(), 0);
   pending_fills_.clear();
   calendars_.clear();
   for (int64_t i = 0; i < params_.partitions; ++i)
@@ -168,23 +175,23 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
 }
 
 // The way of a set holding `tag`, or -1.
-int64_t L2Cache::find_way(const uint64_t* tags, uint64_t tag) const {
+int64_t L2Cache::find_way(const Tag* tags, Tag tag) const {
   for (int64_t w = 0; w < params_.ways; ++w)
     if (tags[w] == tag) return w;
   return -1;
 }
 
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit) {
-  uint64_t* tag = nullptr;
+  Tag* tag = nullptr;
   return find_or_allocate(partition, line_index, tensor, hit, tag);
 }
 
 L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit,
-                                         uint64_t*& tag) {
+                                         Tag*& tag) {
   const uint64_t first = first_way(partition, line_index);
-  uint64_t* tags = &tags_[first];
+  Tag* tags = &tags_[first];
   Line* ways = &lines_[first];
-  const int64_t w = find_way(tags, line_index + 1);
+  const int64_t w = find_way(tags, static_cast<Tag>(line_index + 1));
   if (w >= 0) {
     if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
     hit = true;
@@ -208,7 +215,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     if (ways[victim].record) release_record(ways[victim], tags[victim] - 1);
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
-  tags[victim] = line_index + 1;
+  tags[victim] = static_cast<Tag>(line_index + 1);
   ways[victim] = Line{++clock_, 0, static_cast<int16_t>(tensor), 0, 0};
   tag = &tags[victim];
   return ways[victim];
@@ -225,20 +232,33 @@ uint64_t L2Cache::stamp_of(const Line& line, uint64_t line_index) const {
 
 L2Cache::Line* L2Cache::find_line(int partition, uint64_t line_index) {
   const uint64_t first = first_way(partition, line_index);
-  const int64_t w = find_way(&tags_[first], line_index + 1);
+  const int64_t w = find_way(&tags_[first], static_cast<Tag>(line_index + 1));
   return w < 0 ? nullptr : &lines_[first + static_cast<uint64_t>(w)];
+}
+
+uint64_t L2Cache::page_key(int near, uint64_t first_line) const {
+  const uint64_t group = params_.far_data == FarData::Copy ? static_cast<uint64_t>(near) : 0;
+  return (first_line >> kPageShift) * static_cast<uint64_t>(params_.partitions) + group + 1;
+}
+
+uint32_t L2Cache::record_of_page(int near, uint64_t first_line) {
+  const uint64_t key = page_key(near, first_line);
+  const uint32_t hint = record_hints_[hint_slot(key)];
+  if (hint && record_keys_[hint - 1] == key && records_[hint - 1].present) return hint;
+  const Line* first = find_line(serving_partition(near, first_line), first_line);
+  // The first line's record is this page's in the partitions of one group (a record is made for one).
+  return first ? first->record : 0;
 }
 
 bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor, uint64_t begin, uint64_t end) {
   if (!params_.page_records) return false;
-  const Line* first = find_line(serving_partition(near, first_line), first_line);
-  if (!first || !first->record) return false;
-  // The first line's record is this page's in the partitions of one group (a record is made for one).
-  if (records_[first->record - 1].present != kAllLines) {
-    read_partial_page(near, first_line, tensor, first->record, begin, end);
+  const uint32_t found = record_of_page(near, first_line);
+  if (!found) return false;
+  if (records_[found - 1].present != kAllLines) {
+    read_partial_page(near, first_line, tensor, found, begin, end);
     return true;
   }
-  PageRecord& record = records_[first->record - 1];
+  PageRecord& record = records_[found - 1];
   if (params_.replacement == Replacement::Lru) {
     record.base = clock_;
     clock_ += kPageLines;
@@ -273,7 +293,7 @@ void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint3
   if (lru) records_[record - 1].base = base;
   uint16_t hits = 0, fetched = 0;
   std::array<Line*, kPageLines> page{};
-  std::array<uint64_t*, kPageLines> tags{};
+  std::array<Tag*, kPageLines> tags{};
   for (uint64_t k = 0; k < kPageLines; ++k) {
     in_progress_.position = k + 1;
     if (records_[record - 1].present >> k & 1) {
@@ -301,6 +321,7 @@ void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint3
 uint32_t L2Cache::new_record() {
   if (free_records_.empty()) {
     records_.emplace_back();
+    record_keys_.emplace_back();
     return static_cast<uint32_t>(records_.size());
   }
   const uint32_t index = free_records_.back();
@@ -308,8 +329,8 @@ uint32_t L2Cache::new_record() {
   return index + 1;
 }
 
-void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
-                          const std::array<uint64_t*, kPageLines>& tags, uint64_t first_line) {
+void L2Cache::record_page(const std::array<Line*, kPageLines>& page, const std::array<Tag*, kPageLines>& tags,
+                          uint64_t first_line, uint64_t key) {
   if (!params_.page_records) return;
   const uint8_t all = static_cast<uint8_t>((1u << sectors_per_line_) - 1);
   // A later line's allocation may have evicted an earlier one from the same set: its tag says so.
@@ -319,6 +340,8 @@ void L2Cache::record_page(const std::array<Line*, kPageLines>& page,
     if (page[k]->record) release_record(*page[k], first_line + k);
   const uint32_t record = new_record();
   records_[record - 1] = PageRecord{0, kAllLines};
+  record_keys_[record - 1] = key;
+  record_hints_[hint_slot(key)] = record;
   for (Line* line : page) line->record = record;
 }
 
@@ -332,7 +355,7 @@ void L2Cache::release_record(Line& line, uint64_t line_index) {
 }
 
 uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tensor, Line*& served,
-                           uint64_t*& tag) {
+                           Tag*& tag) {
   const int serving = serving_partition(near, line_index);
   bool present = false;
   Line& l = find_or_allocate(serving, line_index, tensor, present, tag);
@@ -381,7 +404,7 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
 // of the set, which stays valid and clean (an eager write-back, counted as a DRAM write).
 void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
   if (params_.max_dirty_ways >= params_.ways) return;
-  const uint64_t* tags = &tags_[first];
+  const Tag* tags = &tags_[first];
   Line* ways = &lines_[first];
   int64_t dirty = 0;
   int64_t oldest = -1;
@@ -401,6 +424,11 @@ void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
 }
 
 uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
+  const uint64_t end = a.rows ? a.addr + (a.rows - 1) * a.stride_bytes + a.row_bytes : a.addr;
+  const uint64_t last_byte = end ? end - 1 : 0;
+  if (last_byte >> line_shift_ >= std::numeric_limits<Tag>::max())
+    throw std::out_of_range(fmt::format("{}: address {:#x} is beyond the {} lines the L2's tags can name",
+                                        name(), last_byte, std::numeric_limits<Tag>::max() - 1));
   now_ = issue_cycle;
   miss_ =
       MissRuns{a.tensor, a.core, issue_cycle + static_cast<uint64_t>(params_.hit_latency_cycles), 0, 0, 0};
@@ -465,23 +493,23 @@ void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
     const bool whole_page =
         (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin && (li + kPageLines) * line_bytes <= end;
     if (!whole_page) {
-      uint64_t* tag = nullptr;
+      Tag* tag = nullptr;
       read_one(near, tensor, li++, begin, end, tag);
       continue;
     }
     if (!read_recorded_page(near, li, tensor, begin, end)) {
       std::array<Line*, kPageLines> page{};
-      std::array<uint64_t*, kPageLines> tags{};
+      std::array<Tag*, kPageLines> tags{};
       for (uint64_t k = 0; k < kPageLines; ++k)
         page[k] = &read_one(near, tensor, li + k, begin, end, tags[k]);
-      record_page(page, tags, li);
+      record_page(page, tags, li, page_key(near, li));
     }
     li += kPageLines;
   }
 }
 
 L2Cache::Line& L2Cache::read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end,
-                                 uint64_t*& tag) {
+                                 Tag*& tag) {
   const uint8_t mask = sector_mask(line_index, begin, end);
   partition_bytes_[static_cast<size_t>(serving_partition(near, line_index))] +=
       sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
@@ -559,10 +587,12 @@ std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
 void L2Cache::flush() {
   const std::vector<uint64_t> dirty = dirty_bytes_per_tensor();
   for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
-  std::fill(tags_.begin(), tags_.end(), 0);
+  std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
+  record_keys_.clear();
   free_records_.clear();
+  std::fill(record_hints_.begin(), record_hints_.end(), 0);
   pending_fills_.clear();
 }
 

@@ -19,7 +19,9 @@
 // page update the record's stamp once instead of searching a set per line (a host-cache miss each: the
 // L2's state is megabytes). A line's LRU stamp is the later of its own and the one its record implies, the
 // very value the line-by-line path would have written. An evicted line leaves its page's record; the next
-// whole-page read through the record searches only for the lines that left. Every figure is the same as
+// whole-page read through the record searches only for the lines that left. A read finds a page's record
+// through a small table of hints keyed by the page (checked against the record's own key), else through
+// its first line: under LRU the first line is the one that leaves first. Every figure is the same as
 // without records (page_records: false), only faster.
 //
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
@@ -35,6 +37,7 @@
 
 #include "models/common/bandwidth_calendar.h"
 #include "models/common/component.h"
+#include "models/common/host_table.h"
 #include "models/common/memory_level.h"
 #include "models/common/params.h"
 #include "models/common/registry.h"
@@ -103,7 +106,8 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t eager_writebacks = 0;      // dirty lines written back early (max_dirty_ways)
 
  private:
-  // A line's state; its tag is kept apart (tags_), so the search of a set reads 16 tags in two host cache
+  using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
+  // A line's state; its tag is kept apart (tags_), so the search of a set reads 16 tags in one host cache
   // lines instead of the whole state of every way.
   struct Line {
     uint64_t stamp = 0;
@@ -118,10 +122,14 @@ class L2Cache : public Component, public MemoryLevel {
   // freed when none is left. A read of the page through a record with lines missing serves the present
   // ones as hits and fetches the missing ones one by one, in the page's order, as the line-by-line path
   // would (see read_partial_page), and they join the record.
+  // Eight bytes, its key apart (record_keys_): the victim search reads the records of a set's lines, and a
+  // smaller table stays in the host's caches.
   struct PageRecord {
-    uint64_t base = 0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
-    uint16_t present = 0;  // lines pointing to it
+    uint64_t base : 48 =
+        0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
+    uint64_t present : 16 = 0;  // lines pointing to it
   };
+  static_assert(sizeof(PageRecord) == 8);
   static constexpr uint16_t kAllLines = static_cast<uint16_t>((1u << kPageLines) - 1);
   // A page being read through a partial record: its lines from `position` on still carry the stamps of
   // `old_base`, as the line-by-line path has not reached them yet when an earlier line's miss searches a
@@ -133,6 +141,11 @@ class L2Cache : public Component, public MemoryLevel {
   // The line's slot in `partition`, or null when it is not there.
   Line* find_line(int partition, uint64_t line_index);
   uint64_t stamp_of(const Line& line, uint64_t line_index) const;
+  // A page's records are per partition group: the serving partition with far_data: copy, else one.
+  uint64_t page_key(int near, uint64_t first_line) const;
+  // 1 + index of the page's live record, or 0 when the hint table and the first line know none.
+  uint32_t record_of_page(int near, uint64_t first_line);
+  size_t hint_slot(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> hint_shift_; }
   // Reads a whole page through its record; false (nothing done) when it has none.
   bool read_recorded_page(int near, uint64_t first_line, int tensor, uint64_t begin, uint64_t end);
   void read_partial_page(int near, uint64_t first_line, int tensor, uint32_t record, uint64_t begin,
@@ -142,14 +155,14 @@ class L2Cache : public Component, public MemoryLevel {
   uint32_t new_record();
   // After a whole page was read line by line (`page`: its lines' slots as the reads left them): gives it a
   // record when all its lines are still there and fully valid.
-  void record_page(const std::array<Line*, kPageLines>& page, const std::array<uint64_t*, kPageLines>& tags,
-                   uint64_t first_line);
+  void record_page(const std::array<Line*, kPageLines>& page, const std::array<Tag*, kPageLines>& tags,
+                   uint64_t first_line, uint64_t key);
   // The line lets go of its record (evicted, or about to take another).
   void release_record(Line& line, uint64_t line_index);
   // Reads the bytes [begin, end), whole pages through their records.
   void read_range(int near, int tensor, uint64_t begin, uint64_t end);
   // Returns the line's slot (valid until the next allocation in its set) and, through `tag`, its tag's.
-  Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, uint64_t*& tag);
+  Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, Tag*& tag);
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);
   // The sectors of the line that [begin, end) covers.
   uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;
@@ -165,13 +178,13 @@ class L2Cache : public Component, public MemoryLevel {
   // The line's slot in its set of `partition` (allocating, and evicting a victim, if absent); `hit` tells
   // which.
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
-  Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, uint64_t*& tag);
-  int64_t find_way(const uint64_t* tags, uint64_t tag) const;
+  Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, Tag*& tag);
+  int64_t find_way(const Tag* tags, Tag tag) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
   void wait_for_pending_fills(uint64_t begin, uint64_t end);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
-  uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor, Line*& served, uint64_t*& tag);
+  uint8_t read_line(int near, uint64_t line_index, uint8_t mask, int tensor, Line*& served, Tag*& tag);
   void write_line(int near, uint64_t line_index, uint8_t mask, int tensor);
   // The partition a core's request for the line is served by.
   int serving_partition(int near, uint64_t line_index) const;
@@ -187,12 +200,19 @@ class L2Cache : public Component, public MemoryLevel {
   uint32_t sectors_per_line_ = 4;
   int line_shift_ = 7, sector_shift_ = 5;  // log2 of line_bytes and sector_bytes (both powers of two)
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
-  std::vector<uint64_t> tags_;             // [partition][set][way]: line index + 1; 0 = invalid
-  std::vector<Line> lines_;                // same layout
+  // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
+  // bytes: a set's tags are one host cache line.
+  HostTable<Tag> tags_;
+  HostTable<Line> lines_;  // same layout
   MissRuns miss_;
   std::vector<PageRecord> records_;
+  std::vector<uint64_t> record_keys_;  // page_key() of each record's page
   PageInProgress in_progress_;
   std::vector<uint32_t> free_records_;  // indices into records_ that are unused
+  // Hints, direct mapped by a hash of page_key: 1 + the index of the record last made for a key hashing
+  // there (stale when overwritten or when the record was freed or reused: its key and lines tell).
+  std::vector<uint32_t> record_hints_;
+  int hint_shift_ = 64;
   std::vector<BandwidthCalendar> calendars_;
   std::vector<uint64_t> partition_bytes_;  // per access, reused (no allocation on the hot path)
   uint64_t clock_ = 0;                     // access counter for LRU / FIFO stamps

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "models/l2/l2.h"
@@ -219,6 +220,16 @@ TEST(L2, WritesGoToTheHomePartition) {
   rig.l2.access(read, 0);
   EXPECT_EQ(rig.dram.read, 0u);
   EXPECT_EQ(rig.l2.read_hit_sectors[0], 4u);
+}
+
+// Tags are four bytes (a set's tags in one host cache line): the last line they can name is the limit of
+// the address space, and an access beyond it is refused, not aliased onto a lower line.
+TEST(L2, AnAddressBeyondWhatItsTagsNameIsRefused) {
+  Rig rig(tiny(4, 16));
+  const uint64_t last_line = (uint64_t{1} << 32) - 2;
+  EXPECT_NO_THROW(rig.l2.access(range(last_line * kLine, kLine), 0));
+  EXPECT_THROW(rig.l2.access(range((last_line + 1) * kLine, kLine), 0), std::out_of_range);
+  EXPECT_THROW(rig.l2.access(range(last_line * kLine, 2 * kLine), 0), std::out_of_range);
 }
 
 // max_dirty_ways: a set holding that many dirty lines writes the oldest other one back when one more

@@ -207,6 +207,9 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
       oldest = 0;
       break;
     }
+    // A line's own stamp bounds the one its record implies from below: no older than the oldest so far,
+    // it cannot be the victim, and its record (a host-cache miss) need not be read.
+    if (ways[w].stamp >= oldest) continue;
     const uint64_t stamp = stamp_of(ways[w], tags[w] - 1);
     if (stamp < oldest) victim = w, oldest = stamp;
   }
@@ -413,7 +416,7 @@ void L2Cache::limit_dirty_lines(uint64_t first, const Line& written) {
     const Line& l = ways[w];
     if (!tags[w] || !l.dirty) continue;
     ++dirty;
-    if (&l == &written) continue;
+    if (&l == &written || (oldest >= 0 && l.stamp >= oldest_stamp)) continue;  // as in find_or_allocate
     const uint64_t stamp = stamp_of(l, tags[w] - 1);
     if (oldest < 0 || stamp < oldest_stamp) oldest = w, oldest_stamp = stamp;
   }

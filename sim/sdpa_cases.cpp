@@ -1,5 +1,6 @@
 #include "sim/sdpa_cases.h"
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 
@@ -122,6 +123,25 @@ bool is_cudnn_backward(const std::string& kernel) {
   return kernel.rfind("cudnn_generated_fort_native_sdpa_sm90_flash_bprop", 0) == 0;
 }
 
+// PyTorch's memory-efficient backward, fmha_cutlassB_<dtype>_aligned_<I>x<J>_k<kMaxK>[_seqaligned]_sm80
+// (CUTLASS's AttentionBackwardKernel): I query rows and J keys per step, I x J / 1024 warps each on a 32 x 32
+// tile of every product (its default warp shape), and kMaxK, which decides whether K_j stays in SRAM for S:
+// only when its pipeline stages, min(3, ceil(kMaxK / 32)) of 32 columns, hold all of it.
+struct MemEfficientBackward {
+  Tiles tiles;
+  bool reload_k = false;
+};
+
+std::optional<MemEfficientBackward> mem_efficient_backward(const std::string& kernel) {
+  std::smatch m;
+  static const std::regex name(
+      R"(^fmha_cutlassB_\w+?_aligned_(\d{1,6})x(\d{1,6})_k(\d{1,6})(_seqaligned)?_sm80$)");
+  if (!std::regex_search(kernel, m, name)) return std::nullopt;
+  const int64_t i = std::stoll(m[1]), j = std::stoll(m[2]), max_k = std::stoll(m[3]);
+  const int64_t stages = std::min<int64_t>(3, (max_k + 31) / 32);
+  return MemEfficientBackward{{i, j, i * j / 1024, 32}, max_k > 32 * stages};
+}
+
 // Why a forward kernel has no schedule yet.
 std::string unmapped_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassF", 0) == 0)
@@ -133,8 +153,7 @@ std::string unmapped_reason(const std::string& kernel) {
 // Why a backward kernel has no schedule yet.
 std::string unmapped_backward_reason(const std::string& kernel) {
   if (kernel.rfind("fmha_cutlassB", 0) == 0)
-    return "the memory-efficient backward kernel (CUTLASS fmha_cutlassB) has no schedule: its loop "
-           "structure is not modelled";
+    return "memory-efficient backward kernel " + kernel + ": its name gives no <queries>x<keys> tiles";
   if (kernel.rfind("cudnn", 0) == 0) return "cuDNN kernel " + kernel + " has no schedule";
   return "kernel " + kernel + " has no schedule";
 }
@@ -158,12 +177,53 @@ Measurement cudnn_backward_measurement(Measurement m) {
   return m;
 }
 
+// The memory-efficient backward as flash2-bwd's as_mem_efficient program: its one attention kernel, grid
+// (key blocks, heads), the measured occupancy. PyTorch's launches before it (the fill that zeroes the f32 dQ
+// workspace, an element-wise copy of dO) are not attention kernels: the measured bytes and time leave them
+// out, and the program starts from the zeroed workspace.
+// Bytes the memory-efficient backward's blocks spill to local memory that reach L2. The 128 x 128 kernel
+// runs 512 threads at 128 registers each, which its dK_j and dV_j accumulators alone fill (kOutputInRF);
+// beyond what its structure gives, its rows read 0.055-0.068 and write 0.61-0.64 more (h100_sdpa_cases.csv),
+// as per-step and per-block terms. Solved from the two rows without a mask (8x32x2048x128, 1x16x8192x128),
+// rounded to 32-byte sectors; the other four rows are predictions: writes within 0.1%, reads 0.989-0.997 (the
+// spill loads that miss L1 vary). The 64 x 64 kernel (162 registers) spills nothing; what its rows write
+// beyond the structure, 260-320 bytes a step, is the dQ tile's lock and counter atomics.
+struct MemEfficientSpill {
+  const char* kernel;
+  int64_t store_per_step, store_per_block, load_per_step, load_per_block;
+};
+constexpr MemEfficientSpill kMemEfficientSpills[] = {
+    {"fmha_cutlassB_f16_aligned_128x128_k128_seqaligned_sm80", 40672, 37664, 19808, 60672},
+};
+
+Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficientBackward& kernel,
+                                               const std::string& name) {
+  m.schedule = "flash2-bwd";
+  m.block_q = kernel.tiles.block_q;
+  m.block_k = kernel.tiles.block_k;
+  m.warps = kernel.tiles.warps;
+  m.warp_rows = kernel.tiles.warp_rows;
+  m.as_mem_efficient = true;
+  m.reload_k = kernel.reload_k;
+  for (const MemEfficientSpill& spill : kMemEfficientSpills)
+    if (name == spill.kernel) {
+      m.spill_bytes_per_step = spill.store_per_step;
+      m.spill_bytes_per_block = spill.store_per_block;
+      m.spill_load_bytes_per_step = spill.load_per_step;
+      m.spill_load_bytes_per_block = spill.load_per_block;
+    }
+  return m;
+}
+
 // A backward row: FlashAttention-2's three kernels (dot(dO, O) with dQaccum zeroed, dK/dV with dQaccum
-// atomics, dQ conversion) as flash2-bwd with flash-attn's tiles and launches; the rest with the reason.
+// atomics, dQ conversion) as flash2-bwd with flash-attn's tiles and launches; cuDNN's and the
+// memory-efficient kernel as above; the rest with the reason.
 Measurement backward_measurement(const CsvRow& row, Measurement m) {
   const std::string kernel = row.text("main_kernel");
   const std::string kernel_template = row.text("main_kernel_template");
   if (is_cudnn_backward(kernel)) return cudnn_backward_measurement(m);
+  if (auto mem_efficient = mem_efficient_backward(kernel))
+    return mem_efficient_backward_measurement(m, *mem_efficient, kernel);
   auto tiles = backward_tiles(kernel, kernel_template);
   if (!tiles) {
     m.not_simulated = unmapped_backward_reason(kernel);

@@ -300,6 +300,11 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.rolled_k_loops = m.rolled_k_loops;
     shape.double_buffer = m.double_buffer;
     shape.warp_groups = m.ping_pong;  // a producer and two consumer warp groups (cuDNN's backward)
+    shape.as_mem_efficient = m.as_mem_efficient;
+    shape.reload_k = m.reload_k;
+    shape.spill_bytes_per_step = m.spill_bytes_per_step;
+    shape.spill_load_bytes_per_step = m.spill_load_bytes_per_step;
+    shape.spill_load_bytes_per_block = m.spill_load_bytes_per_block;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });

@@ -39,7 +39,12 @@ struct Measurement {
   // as the ordinary grid at the measured one block per SM, which the block scheduler hands out the same way.
   bool dynamic_tiles = false;
   bool store_row_statistic = false;
-  bool as_mem_efficient = false;  // forward flash2 with the memory-efficient kernel's loads (ForwardShape)
+  // flash2 or flash2-bwd as PyTorch's memory-efficient kernels load (ForwardShape, BackwardShape); the
+  // backward's K_j reloaded for S every step (BackwardShape::reload_k).
+  bool as_mem_efficient = false;
+  bool reload_k = false;
+  // flash2-bwd as_mem_efficient: spill bytes per step (stored, loaded) and loaded per block (BackwardShape).
+  int64_t spill_bytes_per_step = 0, spill_load_bytes_per_step = 0, spill_load_bytes_per_block = 0;
   // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
   // simulated program prefetches too (AttentionShape::double_buffer): forward schedules and flash2-bwd.
   bool double_buffer = false;

@@ -496,15 +496,210 @@ void emit_convert_dq(const BackwardShape& s, Gen& g, const Flash2Plan& p) {
     }
 }
 
+// ---- PyTorch's memory-efficient backward (BackwardShape::as_mem_efficient) ----
+
+// CUTLASS streams a product's operands through its pipeline stages; the model loads each operand whole, as
+// often as the kernel loads it. K_j for S (kept across steps unless reload_k; with reload_k one buffer for
+// both of K_j's loads), K_j for dQ, Q_i (S's, then dK's), dO_i (dV's, then dP's), V_j, P then dS in its
+// place, the f32 dQ tile (also D's products in the prologue), L_i, D_i; S then dP, dK_j, dV_j in registers
+// (the kernel's kOutputInRF).
+struct MemEffBuffers {
+  int kqk, kdq, qi, doi, vj, pds, dqw, li, di, s, dk, dv;
+};
+
+MemEffBuffers declare_mem_efficient_buffers(Builder& b, const BackwardShape& s) {
+  const int64_t br = s.block_q, bc = s.block_k, d = s.d;
+  MemEffBuffers m;
+  m.kqk = b.buffer("Kj", bc, d, s.dtype);
+  m.kdq = s.reload_k ? m.kqk : b.buffer("Kj_dq", bc, d, s.dtype);
+  m.qi = b.buffer("Qi", br, d, s.dtype);
+  m.doi = b.buffer("dOi", br, d, s.dtype);
+  m.vj = b.buffer("Vj", bc, d, s.dtype);
+  m.pds = b.buffer("P", br, bc, s.dtype);
+  m.dqw = b.buffer("dQi", br, d, kAcc);
+  m.li = b.buffer("Li", br, 1, kAcc);
+  m.di = b.buffer("Di", br, 1, kAcc);
+  m.s = b.buffer("S", br, bc, kAcc);
+  m.dk = b.buffer("dKj", bc, d, kAcc);
+  m.dv = b.buffer("dVj", bc, d, kAcc);
+  b.in_registers({m.s, m.dk, m.dv});
+  return m;
+}
+
+struct MemEffPlan {
+  Common t;
+  int d = -1, acc = -1, kernel = -1;
+  MemEffBuffers buf{};
+  std::vector<Block> qblocks, kblocks;
+  int local = -1, spill = -1;  // the spills' rows in memory and their buffer (with spill bytes)
+  int64_t local_rows = 0;      // block b spills to row b mod local_rows, its hardware slot's
+};
+
+// The spills move through a 1 KB buffer: at d = 128 the tiles leave no more SRAM (the kernel spills from
+// registers, which the model's DMA cannot reach).
+constexpr int64_t kSpillChunkWords = 256;
+
+// `bytes` of block b's spills stored to, or loaded from, its row of `local`.
+void emit_mem_efficient_spill(Gen& g, const MemEffPlan& p, int64_t block, int64_t bytes, bool store) {
+  for (int64_t col = 0; col < bytes / 4; col += kSpillChunkWords) {
+    const int64_t words = std::min(kSpillChunkWords, bytes / 4 - col);
+    const Operand memory = g.b.slice(p.local, block % p.local_rows, 1, col, words);
+    const Operand buffer = g.b.buf(p.spill, 1, words);
+    if (store)
+      g.emit(Opcode::Store, {buffer, memory});
+    else
+      g.emit(Opcode::Load, {memory, buffer});
+  }
+}
+
+void declare_mem_efficient_spills(const BackwardShape& s, Builder& b, MemEffPlan& p) {
+  const int64_t bytes[] = {s.spill_bytes_per_block, s.spill_bytes_per_step, s.spill_load_bytes_per_step,
+                           s.spill_load_bytes_per_block};
+  int64_t most = 0;
+  for (int64_t x : bytes) {
+    if (x < 0 || x % 4 != 0) throw std::invalid_argument("spill bytes: multiples of 4, not negative");
+    most = std::max(most, x);
+  }
+  if (most == 0) return;
+  const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
+  p.local_rows = s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+  p.local = b.tensor("local", p.local_rows, most / 4, kAcc, false, 0);
+  p.spill = b.buffer("spill", 1, std::min(kSpillChunkWords, most / 4), kAcc);
+}
+
+// D = rowsum(dO * O) for every row of head h: each block of the kernel computes all of it
+// (kKernelComputesDelta), reading the head's O and dO and storing D, the same values from every block.
+void emit_mem_efficient_delta(Gen& g, const MemEffPlan& p, int64_t h) {
+  Builder& b = g.b;
+  const MemEffBuffers& m = p.buf;
+  for (const Block& qb : p.qblocks) {
+    const int64_t r = qb.rows;
+    g.emit(Opcode::Load, {g.rows(p.t.o, h, qb), b.buf(m.qi, r)});
+    g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(m.doi, r)});
+    g.emit(Opcode::Mul, {b.buf(m.doi, r), b.buf(m.qi, r), b.buf(m.dqw, r)});
+    g.emit(Opcode::RowSum, {b.buf(m.dqw, r), b.buf(m.di, r)});
+    g.emit(Opcode::Store, {b.buf(m.di, r), g.rows(p.d, h, qb)});
+  }
+}
+
+// The query blocks key block j visits, in the kernel's order (getQueryStart, incrIteration): not causal,
+// every one, from block j (query start shifted by j x Br) round to the one before it, so the head's blocks
+// start on different dQ tiles; causal, from the first visible one to the last.
+std::vector<size_t> mem_efficient_order(const BackwardShape& s, const MemEffPlan& p, size_t j) {
+  const size_t tr = p.qblocks.size();
+  std::vector<size_t> out;
+  for (size_t k = 0; k < tr; ++k) {
+    const size_t i = s.causal ? k : (j + k) % tr;
+    if (visible(s.causal, p.qblocks[i], p.kblocks[j])) out.push_back(i);
+  }
+  return out;
+}
+
+// dQ_i += dS K_j through the f32 workspace, as the kernel adds it under the tile's lock: load the tile,
+// add, store it back. The head's last block (in launch order) to visit query block i stores dQ_i in the
+// storage dtype instead. With one key block the kernel keeps no workspace: the product is dQ_i.
+void emit_mem_efficient_dq(const BackwardShape& s, Gen& g, const MemEffPlan& p, int64_t h, size_t i,
+                           size_t j) {
+  Builder& b = g.b;
+  const MemEffBuffers& m = p.buf;
+  const Block &qb = p.qblocks[i], &kb = p.kblocks[j];
+  const int64_t r = qb.rows, c = kb.rows;
+  const bool split = p.kblocks.size() > 1;
+  if (split) g.emit(Opcode::Load, {g.rows(p.acc, h, qb), b.buf(m.dqw, r)});
+  g.mac(!split, b.buf(m.pds, r, c), b.buf(m.kdq, c), b.buf(m.dqw, r));
+  const bool last = j + 1 == p.kblocks.size() || !visible(s.causal, qb, p.kblocks[j + 1]);
+  g.emit(Opcode::Store, {b.buf(m.dqw, r), g.rows(last ? p.t.dq : p.acc, h, qb)});
+}
+
+// One step (query block i) of key block j's block, in the kernel's order (processBlockIJ): S, P; dV;
+// dP, dS; dQ; dK. Each product loads its operands just before it.
+void emit_mem_efficient_step(const BackwardShape& s, Gen& g, const MemEffPlan& p, int64_t h, size_t i,
+                             size_t j, bool first) {
+  Builder& b = g.b;
+  const MemEffBuffers& m = p.buf;
+  const Block &qb = p.qblocks[i], &kb = p.kblocks[j];
+  const int64_t r = qb.rows, c = kb.rows;
+  g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(m.di, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.lse, h, qb), b.buf(m.li, r)});
+  if (s.reload_k) g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(m.kqk, c)});
+  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(m.qi, r)});
+  g.emit(Opcode::MacZ, {b.buf(m.qi, r), b.buf(m.kqk, c, -1, true), b.buf(m.s, r, c)});
+  if (crosses_diagonal(s.causal, qb, kb))
+    g.emit(Opcode::Mask, {b.buf(m.s, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
+  g.emit(Opcode::Sub, {b.buf(m.s, r, c), b.buf(m.li, r), b.buf(m.s, r, c)});
+  g.emit(Opcode::Exp, {b.buf(m.s, r, c), b.buf(m.pds, r, c)});
+  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(m.doi, r)});
+  g.mac(first, b.buf(m.pds, r, c, true), b.buf(m.doi, r), b.buf(m.dv, c));
+  const int64_t block = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
+  emit_mem_efficient_spill(g, p, block, s.spill_bytes_per_step, true);
+  g.emit(Opcode::Load, {g.rows(p.t.dout, h, qb), b.buf(m.doi, r)});
+  g.emit(Opcode::Load, {g.rows(p.t.v, h, kb), b.buf(m.vj, c)});
+  g.emit(Opcode::MacZ, {b.buf(m.doi, r), b.buf(m.vj, c, -1, true), b.buf(m.s, r, c)});
+  g.emit(Opcode::Sub, {b.buf(m.s, r, c), b.buf(m.di, r), b.buf(m.s, r, c)});
+  g.emit(Opcode::Mul, {b.buf(m.pds, r, c), b.buf(m.s, r, c), b.buf(m.pds, r, c)});
+  g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(m.kdq, c)});
+  g.emit(Opcode::Load, {g.rows(p.t.q, h, qb), b.buf(m.qi, r)});
+  emit_mem_efficient_dq(s, g, p, h, i, j);
+  emit_mem_efficient_spill(g, p, block, s.spill_load_bytes_per_step, false);
+  g.mac(first, b.buf(m.pds, r, c, true), b.buf(m.qi, r), b.buf(m.dk, c));
+}
+
+// Block (j, h): K_j (once, unless reload_k), D for the head, the steps, then dK_j and dV_j through the SRAM
+// of K_j and V_j in the storage dtype.
+void emit_mem_efficient_block(const BackwardShape& s, Gen& g, const MemEffPlan& p, int64_t h, size_t j) {
+  Builder& b = g.b;
+  const MemEffBuffers& m = p.buf;
+  const Block& kb = p.kblocks[j];
+  const int64_t c = kb.rows;
+  b.begin_block(p.kernel, {static_cast<int64_t>(j), h, 0});
+  if (!s.reload_k) g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(m.kqk, c)});
+  emit_mem_efficient_delta(g, p, h);
+  const int64_t block = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
+  emit_mem_efficient_spill(g, p, block, s.spill_load_bytes_per_block, false);
+  bool first = true;
+  for (size_t i : mem_efficient_order(s, p, j)) {
+    emit_mem_efficient_step(s, g, p, h, i, j, first);
+    first = false;
+  }
+  g.emit(Opcode::Mov, {b.buf(m.dk, c), b.buf(m.kdq, c)});
+  g.emit(Opcode::Mov, {b.buf(m.dv, c), b.buf(m.vj, c)});
+  g.emit(Opcode::Store, {b.buf(m.kdq, c), g.rows(p.t.dk, h, kb)});
+  g.emit(Opcode::Store, {b.buf(m.vj, c), g.rows(p.t.dv, h, kb)});
+  emit_mem_efficient_spill(g, p, block, s.spill_bytes_per_block, true);
+}
+
+isa::Program mem_efficient(const BackwardShape& s, Gen& g) {
+  if (s.as_flash_attn || s.warp_groups || s.accumulators_in_registers)
+    throw std::invalid_argument("the memory-efficient backward takes none of flash-attn's options");
+  Builder& b = g.b;
+  MemEffPlan p;
+  p.t = declare_common(g, s, s.dtype, s.dtype);
+  p.d = g.matrix("D", s.n, 1, kAcc);
+  p.acc = g.matrix("dQaccum", s.n, s.d, kAcc);
+  p.buf = declare_mem_efficient_buffers(b, s);
+  p.qblocks = blocks_of(s.n, s.block_q);
+  p.kblocks = blocks_of(s.n, s.block_k);
+  declare_mem_efficient_spills(s, b, p);
+  p.kernel = b.kernel("mem_efficient_bwd", {static_cast<int64_t>(p.kblocks.size()), s.heads, 1}, false,
+                      s.warps, s.warp_rows);
+  for (int64_t h = 0; h < s.heads; ++h)
+    for (size_t j = 0; j < p.kblocks.size(); ++j) emit_mem_efficient_block(s, g, p, h, j);
+  return b.take();
+}
+
 isa::Program flash2(const BackwardShape& s, Gen& g) {
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
-      (s.spill_bytes_per_block > 0 && !s.as_flash_attn))
+      (s.spill_bytes_per_block > 0 && !s.as_flash_attn && !s.as_mem_efficient))
     throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");
   if (s.warps < 0 || (s.warps > 0 && s.warp_rows < 1))
     throw std::invalid_argument("warps: 0 for the default, or a count with the rows each warp takes");
   if (s.warp_groups && (!s.as_flash_attn || s.block_k < 2 || s.d < 2))
     throw std::invalid_argument("warp groups: with as_flash_attn, a key block and d of at least 2");
+  if (s.as_mem_efficient) return mem_efficient(s, g);
+  if (s.spill_bytes_per_step != 0 || s.spill_load_bytes_per_step != 0 || s.spill_load_bytes_per_block != 0)
+    throw std::invalid_argument("spills per step are a memory-efficient backward option");
+  if (s.reload_k) throw std::invalid_argument("reload_k is a memory-efficient backward option");
   const Flash2Plan p = plan_flash2(s, g);
   emit_dot_do_o(s, g, p);
   if (s.warp_groups)
@@ -739,6 +934,8 @@ std::string_view schedule_name(BackwardSchedule schedule) {
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& s) {
   if (s.n < 1 || s.d < 1 || s.block_q < 1 || s.block_k < 1 || s.heads < 1)
     throw std::invalid_argument("n, d, heads and the block sizes must be positive");
+  if ((s.as_mem_efficient || s.reload_k) && schedule != BackwardSchedule::Flash2)
+    throw std::invalid_argument("the memory-efficient backward is a flash2-bwd option");
   if (s.accumulators_in_registers && schedule == BackwardSchedule::Naive)
     throw std::invalid_argument("accumulators in registers are a flash2-bwd and flash2-bwd-no-d option");
   Gen g(s, std::string(schedule_name(schedule)) + "(n=" + std::to_string(s.n) + ", d=" + std::to_string(s.d) +

@@ -74,6 +74,28 @@ struct BackwardShape : AttentionShape {
   // its instructions in program order, written so that one consumer's softmax and dS run on the VPU while
   // the MXU does the other's products.
   bool warp_groups = false;
+  // Flash2 only: the one kernel PyTorch's memory-efficient backward launches (CUTLASS's
+  // AttentionBackwardKernel, fmha_cutlassB_*_sm80), mem_efficient_bwd, grid (key blocks, heads). Block
+  // (j, h) owns key block j. It first computes D = rowsum(dO * O) for every row of its head and stores it
+  // (every block of the head, as the kernel's prologue does). Then it steps through query blocks i, from
+  // block j round to the one before it (causal: from the first visible one to the last), loading each
+  // product's operands for that product alone: L_i, D_i; Q_i for S and again for dK; dO_i for dV and again
+  // for dP; V_j; K_j for dQ (and for S, unless K_j stays in SRAM: see reload_k). P, then dS in its place, in
+  // SRAM; S, dP, dK_j, dV_j in registers. dQ_i is added through an f32 workspace (dQaccum, zero at the start,
+  // as PyTorch's fill leaves it): load the tile, add dS K_j, store it back; the head's last block to visit
+  // query block i (in launch order, so a single core runs it last) stores dQ_i in the storage dtype instead.
+  // The kernel's per-tile spin lock around that read-modify-write is not modelled. dK_j, dV_j are stored
+  // once, through SRAM.
+  bool as_mem_efficient = false;
+  // With as_mem_efficient: K_j for S is loaded again every step. CUTLASS keeps it in SRAM only when its
+  // pipeline stages hold all of d (kSmemContainsEntireMat: d <= 32 x min(3, ceil(d / 32)); d = 64 does,
+  // d = 128 does not).
+  bool reload_k = false;
+  // With as_mem_efficient: register spills to local memory that reach L2, beyond spill_bytes_per_block
+  // (stored at the block's end): bytes stored and loaded every step, and loaded once per block after D. The
+  // 128 x 128 kernel's: its dK_j and dV_j accumulators alone take the 128 registers a thread may have at 512
+  // threads. Multiples of 4; a property of the compiled kernel, not of the algorithm (spill_rows as above).
+  int64_t spill_bytes_per_step = 0, spill_load_bytes_per_step = 0, spill_load_bytes_per_block = 0;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -873,5 +873,221 @@ INSTANTIATE_TEST_SUITE_P(Mask, Flash2WarpGroups, ::testing::Bool(),
 
 }  // namespace flash_attn
 
+// ---- PyTorch's memory-efficient backward (BackwardShape::as_mem_efficient) ----
+
+namespace mem_efficient {
+
+BackwardShape mem_efficient_shape(int64_t n, int64_t d, int64_t br, int64_t bc, bool causal, int64_t heads,
+                                  bool reload_k) {
+  BackwardShape s = shape(n, d, br, bc, causal, Dtype::F16, heads);
+  s.as_mem_efficient = true;
+  s.reload_k = reload_k;
+  return s;
+}
+
+// n, d, Br, Bc, heads: ragged with Br < Bc and Br > Bc, the kernel's square tiles, and one key block (no
+// workspace: the product is dQ).
+using MemEffDims = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t>;
+using MemEffCase = std::tuple<MemEffDims, bool, bool>;  // dims, causal, reload_k
+
+std::string mem_eff_case_name(const ::testing::TestParamInfo<MemEffCase>& info) {
+  const auto& [dims, causal, reload_k] = info.param;
+  const auto& [n, d, br, bc, heads] = dims;
+  return std::string(causal ? "Causal" : "Full") + (reload_k ? "ReloadK" : "KeepK") + "_n" +
+         std::to_string(n) + "_d" + std::to_string(d) + "_Br" + std::to_string(br) + "_Bc" +
+         std::to_string(bc) + "_h" + std::to_string(heads);
+}
+
+// Bytes per tensor for one head, from the kernel's structure (not from the generator's loops). Key block j
+// (first row k0, c rows) visits V_j query blocks holding R_j rows: all Tr blocks and n rows, or causal the
+// ones from the block holding row k0 on, n - floor(k0 / Br) Br rows. Every block reads the head's O and
+// dO and writes all n values of D (f32); per visit it reads L_i and D_i, Q_i twice (S, dK), dO_i twice (dV,
+// dP), V_j and K_j once (dQ), K_j once more (S) with reload_k, else once per block; it reads the f32 dQ
+// tile and writes it back, except that the last visit of each query row writes dQ (f16) instead. With one
+// key block there is no f32 tile at all. dK_j and dV_j are written once.
+Ledger mem_efficient_expected(const BackwardShape& s) {
+  const int64_t n = s.n, d = s.d, br = s.block_q, bc = s.block_k, e = 2, f = 4;
+  const int64_t tr = ceil_div(n, br), tc = ceil_div(n, bc);
+  int64_t visits = 0, rows = 0, k_rows = 0, v_rows = 0;
+  for (int64_t j = 0; j < tc; ++j) {
+    const int64_t k0 = j * bc, c = std::min(n, k0 + bc) - k0;
+    const int64_t vj = s.causal ? tr - k0 / br : tr;
+    visits += vj;
+    rows += s.causal ? n - k0 / br * br : n;
+    v_rows += vj * c;
+    k_rows += s.reload_k ? 2 * vj * c : (vj + 1) * c;
+  }
+  const int64_t workspace_rows = tc > 1 ? rows : 0;
+  const auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  Ledger l;
+  l.read = {{"Q", u(2 * rows * d * e)},
+            {"K", u(k_rows * d * e)},
+            {"V", u(v_rows * d * e)},
+            {"dO", u((tc * n + 2 * rows) * d * e)},
+            {"O", u(tc * n * d * e)},
+            {"L", u(rows * f)},
+            {"D", u(rows * f)},
+            {"dQaccum", u(workspace_rows * d * f)},
+            {"dQ", 0},
+            {"dK", 0},
+            {"dV", 0}};
+  l.written = {{"Q", 0},
+               {"K", 0},
+               {"V", 0},
+               {"dO", 0},
+               {"O", 0},
+               {"L", 0},
+               {"D", u(tc * n * f)},
+               {"dQaccum", u(tc > 1 ? (rows - n) * d * f : 0)},
+               {"dQ", u(n * d * e)},
+               {"dK", u(n * d * e)},
+               {"dV", u(n * d * e)}};
+  l.matmuls = u(5 * visits);  // S, dV, dP, dQ, dK
+  l.exps = u(visits);
+  return l;
+}
+
+class MemEfficientBackward : public ::testing::TestWithParam<MemEffCase> {};
+
+// dQ, dK, dV check against float64 on one core (which runs the blocks in launch order, so the block that
+// stores dQ_i in f16 runs after every other visit of query block i), and every tensor's bytes equal the
+// closed form; so do the products and exponentials.
+TEST_P(MemEfficientBackward, ValuesAndBytesPerTensor) {
+  const auto& [dims, causal, reload_k] = GetParam();
+  const auto& [n, d, br, bc, heads] = dims;
+  const BackwardShape s = mem_efficient_shape(n, d, br, bc, causal, heads, reload_k);
+  const isa::Program p = traces::backward_program(BackwardSchedule::Flash2, s);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].name, "mem_efficient_bwd");
+  EXPECT_EQ(p.kernels[0].grid, (std::array<int64_t, 3>{ceil_div(n, bc), heads, 1}));
+  RunResult r = run_program(p, on("h100-sm"));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+  const Ledger l = mem_efficient_expected(s);
+  EXPECT_EQ(r.hbm_bytes_read, times(l.read, heads));
+  EXPECT_EQ(r.hbm_bytes_written, times(l.written, heads));
+  EXPECT_EQ(count(r, "MAC") + count(r, "MAC_Z"), l.matmuls * static_cast<uint64_t>(heads));
+  EXPECT_EQ(count(r, "EXP"), l.exps * static_cast<uint64_t>(heads));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, MemEfficientBackward,
+    ::testing::Combine(::testing::Values(MemEffDims{100, 16, 32, 48, 2}, MemEffDims{130, 16, 48, 20, 1},
+                                         MemEffDims{96, 16, 32, 32, 2}, MemEffDims{40, 16, 32, 48, 1}),
+                       ::testing::Bool(), ::testing::Bool()),
+    mem_eff_case_name);
+
+// The kernel's figures in units of |Q| (n d 2 bytes per head) at its square tiles, N = n / 64 steps:
+// at d = 64 (K_j kept) SM<-L2 reads 2N (D's O and dO in every block) + (8 + 1/16) per step (Q, dO twice,
+// K, V once, the f32 dQ tile as 2; L and D) x N steps + 1 (K_j once per block) = 10.0625 N + 1, writes
+// 2N - 1 (f32 tiles, the last of each f16) + N / 32 (D) + 2 (dK, dV); causal N (N + 1) / 2 steps over
+// N blocks. At d = 128 (128 x 128, K_j reloaded) 9 + 1/32 per step and D N / 64.
+class MemEfficientSpills : public ::testing::TestWithParam<bool> {};
+
+class MemEfficientFigures : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};
+
+TEST_P(MemEfficientFigures, KernelFiguresInUnitsOfQ) {
+  const auto& [d, causal] = GetParam();
+  const int64_t tile = d, n = 8 * tile;
+  const double steps = causal ? 8 * 9 / 2.0 : 64.0, blocks = 8, per_step = d == 64 ? 8.0625 : 9.03125;
+  const double reads = 2 * blocks + per_step * steps / blocks + (d == 64 ? 1 : 0);
+  const double writes = (2 * steps - blocks) / blocks + blocks * 4.0 / (2 * static_cast<double>(d)) + 2;
+  BackwardShape s = mem_efficient_shape(n, d, tile, tile, causal, 1, d == 128);
+  s.skip_forward_values = true;
+  RunOptions o = on("h100-sm");
+  o.timing_only = true;
+  RunResult r = run_program(traces::backward_program(BackwardSchedule::Flash2, s), o);
+  const double q = static_cast<double>(n * d * 2);
+  uint64_t read = 0, written = 0;
+  for (const auto& [name, bytes] : r.hbm_bytes_read) read += bytes;
+  for (const auto& [name, bytes] : r.hbm_bytes_written) written += bytes;
+  EXPECT_DOUBLE_EQ(static_cast<double>(read) / q, reads);
+  EXPECT_DOUBLE_EQ(static_cast<double>(written) / q, writes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, MemEfficientFigures,
+                         ::testing::Combine(::testing::Values(64, 128), ::testing::Bool()),
+                         [](const auto& info) {
+                           return "d" + std::to_string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "Causal" : "Full");
+                         });
+
+// Block j's first step is query block j (its start shifted by j x Br), or causal the diagonal one, and its
+// steps wrap round to the block before it; the last Q load of each step, for dK, names the same block.
+TEST(MemEfficientBackward, EachBlockStartsAtItsOwnQueryBlock) {
+  for (bool causal : {false, true}) {
+    const isa::Program p = traces::backward_program(BackwardSchedule::Flash2,
+                                                    mem_efficient_shape(128, 16, 32, 32, causal, 1, false));
+    int q_tensor = -1;
+    for (size_t t = 0; t < p.tensors.size(); ++t)
+      if (p.tensors[t].name == "Q") q_tensor = static_cast<int>(t);
+    ASSERT_EQ(p.blocks.size(), 4u);
+    for (size_t b = 0; b < p.blocks.size(); ++b) {
+      const size_t end = b + 1 < p.blocks.size() ? p.blocks[b + 1].instruction : p.instructions.size();
+      std::vector<int64_t> starts;  // Q rows loaded, in order: two loads per step
+      for (size_t i = p.blocks[b].instruction; i < end; ++i) {
+        const isa::Instruction& inst = p.instructions[i];
+        if (inst.op != isa::Opcode::Load) continue;
+        const isa::TileRef& t = p.tiles[inst.operand(0).tensor];
+        if (!t.is_buffer && t.index == q_tensor) starts.push_back(t.row0);
+      }
+      std::vector<int64_t> want;
+      for (int64_t k = 0; k < 4; ++k) {
+        const int64_t i = causal ? k : (static_cast<int64_t>(b) + k) % 4;
+        if (causal && i < static_cast<int64_t>(b)) continue;
+        want.push_back(32 * i);
+        want.push_back(32 * i);
+      }
+      EXPECT_EQ(starts, want) << "block " << b << (causal ? " causal" : "");
+    }
+  }
+}
+
+// The register spills (BackwardShape::spill_bytes_per_step and the like) reach `local` as many times as
+// there are steps and blocks, through a 1 KB buffer, and move no other byte. n = 96 in 32-row blocks, two
+// heads: 9 steps per head not causal, 6 causal; 3 blocks per head.
+TEST_P(MemEfficientSpills, PerStepAndPerBlock) {
+  const bool causal = GetParam();
+  BackwardShape s = mem_efficient_shape(96, 16, 32, 32, causal, 2, true);
+  s.spill_bytes_per_step = 2000;  // two chunks
+  s.spill_bytes_per_block = 520;
+  s.spill_load_bytes_per_step = 1028;
+  s.spill_load_bytes_per_block = 4;
+  RunResult r = run_program(traces::backward_program(BackwardSchedule::Flash2, s), on("h100-sm"));
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+  const uint64_t steps = 2 * (causal ? 6 : 9), blocks = 2 * 3;
+  EXPECT_EQ(r.hbm_bytes_written.at("local"), steps * 2000 + blocks * 520);
+  EXPECT_EQ(r.hbm_bytes_read.at("local"), steps * 1028 + blocks * 4);
+  Bytes read = r.hbm_bytes_read, written = r.hbm_bytes_written;
+  read.erase("local");
+  written.erase("local");
+  const Ledger l = mem_efficient_expected(s);
+  EXPECT_EQ(read, times(l.read, 2));
+  EXPECT_EQ(written, times(l.written, 2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Mask, MemEfficientSpills, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Causal" : "Full"; });
+
+TEST(MemEfficientBackward, RejectsOptionsOfOtherKernels) {
+  BackwardShape s = mem_efficient_shape(96, 16, 32, 32, false, 1, false);
+  s.as_flash_attn = true;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+  s = mem_efficient_shape(96, 16, 32, 32, false, 1, false);
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2NoD, s), std::invalid_argument);
+  s.as_mem_efficient = false;
+  s.reload_k = true;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+  s = mem_efficient_shape(96, 16, 32, 32, false, 1, false);
+  s.spill_bytes_per_step = 6;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+  s = mem_efficient_shape(96, 16, 32, 32, false, 1, false);
+  s.as_mem_efficient = false;
+  s.spill_load_bytes_per_step = 4;
+  EXPECT_THROW(traces::backward_program(BackwardSchedule::Flash2, s), std::invalid_argument);
+}
+
+}  // namespace mem_efficient
+
 }  // namespace
 }  // namespace attnsim

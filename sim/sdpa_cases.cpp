@@ -177,25 +177,26 @@ Measurement cudnn_backward_measurement(Measurement m) {
   return m;
 }
 
-// The memory-efficient backward as flash2-bwd's as_mem_efficient program: its one attention kernel, grid
-// (key blocks, heads), the measured occupancy. PyTorch's launches before it (the fill that zeroes the f32 dQ
-// workspace, an element-wise copy of dO) are not attention kernels: the measured bytes and time leave them
-// out, and the program starts from the zeroed workspace.
 // Bytes the memory-efficient backward's blocks spill to local memory that reach L2. The 128 x 128 kernel
-// runs 512 threads at 128 registers each, which its dK_j and dV_j accumulators alone fill (kOutputInRF);
-// beyond what its structure gives, its rows read 0.055-0.068 and write 0.61-0.64 more (h100_sdpa_cases.csv),
-// as per-step and per-block terms. Solved from the two rows without a mask (8x32x2048x128, 1x16x8192x128),
-// rounded to 32-byte sectors; the other four rows are predictions: writes within 0.1%, reads 0.989-0.997 (the
-// spill loads that miss L1 vary). The 64 x 64 kernel (162 registers) spills nothing; what its rows write
-// beyond the structure, 260-320 bytes a step, is the dQ tile's lock and counter atomics.
+// runs 512 threads at 128 registers each, which its dK_j and dV_j accumulators alone fill (kOutputInRF).
+// Measured per kernel (validation/data/h100_memeff_bwd_local_raw.csv, validation/run_memeff_bwd_local.sh:
+// Nsight Compute's L1 sectors of local memory on the six d = 128 rows): every local store reaches L2, 38,912
+// bytes a step and 38,912 a block (19 registers of 512 threads), exact on all six rows; of the local loads
+// (about 136 KB a step) the L1 serves most, and what misses it, 0.77-1.48 of any two-term fit, is taken
+// here as the least-squares fit over the six, 20,576 a step and 35,104 a block (to 32-byte sectors;
+// 0.90-1.09 of each row's). The 64 x 64 kernel (162 registers) spills nothing.
 struct MemEfficientSpill {
   const char* kernel;
   int64_t store_per_step, store_per_block, load_per_step, load_per_block;
 };
 constexpr MemEfficientSpill kMemEfficientSpills[] = {
-    {"fmha_cutlassB_f16_aligned_128x128_k128_seqaligned_sm80", 40672, 37664, 19808, 60672},
+    {"fmha_cutlassB_f16_aligned_128x128_k128_seqaligned_sm80", 38912, 38912, 20576, 35104},
 };
 
+// The memory-efficient backward as flash2-bwd's as_mem_efficient program: its one attention kernel, grid
+// (key blocks, heads), the measured occupancy. PyTorch's launches before it (the fill that zeroes the f32 dQ
+// workspace, an element-wise copy of dO) are not attention kernels: the measured bytes and time leave them
+// out, and the program starts from the zeroed workspace.
 Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficientBackward& kernel,
                                                const std::string& name) {
   m.schedule = "flash2-bwd";

@@ -88,26 +88,29 @@ bool memory_efficient_backward(const SdpaRow& r) {
   return r.backend == "EFFICIENT_ATTENTION" && r.pass == "bwd";
 }
 
-// The memory-efficient backward's 64 x 64 kernel also writes 260-320 bytes a step for the lock and counter
-// of each dQ workspace tile (atomicCAS spins, atomicAdd, the release store), which the model does not
-// issue: its SM->L2 writes are 0.981-0.985 of the measured, held above 0.975.
+// The memory-efficient backward's kernels also write, besides the model's structure and measured spills,
+// what the lock and counter of each dQ workspace tile take (atomicCAS spins, atomicAdd, the release store),
+// which the model does not issue: its SM->L2 writes are 0.981-0.987 of the measured, held above 0.975.
 bool known_lock_write_miss(const SdpaRow& r) {
-  return memory_efficient_backward(r) && r.d == 64;
+  return memory_efficient_backward(r);
 }
 
 // The memory-efficient backward's SM<-L2 reads beyond 0.5%: at d = 64 and n = 16,384 the model reads
 // 1.005 (no mask) and 1.009 (causal) of the measured, the kernel's structure to the byte (the GPU's L1
-// seems to serve part of L_i, D_i or D's prologue there, not at n = 4,096); at d = 128 the spill loads
-// that reach L2 are taken from the two unmasked rows, the others predicted (0.989-0.997). Held within 1.5%.
+// seems to serve part of L_i, D_i or D's prologue there, not at n = 4,096); at d = 128 the spill loads that
+// miss the GPU's L1 are 0.90-1.09 of one fit over the six rows (sim/sdpa_cases.cpp): 0.990-1.001. Held
+// within 1.5%.
 bool known_read_miss(const SdpaRow& r) {
   return memory_efficient_backward(r) && (r.n == 16384 || r.d == 128);
 }
 
-// The memory-efficient backward at d = 128 reads 0.37-0.80 of the measured DRAM bytes, not explained. The
+// The memory-efficient backward at d = 128 reads 0.34-0.73 of the measured DRAM bytes, not explained. The
 // GPU reads as much from DRAM causal as not (6.31 and 6.27 GB at 1x8x32768x128) with half the steps, so its
-// excess grows with blocks, not steps: the per-block D prologue (every block reads its head's O and dO) is
-// the first suspect, the per-step spills are not. Held above 0.30.
-bool known_spill_dram_miss(const SdpaRow& r) {
+// excess grows with blocks, not steps; the spills are measured (the model stores and loads what Nsight
+// Compute counts), and doubling their footprint moves the model's DRAM reads by 0.03. The model sits at
+// the knee of its L2: the 1x16x8192x128 causal row reads 0.42 of the measured at 50 MB, 0.62 at 44 MiB,
+// 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). Held above 0.30.
+bool known_dram_shortfall(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 128;
 }
 
@@ -158,7 +161,7 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   if (known_dram_miss(want)) {
     EXPECT_GT(dram, 0.70);
     EXPECT_LT(dram, 1.10);
-  } else if (known_spill_dram_miss(want)) {
+  } else if (known_dram_shortfall(want)) {
     EXPECT_GT(dram, 0.30);
     EXPECT_LT(dram, 1.10);
   } else if (known_dram_excess(want)) {

@@ -222,6 +222,13 @@ struct Flash2Plan {
   int dot_do_o = -1, dkdv = -1, convert_dq = -1;  // the kernels (all declared before any instruction)
 };
 
+// Rows of `local` the blocks' spills share: one per hardware slot (BackwardShape::spill_rows), or one per
+// block (grid key blocks x heads).
+int64_t spill_slot_rows(const BackwardShape& s, size_t key_blocks) {
+  const int64_t blocks = s.heads * static_cast<int64_t>(key_blocks);
+  return s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+}
+
 Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   Flash2Plan p;
@@ -249,8 +256,7 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
     b.in_registers({p.buf.sc, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (s.spill_bytes_per_block > 0) {
     const int64_t words = s.spill_bytes_per_block / 4;
-    const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
-    p.local_rows = s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+    p.local_rows = spill_slot_rows(s, p.kblocks.size());
     p.local = b.tensor("local", p.local_rows, words, kAcc, false, 0);
     p.spill = b.buffer("spill", 1, words, kAcc);
   }
@@ -561,8 +567,7 @@ void declare_mem_efficient_spills(const BackwardShape& s, Builder& b, MemEffPlan
     most = std::max(most, x);
   }
   if (most == 0) return;
-  const int64_t blocks = s.heads * static_cast<int64_t>(p.kblocks.size());
-  p.local_rows = s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
+  p.local_rows = spill_slot_rows(s, p.kblocks.size());
   p.local = b.tensor("local", p.local_rows, most / 4, kAcc, false, 0);
   p.spill = b.buffer("spill", 1, std::min(kSpillChunkWords, most / 4), kAcc);
 }
@@ -691,7 +696,8 @@ isa::Program flash2(const BackwardShape& s, Gen& g) {
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn && !s.as_mem_efficient))
-    throw std::invalid_argument("spill bytes per block: a multiple of 4, with as_flash_attn");
+    throw std::invalid_argument(
+        "spill bytes per block: a multiple of 4, with as_flash_attn or as_mem_efficient");
   if (s.warps < 0 || (s.warps > 0 && s.warp_rows < 1))
     throw std::invalid_argument("warps: 0 for the default, or a count with the rows each warp takes");
   if (s.warp_groups && (!s.as_flash_attn || s.block_k < 2 || s.d < 2))

@@ -108,7 +108,7 @@ class L2Cache : public Component, public MemoryLevel {
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
   // A line's state; its tag is kept apart (tags_), so the search of a set reads 16 tags in one host cache
-  // lines instead of the whole state of every way.
+  // line instead of the whole state of every way.
   struct Line {
     uint64_t stamp = 0;
     uint32_t record = 0;           // 1 + index into records_ of the page record covering it; 0: none
@@ -124,10 +124,11 @@ class L2Cache : public Component, public MemoryLevel {
   // would (see read_partial_page), and they join the record.
   // Eight bytes, its key apart (record_keys_): the victim search reads the records of a set's lines, and a
   // smaller table stays in the host's caches.
+  // base: the clock before the last whole-page read (line k's stamp is base + k + 1; 0: none), 48 bits,
+  // 2.8e14 line accesses, far beyond any run; present: the lines pointing to it.
   struct PageRecord {
-    uint64_t base : 48 =
-        0;  // the clock before the last whole-page read: line k's stamp is base + k + 1; 0: none
-    uint64_t present : 16 = 0;  // lines pointing to it
+    uint64_t base : 48 = 0;
+    uint64_t present : 16 = 0;
   };
   static_assert(sizeof(PageRecord) == 8);
   static constexpr uint16_t kAllLines = static_cast<uint16_t>((1u << kPageLines) - 1);

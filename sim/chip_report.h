@@ -27,7 +27,10 @@ struct ChipSummary {
   TensorBytes sm_l2_read, sm_l2_written;  // requested by the programs (SM <-> L2; SM <-> DRAM without L2)
   TensorBytes l2_read_hit, l2_read_miss;  // bytes (sectors x sector size)
   TensorBytes dram_read, dram_written;    // sector-rounded, during kernels
-  TensorBytes dirty_at_kernel_end;        // dirty in L2 when kernels ended: not counted as DRAM writes
+  // Read sectors that missed the partition a request looked up first (Nsight Compute's
+  // lts__t_sectors_srcunit_tex_op_read_lookup_miss; a GPU's writes never miss: sectors carry byte masks).
+  uint64_t l2_lookup_read_miss_sectors = 0;
+  TensorBytes dirty_at_kernel_end;  // dirty in L2 when kernels ended: not counted as DRAM writes
   std::vector<KernelReport> kernels;
   uint64_t blocks = 0;
   uint64_t min_blocks_per_core = 0, max_blocks_per_core = 0;

@@ -412,6 +412,10 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     row.predicted_cycles = c.cycles;
     row.predicted_dram_read = static_cast<double>(total(c.dram_read));
     row.predicted_dram_written = static_cast<double>(total(c.dram_written));
+    if (c.has_l2) row.predicted_l2_lookup_miss_sectors = static_cast<double>(c.l2_lookup_read_miss_sectors);
+    row.predicted_dram_read_by_tensor = c.dram_read;
+    row.predicted_dram_written_by_tensor = c.dram_written;
+    row.predicted_read_by_tensor = c.sm_l2_read;
     if (machine.issue()) {
       row.predicted_warp_instructions = row.predicted_ldmatrix = 0;
       for (const auto& core : machine.chip()->cores()) {
@@ -666,6 +670,17 @@ std::string joined(const std::vector<Number>& values) {
   return out;
 }
 
+// "q=1024;k=2048": bytes per tensor, largest first (ties by name), zeros left out.
+std::string by_tensor(const std::map<std::string, uint64_t>& bytes) {
+  std::vector<std::pair<std::string, uint64_t>> sorted(bytes.begin(), bytes.end());
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (const auto& [name, count] : sorted)
+    if (count) out += fmt::format("{}{}={}", out.empty() ? "" : ";", name, count);
+  return out;
+}
+
 std::string measurement_cells(const Measurement& m, bool simulated) {
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(m.path), m.line,
                      csv_cell(m.label.empty() ? m.schedule : m.label), csv_cell(m.schedule),
@@ -681,22 +696,27 @@ std::string validation_csv(const ValidationSummary& s) {
       "sm_l2_read_pred_bytes,sm_l2_read_meas_bytes,sm_l2_write_pred_bytes,sm_l2_write_meas_bytes,"
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
-      "kernel_cycles_pred,kernel_cycles_meas,not_simulated\n";
+      "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
+      "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_miss_pred_sectors,"
+      "l2_lookup_miss_meas_sectors\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},"
+        "{},,{},{},{},{:.0f},{:.0f}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
         r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
         r.predicted_warp_instructions, r.predicted_ldmatrix, joined(r.predicted_kernel_cycles),
-        joined(m.kernel_cycles()));
+        joined(m.kernel_cycles()), by_tensor(r.predicted_read_by_tensor),
+        by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
+        r.predicted_l2_lookup_miss_sectors, m.l2_lookup_miss_sectors);
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,,{}\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out +=
+        fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

@@ -4,6 +4,7 @@
 // bytes); DRAM bytes are reported beside them because L2 reuse hides part of the traffic from DRAM.
 #pragma once
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@ struct Measurement {
   double time_ns = 0;
   double l1_read_bytes = 0, l1_write_bytes = 0;
   double dram_read_bytes = 0, dram_write_bytes = 0;
+  double l2_lookup_miss_sectors = -1;  // Nsight Compute's lts__t_sectors_srcunit_tex_lookup_miss (-1: none)
   double max_rel_error = 0;
   // Resident blocks per SM of each launch (the smallest of Nsight Compute's occupancy limits: shared memory,
   // registers, warps, blocks), when the CSV has them; one value applies to every launch.
@@ -84,10 +86,14 @@ struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)
   uint64_t predicted_cycles = 0;
-  double predicted_ns = 0;                  // predicted_cycles at clock_ghz
-  double clock_ghz = 0;                     // the config's clock_base_ghz for rows measured at base clocks
-  double predicted_dram_read = -1;          // whole-chip configs only: DRAM read bytes (sector-rounded)
-  double predicted_dram_written = -1;       // whole-chip configs only: evicted while kernels ran
+  double predicted_ns = 0;             // predicted_cycles at clock_ghz
+  double clock_ghz = 0;                // the config's clock_base_ghz for rows measured at base clocks
+  double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
+  double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
+  double predicted_l2_lookup_miss_sectors = -1;  // whole-chip configs with an L2
+  // Whole-chip configs: DRAM bytes per tensor (which tensors miss the L2), and the SM <-> L2 reads.
+  std::map<std::string, uint64_t> predicted_dram_read_by_tensor, predicted_dram_written_by_tensor;
+  std::map<std::string, uint64_t> predicted_read_by_tensor;
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
   double predicted_ldmatrix = -1;           // among them, the products' ldmatrix
   // Whole-chip configs: each launch's name in the program and its cycles (its fixed launch cost included).

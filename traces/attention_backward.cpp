@@ -649,8 +649,8 @@ void emit_mem_efficient_step(const BackwardShape& s, Gen& g, const MemEffPlan& p
   g.mac(first, b.buf(m.pds, r, c, true), b.buf(m.qi, r), b.buf(m.dk, c));
 }
 
-// Block (j, h): K_j (once, unless reload_k), D for the head, the steps, then dK_j and dV_j through the SRAM
-// of K_j and V_j in the storage dtype.
+// Block (j, h): K_j (once, unless reload_k), D for the head, the steps, the block's spill reloads, then dK_j
+// and dV_j through the SRAM of K_j and V_j in the storage dtype.
 void emit_mem_efficient_block(const BackwardShape& s, Gen& g, const MemEffPlan& p, int64_t h, size_t j) {
   Builder& b = g.b;
   const MemEffBuffers& m = p.buf;
@@ -660,12 +660,15 @@ void emit_mem_efficient_block(const BackwardShape& s, Gen& g, const MemEffPlan& 
   if (!s.reload_k) g.emit(Opcode::Load, {g.rows(p.t.k, h, kb), b.buf(m.kqk, c)});
   emit_mem_efficient_delta(g, p, h);
   const int64_t block = h * static_cast<int64_t>(p.kblocks.size()) + static_cast<int64_t>(j);
-  emit_mem_efficient_spill(g, p, block, s.spill_load_bytes_per_block, false);
   bool first = true;
   for (size_t i : mem_efficient_order(s, p, j)) {
     emit_mem_efficient_step(s, g, p, h, i, j, first);
     first = false;
   }
+  // A spill is reloaded only after it was stored: the block's own reloads come after its steps' stores
+  // (at its start they would read slots no block had written, from DRAM; the GPU reads none: 1 x 1 x 8192
+  // x 128 reads its compulsory bytes, validation/data/h100_memeff_bwd_heads_cases.csv).
+  emit_mem_efficient_spill(g, p, block, s.spill_load_bytes_per_block, false);
   g.emit(Opcode::Mov, {b.buf(m.dk, c), b.buf(m.kdq, c)});
   g.emit(Opcode::Mov, {b.buf(m.dv, c), b.buf(m.vj, c)});
   g.emit(Opcode::Store, {b.buf(m.kdq, c), g.rows(p.t.dk, h, kb)});

@@ -20,6 +20,9 @@
 # profiled SDPA launch), <gpu>_sdpa_cases.csv (one row per SDPA case and pass), <gpu>_dram_env.txt,
 # run.log, raw.tar.gz (ncu's raw CSVs, RESULT lines, SDPA manifest, metric probe logs, build report).
 #
+# Part B's cases: SDPA_SHAPES="B,H,N,D ..." and SDPA_BACKENDS="EFFICIENT_ATTENTION ..." replace the
+# default shapes and backends (e.g. PARTS=B for a study of one kernel over heads or sequence lengths).
+#
 # Deadlines (seconds since start): part A starts no configuration after A_DEADLINE_S (default 300), part B no
 # case after DEADLINE_S (default 470); each ncu call is capped so the script ends by about DEADLINE_S + 60.
 # Skipped configurations and cases are listed in the log and (SDPA) in the cases CSV.
@@ -207,6 +210,10 @@ if [[ "$PARTS" == *B* ]]; then
     budget=$((DEADLINE_S - SECONDS)); [ "$budget" -lt 20 ] && budget=20
     limit=$((budget + 60))
     smoke=(); [ "$SMOKE" = 1 ] && smoke=(--smoke)
+    # shellcheck disable=SC2206
+    [ -n "${SDPA_SHAPES:-}" ] && smoke+=(--shapes $SDPA_SHAPES)
+    # shellcheck disable=SC2206
+    [ -n "${SDPA_BACKENDS:-}" ] && smoke+=(--backends $SDPA_BACKENDS)
     timeout "$limit" "$NCU" --metrics "$METRICS" --cache-control all --clock-control "$CLOCK" --profile-from-start off \
       --nvtx -f -o "$WORK/sdpa" "$PY" validation/sdpa_measure.py run --manifest "$RAW/sdpa_manifest.jsonl" \
       --deadline-s "$budget" "${smoke[@]}" 2>&1 | grep -v '^==PROF==' | tee "$RAW/sdpa_run.log"

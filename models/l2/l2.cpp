@@ -89,6 +89,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&evictions, "evictions", "lines", "valid lines replaced");
   stats_.add(&fabric_read_sectors, "fabric_read_sectors", "sectors",
              "sectors a partition fetched from the other (their home) to fill a copy (far_data: copy)");
+  stats_.add(&lookup_read_miss_sectors, "lookup_read_miss_sectors", "sectors",
+             "read sectors missing in the partition a request looked up first (the near one with far_data: "
+             "copy; Nsight Compute's lts__t_sectors_srcunit_tex_op_read_lookup_miss)");
   stats_.add(&fabric_write_sectors, "fabric_write_sectors", "sectors",
              "sectors cores wrote into the partition they are not attached to (far_data: copy)");
   stats_.add(&eager_writebacks, "eager_writebacks", "lines",
@@ -104,7 +107,8 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
-  evictions = far_accesses = fabric_read_sectors = fabric_write_sectors = eager_writebacks = 0;
+  evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
+      eager_writebacks = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
@@ -364,6 +368,7 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   Line& l = find_or_allocate(serving, line_index, tensor, present, tag);
   served = &l;
   uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
+  lookup_read_miss_sectors += sectors(missing);
   l.valid |= mask;
   const int home = home_of_line(line_index);
   if (missing && serving != home) {  // a copy's missing sectors come across the fabric from home

@@ -101,9 +101,10 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<uint64_t> flushed_dirty_bytes;  // dirty sectors written back by flush() between kernels
   uint64_t evictions = 0;
   uint64_t far_accesses = 0;
-  uint64_t fabric_read_sectors = 0;   // copies fetched from the home partition (far_data: copy)
-  uint64_t fabric_write_sectors = 0;  // written by cores into the partition they are not attached to
-  uint64_t eager_writebacks = 0;      // dirty lines written back early (max_dirty_ways)
+  uint64_t fabric_read_sectors = 0;       // copies fetched from the home partition (far_data: copy)
+  uint64_t lookup_read_miss_sectors = 0;  // missing in the partition a read looked up first
+  uint64_t fabric_write_sectors = 0;      // written by cores into the partition they are not attached to
+  uint64_t eager_writebacks = 0;          // dirty lines written back early (max_dirty_ways)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)

@@ -1,0 +1,117 @@
+// PyTorch's memory-efficient backward (CUTLASS's fmha_cutlassB_..._128x128_k128) at d = 128 over heads and
+// sequence lengths (validation/data/h100_memeff_bwd_heads_cases.csv, validation/run_dram_sweep.sh part B
+// with SDPA_SHAPES): where its DRAM reads part from the model's. One head of n = 8,192 (64 blocks, one
+// wave, everything fits the L2) reads its compulsory bytes, in the model too; from four heads on the GPU
+// reads 1.4-2.5 times what the model reads (docs/validation.md, "The memory-efficient backward over heads").
+// The one-head rows run in the default suite, the others (minutes) under the label `long`.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/validate.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kRoot = ATTNSIM_SOURCE_DIR;
+const std::string kData = kRoot + "/validation/data/h100_memeff_bwd_heads_cases.csv";
+
+struct HeadsRow {
+  int64_t heads, n;
+  bool causal;
+  double dram_low, dram_high;  // the predicted / measured DRAM reads held in this band
+};
+
+void PrintTo(const HeadsRow& r, std::ostream* os) {
+  *os << r.heads << " heads n=" << r.n << (r.causal ? " causal" : "");
+}
+
+// Bands: within 3% where the model reads what the GPU does (one head, n = 8,192: 0.991 and 0.994); the
+// other rows around what the model reads as of 2026-11-27 (a regression guard while the shortfall is
+// unexplained: a change that moves a row out of its band must say why).
+std::vector<HeadsRow> heads_rows() {
+  std::vector<HeadsRow> rows = {{1, 8192, false, 0.97, 1.03}, {1, 8192, true, 0.97, 1.03}};
+#ifdef ATTNSIM_MEMEFF_HEADS_LONG
+  rows = {{2, 8192, false, 0.90, 1.10},  {2, 8192, true, 0.75, 1.10},   {4, 8192, false, 0.60, 1.10},
+          {4, 8192, true, 0.60, 1.10},   {8, 8192, false, 0.55, 1.10},  {8, 8192, true, 0.40, 1.10},
+          {16, 8192, false, 0.50, 1.10}, {16, 8192, true, 0.30, 1.10},  {1, 16384, false, 0.90, 1.15},
+          {1, 16384, true, 0.80, 1.10},  {2, 16384, false, 0.75, 1.10}, {2, 16384, true, 0.75, 1.10},
+          {1, 32768, false, 0.70, 1.10}, {1, 32768, true, 0.90, 1.10}};
+#endif
+  return rows;
+}
+
+std::string heads_row_name(const ::testing::TestParamInfo<HeadsRow>& info) {
+  const HeadsRow& r = info.param;
+  return std::to_string(r.heads) + "x" + std::to_string(r.n) + (r.causal ? "_causal" : "");
+}
+
+ValidationRow simulate(const HeadsRow& want) {
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(kData))
+    if (m.label == "EFFICIENT_ATTENTION bwd 1x" + std::to_string(want.heads) && m.n == want.n && m.d == 128 &&
+        m.causal == want.causal)
+      rows.push_back(m);
+  EXPECT_EQ(rows.size(), 1u);
+  if (rows.size() != 1) return {};
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", kData, rows);
+  EXPECT_EQ(s.rows.size(), 1u);
+  return s.rows.empty() ? ValidationRow{} : s.rows[0];
+}
+
+class MemEfficientHeads : public ::testing::TestWithParam<HeadsRow> {};
+
+// SM<-L2 reads as the 12 rows of h100_sdpa_cases.csv (within 1.5%: the spill loads' fit); DRAM reads in the
+// row's band; the per-tensor DRAM reads add up to the total.
+TEST_P(MemEfficientHeads, DramReadsInTheirBand) {
+  const HeadsRow& want = GetParam();
+  const ValidationRow row = simulate(want);
+  ASSERT_GT(row.measured.dram_read_bytes, 0);
+  EXPECT_NEAR(row.predicted_read / row.measured.l1_read_bytes, 1.0, 0.015);
+  const double dram = row.predicted_dram_read / row.measured.dram_read_bytes;
+  EXPECT_GT(dram, want.dram_low);
+  EXPECT_LT(dram, want.dram_high);
+  double by_tensor = 0;
+  for (const auto& [name, bytes] : row.predicted_dram_read_by_tensor) by_tensor += static_cast<double>(bytes);
+  EXPECT_EQ(by_tensor, row.predicted_dram_read);
+  std::printf("DRAM read %.3f, DRAM write %.3f, L2 lookup read misses %.3f, time %.3f\n", dram,
+              row.predicted_dram_written / row.measured.dram_write_bytes,
+              row.predicted_l2_lookup_miss_sectors / row.measured.l2_lookup_miss_sectors,
+              row.predicted_ns / row.measured.time_ns);
+}
+
+INSTANTIATE_TEST_SUITE_P(H100, MemEfficientHeads, ::testing::ValuesIn(heads_rows()), heads_row_name);
+
+#ifndef ATTNSIM_MEMEFF_HEADS_LONG
+// A spill is reloaded after it was stored: with everything in L2 (one head) no spill reaches DRAM, and the
+// validate CSV names each tensor's DRAM reads and the L2's lookup misses beside the measured ones.
+TEST(MemEfficientHeadsCsv, SpillReloadsHitAndTheCsvNamesEachTensor) {
+  const ValidationRow row = simulate({1, 8192, false, 0, 0});
+  ASSERT_GT(row.predicted_dram_read, 0);
+  const auto& reads = row.predicted_dram_read_by_tensor;
+  ASSERT_TRUE(reads.count("local"));
+  EXPECT_EQ(reads.at("local"), 0u);
+  EXPECT_GT(reads.at("dQaccum"), 0u);  // the zeroed f32 workspace, read once from DRAM
+  EXPECT_GT(row.measured.l2_lookup_miss_sectors, 0);
+  EXPECT_GT(row.predicted_l2_lookup_miss_sectors, 0);
+  ValidationSummary s;
+  s.rows.push_back(row);
+  const std::string csv = validation_csv(s);
+  EXPECT_NE(csv.find(",dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_miss_pred_sectors,"
+                     "l2_lookup_miss_meas_sectors\n"),
+            std::string::npos);
+  EXPECT_NE(csv.find(fmt::format("dQaccum={}", reads.at("dQaccum"))), std::string::npos) << csv;
+  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f}\n", row.predicted_l2_lookup_miss_sectors,
+                                 row.measured.l2_lookup_miss_sectors)),
+            std::string::npos)
+      << csv;
+}
+#endif
+
+}  // namespace
+}  // namespace attnsim

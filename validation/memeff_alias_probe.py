@@ -1,0 +1,24 @@
+# Does the memory-efficient backward's per-block D prologue (every block reads its head's O and dO) cost DRAM
+# reads? The kernel (torch.ops.aten._efficient_attention_backward, as SDPA calls it) runs three times per
+# case, one launch each profiled: with its O ("normal", twice) and with O replaced by dO ("alias_o_do": the
+# prologue then reads dO twice, lines the main loop reads too; the gradients are wrong, the bytes are what is
+# measured). All tensors (b, n, h, d) contiguous here (SDPA keeps Q, K, V head by head: see
+# memeff_stride_probe.py). Run under ncu --profile-from-start off --cache-control all.
+import torch, sys
+torch.manual_seed(0)
+op_f = torch.ops.aten._efficient_attention_forward
+op_b = torch.ops.aten._efficient_attention_backward
+for (b, h, n, d) in [(1, 4, 8192, 128), (1, 16, 8192, 128)]:
+    for causal in (0, 1):
+        q, k, v, do = (torch.randn(b, n, h, d, device="cuda", dtype=torch.float16) for _ in range(4))
+        res = op_f(q, k, v, None, None, None, n, n, 0.0, causal, True)
+        out, lse, seed, off = res[0], res[1], res[2], res[3]
+        for variant in ("normal", "alias_o_do", "normal2"):
+            o_arg = do if variant == "alias_o_do" else out
+            for rep in range(3):
+                if rep == 2:
+                    torch.cuda.synchronize(); torch.cuda.profiler.start()
+                g = op_b(do, q, k, v, None, o_arg, None, None, n, n, lse, 0.0, seed, off, causal, False)
+                if rep == 2:
+                    torch.cuda.synchronize(); torch.cuda.profiler.stop()
+            print(f"case {b}x{h}x{n}x{d} causal={causal} {variant}", flush=True)

@@ -109,9 +109,10 @@ bool known_read_miss(const SdpaRow& r) {
 // excess grows with blocks, not steps; the spills are measured (the model stores and loads what Nsight
 // Compute counts), and doubling their footprint moves the model's DRAM reads by 0.03. The model sits at
 // the knee of its L2: the 1x16x8192x128 causal row reads 0.42 of the measured at 50 MB, 0.62 at 44 MiB,
-// 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). The D prologue's O is much of it:
-// with O replaced by dO the GPU reads 370 MB less at 1 x 16 x 8,192 causal, 100 MB less without the mask,
-// where the model reads O 1.5 times (49 MB; docs/validation.md, "over heads"). Held above 0.30.
+// 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). With O replaced by dO (the D
+// prologue then reads lines the main loop reads too) the GPU reads 370 MB less at 1 x 16 x 8,192 causal,
+// 100 MB less without the mask; the model reads O 1.5 times (49 MB; docs/validation.md, "over heads").
+// Held above 0.30.
 bool known_dram_shortfall(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 128;
 }

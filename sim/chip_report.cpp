@@ -40,9 +40,7 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
       s.dirty_at_kernel_end[name] = l2->flushed_dirty_bytes[t];
     }
   }
-  if (l2) {
-    s.l2_lookup_read_miss_sectors = l2->lookup_read_miss_sectors;
-  }
+  if (l2) s.l2_lookup_read_miss_sectors = l2->lookup_read_miss_sectors;
   s.min_blocks_per_core = UINT64_MAX;
   for (auto& core : chip.cores()) {
     s.min_blocks_per_core = std::min(s.min_blocks_per_core, core->blocks_run);

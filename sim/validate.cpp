@@ -412,7 +412,8 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     row.predicted_cycles = c.cycles;
     row.predicted_dram_read = static_cast<double>(total(c.dram_read));
     row.predicted_dram_written = static_cast<double>(total(c.dram_written));
-    if (c.has_l2) row.predicted_l2_lookup_miss_sectors = static_cast<double>(c.l2_lookup_read_miss_sectors);
+    if (c.has_l2)
+      row.predicted_l2_lookup_read_miss_sectors = static_cast<double>(c.l2_lookup_read_miss_sectors);
     row.predicted_dram_read_by_tensor = c.dram_read;
     row.predicted_dram_written_by_tensor = c.dram_written;
     row.predicted_read_by_tensor = c.sm_l2_read;
@@ -681,6 +682,11 @@ std::string by_tensor(const std::map<std::string, uint64_t>& bytes) {
   return out;
 }
 
+// A count, or nothing where there is none (-1).
+std::string count_cell(double value) {
+  return value < 0 ? "" : fmt::format("{:.0f}", value);
+}
+
 std::string measurement_cells(const Measurement& m, bool simulated) {
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}", csv_cell(m.path), m.line,
                      csv_cell(m.label.empty() ? m.schedule : m.label), csv_cell(m.schedule),
@@ -697,14 +703,14 @@ std::string validation_csv(const ValidationSummary& s) {
       "dram_read_pred_bytes,dram_read_meas_bytes,dram_write_pred_bytes,dram_write_meas_bytes,"
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
-      "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_miss_pred_sectors,"
+      "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
       "l2_lookup_miss_meas_sectors\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{:.0f},{:.0f}"
+        "{},,{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
@@ -712,7 +718,7 @@ std::string validation_csv(const ValidationSummary& s) {
         r.predicted_warp_instructions, r.predicted_ldmatrix, joined(r.predicted_kernel_cycles),
         joined(m.kernel_cycles()), by_tensor(r.predicted_read_by_tensor),
         by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
-        r.predicted_l2_lookup_miss_sectors, m.l2_lookup_miss_sectors);
+        count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors));
   }
   for (const auto& m : s.not_simulated)
     out +=

@@ -90,7 +90,7 @@ struct ValidationRow {
   double clock_ghz = 0;                // the config's clock_base_ghz for rows measured at base clocks
   double predicted_dram_read = -1;     // whole-chip configs only: DRAM read bytes (sector-rounded)
   double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
-  double predicted_l2_lookup_miss_sectors = -1;  // whole-chip configs with an L2
+  double predicted_l2_lookup_read_miss_sectors = -1;  // whole-chip configs with an L2
   // Whole-chip configs: DRAM bytes per tensor (which tensors miss the L2), and the SM <-> L2 reads.
   std::map<std::string, uint64_t> predicted_dram_read_by_tensor, predicted_dram_written_by_tensor;
   std::map<std::string, uint64_t> predicted_read_by_tensor;

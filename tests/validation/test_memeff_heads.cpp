@@ -81,7 +81,7 @@ TEST_P(MemEfficientHeads, DramReadsInTheirBand) {
   EXPECT_EQ(by_tensor, row.predicted_dram_read);
   std::printf("DRAM read %.3f, DRAM write %.3f, L2 lookup read misses %.3f, time %.3f\n", dram,
               row.predicted_dram_written / row.measured.dram_write_bytes,
-              row.predicted_l2_lookup_miss_sectors / row.measured.l2_lookup_miss_sectors,
+              row.predicted_l2_lookup_read_miss_sectors / row.measured.l2_lookup_miss_sectors,
               row.predicted_ns / row.measured.time_ns);
 }
 
@@ -98,15 +98,15 @@ TEST(MemEfficientHeadsCsv, SpillReloadsHitAndTheCsvNamesEachTensor) {
   EXPECT_EQ(reads.at("local"), 0u);
   EXPECT_GT(reads.at("dQaccum"), 0u);  // the zeroed f32 workspace, read once from DRAM
   EXPECT_GT(row.measured.l2_lookup_miss_sectors, 0);
-  EXPECT_GT(row.predicted_l2_lookup_miss_sectors, 0);
+  EXPECT_GT(row.predicted_l2_lookup_read_miss_sectors, 0);
   ValidationSummary s;
   s.rows.push_back(row);
   const std::string csv = validation_csv(s);
-  EXPECT_NE(csv.find(",dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_miss_pred_sectors,"
+  EXPECT_NE(csv.find(",dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
                      "l2_lookup_miss_meas_sectors\n"),
             std::string::npos);
   EXPECT_NE(csv.find(fmt::format("dQaccum={}", reads.at("dQaccum"))), std::string::npos) << csv;
-  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f}\n", row.predicted_l2_lookup_miss_sectors,
+  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f}\n", row.predicted_l2_lookup_read_miss_sectors,
                                  row.measured.l2_lookup_miss_sectors)),
             std::string::npos)
       << csv;

@@ -5,7 +5,8 @@
 # report from a child process whose exit status a test expects to be non-zero still fails this script.
 #   scripts/sanitize.sh [--all] [ctest arguments...]     e.g. -R Cli to run some tests only
 # By default 69 whole-chip tests that take minutes each under the sanitizers are left out (the list
-# below, docs/reliability.md says why); every source file is still run by the cheaper tests. --all: every test.
+# below, docs/reliability.md says why) and every test labelled long; every source file is still run by the
+# cheaper tests. --all: every test.
 # Environment: ATTNSIM_ASAN_BUILD (default build-asan), JOBS (build and test jobs, default: all cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ heavy+='|H100/SdpaRowOnTheWholeChip\..*'  # 48 measured PyTorch rows, whole chip
 # SdpaTimes needs those rows (ctest fixture sdpa_times): selected, it would bring them all back.
 heavy+='|SdpaTimes\..*'
 heavy+='|TensorCoreTimes\..*)$'  # every committed tensor-core row (label long): minutes even in Release
-exclude=(-E "$heavy")
+exclude=(-E "$heavy" -LE long)  # label long: minutes in Release (ctest -L long runs them there)
 if [ "${1:-}" = "--all" ]; then
   exclude=()
   shift

@@ -16,7 +16,8 @@ constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) 
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
   for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
-                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Scatter})
+                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
+                    ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -35,6 +36,14 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "wprivate";
     case ProbeMode::WriteSingle:
       return "wsingle";
+    case ProbeMode::Rmw:
+      return "rmw";
+    case ProbeMode::RmwSpread:
+      return "rmwspread";
+    case ProbeMode::WriteThenRead:
+      return "wthenread";
+    case ProbeMode::ReadThenRead:
+      return "rthenread";
     case ProbeMode::Scatter:
       return "scatter";
   }
@@ -73,10 +82,66 @@ isa::Program scatter_probe(const ProbeShape& s) {
   return b.take();
 }
 
+void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
+  const bool private_slices = s.mode != ProbeMode::RmwSpread;
+  const int64_t least = s.mode == ProbeMode::Rmw ? s.blocks : private_slices ? 4 * s.blocks : 1;
+  if (s.passes < 1 || s.passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
+  if (s.blocks < 1 || s.blocks > 1'000'000) throw std::invalid_argument("l2 probe: blocks must be 1..10^6");
+  if (chunks < least)
+    throw std::invalid_argument(private_slices
+                                    ? "l2 probe: this mode needs at least one 16 KiB chunk per block"
+                                      " (four: wthenread, rthenread)"
+                                    : "l2 probe: bytes must be at least one 16 KiB chunk");
+}
+
+// The blocks of Rmw, RmwSpread, WriteThenRead and ReadThenRead, in validation/l2_probe.cu's order.
+isa::Program rewrite_probe(const ProbeShape& s) {
+  const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
+  check_rewrite_shape(s, chunks);
+  Builder b("<l2-probe>");
+  const int x = b.tensor("X", chunks * kChunkRows, kRowFloats, Dtype::F32, false, 0);
+  const int sink = b.tensor("sink", s.blocks, kRowFloats, Dtype::F32, false, 0);
+  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {s.blocks, 1, 1});
+  const auto load = [&](int64_t chunk) {
+    b.emit(Opcode::Load, {b.rows_of(x, chunk * kChunkRows, kChunkRows), b.buf(buffer)});
+  };
+  const auto store = [&](int64_t chunk) {
+    b.emit(Opcode::Store, {b.buf(buffer), b.rows_of(x, chunk * kChunkRows, kChunkRows)});
+  };
+  for (int64_t block = 0; block < s.blocks; ++block) {
+    b.begin_block(kernel, {block, 0, 0});
+    if (s.mode == ProbeMode::Rmw || s.mode == ProbeMode::RmwSpread) {
+      const bool spread = s.mode == ProbeMode::RmwSpread;
+      const int64_t count = spread ? chunks : chunks / s.blocks, begin = spread ? 0 : block * count;
+      const int64_t start = spread ? block * chunks / s.blocks : 0;
+      for (int64_t pass = 0; pass < s.passes; ++pass)
+        for (int64_t i = 0; i < count; ++i)
+          load(begin + (start + i) % count), store(begin + (start + i) % count);
+    } else {
+      const int64_t quarter = chunks / 4 / s.blocks, rest = (chunks - chunks / 4) / s.blocks;
+      const int64_t first = block * quarter, stream = chunks / 4 + block * rest;
+      for (int64_t i = 0; i < quarter; ++i)
+        s.mode == ProbeMode::WriteThenRead ? store(first + i) : load(first + i);
+      for (int64_t pass = 0; pass < s.passes; ++pass)
+        for (int64_t i = 0; i < rest; ++i) load(stream + i);
+      for (int64_t i = 0; i < quarter; ++i) load(first + i);
+    }
+    b.emit(Opcode::Store, {b.buf(buffer), b.rows_of(sink, block, 1)});
+  }
+  return b.take();
+}
+
+bool rewrites(ProbeMode mode) {
+  return mode == ProbeMode::Rmw || mode == ProbeMode::RmwSpread || mode == ProbeMode::WriteThenRead ||
+         mode == ProbeMode::ReadThenRead;
+}
+
 }  // namespace
 
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
+  if (rewrites(s.mode)) return rewrite_probe(s);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   const bool one_block = s.mode == ProbeMode::Single || s.mode == ProbeMode::WriteSingle;
   const bool private_slices = s.mode == ProbeMode::Private || s.mode == ProbeMode::WritePrivate;

@@ -13,13 +13,18 @@
 namespace attnsim::traces {
 
 enum class ProbeMode {
-  Single,        // one block reads the whole tensor `passes` times
-  Shared,        // `blocks` blocks each read the whole tensor `passes` times from its start
-  Spread,        // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
-  Private,       // block b reads its own 1 / blocks of the tensor `passes` times
-  WritePrivate,  // block b stores its own 1 / blocks of the tensor `passes` times
-  WriteSingle,   // one block stores the whole tensor `passes` times
-  Scatter,       // one block reads `bytes` of 128-byte lines scattered over a tensor 8 times as large
+  Single,         // one block reads the whole tensor `passes` times
+  Shared,         // `blocks` blocks each read the whole tensor `passes` times from its start
+  Spread,         // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
+  Private,        // block b reads its own 1 / blocks of the tensor `passes` times
+  WritePrivate,   // block b stores its own 1 / blocks of the tensor `passes` times
+  WriteSingle,    // one block stores the whole tensor `passes` times
+  Rmw,            // block b loads, adds to and stores back its own 1 / blocks of the tensor `passes` times
+  RmwSpread,      // every block loads and stores back the whole tensor `passes` times, from Spread's offset
+  WriteThenRead,  // block b stores its slice of the first quarter, loads its slice of the rest `passes`
+                  // times, then loads its first-quarter slice again
+  ReadThenRead,   // as WriteThenRead with the first quarter loaded, not stored
+  Scatter,        // one block reads `bytes` of 128-byte lines scattered over a tensor 8 times as large
 };
 
 struct ProbeShape {
@@ -31,6 +36,8 @@ struct ProbeShape {
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
 // tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
+// Rmw, RmwSpread, WriteThenRead, ReadThenRead: each block also stores its 4 KiB row of tensor `sink` at
+// the end, as the kernel does.
 // Scatter: line i of the footprint is line 8 i + splitmix64(i) mod 8 of X; each step of 128 lines first
 // loads their 128 indices (u32) from tensor `lines`, as the kernel does.
 isa::Program l2_probe(const ProbeShape& shape);
@@ -38,7 +45,8 @@ isa::Program l2_probe(const ProbeShape& shape);
 uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
-    std::string_view name);  // single, shared, spread, private, wprivate, wsingle, scatter
+    std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
+                             // wthenread, rthenread, scatter
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

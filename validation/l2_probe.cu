@@ -9,6 +9,15 @@
 //   private  block b reads its own BYTES / BLOCKS slice PASSES times
 //   wprivate block b writes its own BYTES / BLOCKS slice PASSES times (what stays dirty in L2)
 //   wsingle  one block writes the buffer PASSES times
+//   rmw      block b reads, adds to and writes back its own BYTES / BLOCKS slice PASSES times (a dirty
+//            footprint rewritten, as an accumulator in global memory)
+//   rmwspread every block reads, adds to and writes back the whole buffer PASSES times, block b from offset
+//            b * BYTES / BLOCKS and wrapping (a shared accumulator every SM rewrites in turn, as the
+//            memory-efficient backward's dQ workspace)
+//   wthenread block b writes its slice of the buffer's first quarter, reads its slice of the other three
+//            quarters PASSES times, then reads its first-quarter slice again: whether lines left dirty
+//            leave the L2 sooner than clean ones
+//   rthenread as wthenread with the first quarter read, not written (the clean twin)
 //   scatter  one block reads BYTES of 128-byte lines scattered over a buffer 8 times as large (line i at
 //            8 i + splitmix64(i) mod 8) PASSES times: the sets those lines fall in are as good as random,
 //            so how many sets overflow at a given footprint depends on the L2's associativity (a
@@ -87,6 +96,45 @@ int run_scatter(size_t bytes, int passes, const cudaDeviceProp& prop) {
   return 0;
 }
 
+__device__ unsigned read_chunks(int4* buffer, size_t begin, size_t count) {
+  unsigned acc = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int4 v = __ldcg(buffer + (begin + i) * kThreads + threadIdx.x);
+    acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  return acc;
+}
+
+// Modes 6-9 (no timestamps). Blocks that rewrite the same chunk at once race on its values: only the
+// traffic matters here.
+__device__ void rewrite_modes(int4* buffer, size_t chunks, int passes, int mode, unsigned* sink) {
+  const size_t blocks = gridDim.x;
+  unsigned acc = 0;
+  if (mode == 6 || mode == 7) {
+    const size_t count = mode == 6 ? chunks / blocks : chunks;
+    const size_t begin = mode == 6 ? blockIdx.x * count : 0;
+    const size_t start = mode == 7 ? blockIdx.x * chunks / blocks : 0;
+    for (int p = 0; p < passes; ++p)
+      for (size_t i = 0; i < count; ++i) {
+        int4* at = buffer + (begin + (start + i) % count) * kThreads + threadIdx.x;
+        int4 v = __ldcg(at);
+        v.x += 1;
+        __stcg(at, v);
+      }
+  } else {
+    const size_t quarter = chunks / 4 / blocks, rest = (chunks - chunks / 4) / blocks;
+    const size_t first = blockIdx.x * quarter, stream = chunks / 4 + blockIdx.x * rest;
+    if (mode == 8)
+      for (size_t i = 0; i < quarter; ++i)
+        __stcg(buffer + (first + i) * kThreads + threadIdx.x, make_int4(static_cast<int>(i), 1, 2, 3));
+    else
+      acc ^= read_chunks(buffer, first, quarter);
+    for (int p = 0; p < passes; ++p) acc ^= read_chunks(buffer, stream, rest);
+    acc ^= read_chunks(buffer, first, quarter);
+  }
+  sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
                                 unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
                                 int samples) {
@@ -101,6 +149,10 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
         __stcg(buffer + (begin + i) * kThreads + threadIdx.x, make_int4(p, static_cast<int>(i), 1, 2));
       if (my_times && threadIdx.x == 0) my_times[2 + p * samples + samples - 1] = global_timer();
     }
+    return;
+  }
+  if (mode >= 6) {
+    rewrite_modes(buffer, chunks, passes, mode, sink);
     return;
   }
   if (mode == 3) {  // private slice
@@ -134,12 +186,16 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr, "usage: l2_probe single|shared|spread|private|wprivate|wsingle|scatter BYTES PASSES [BLOCKS]\n");
+    std::fprintf(stderr,
+                 "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
+                 "rthenread|scatter BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
   const int mode = mode_name == "single" ? 0 : mode_name == "shared" ? 1 : mode_name == "spread" ? 2
-                 : mode_name == "private" ? 3 : mode_name == "wprivate" ? 4 : mode_name == "wsingle" ? 5 : -1;
+                 : mode_name == "private" ? 3 : mode_name == "wprivate" ? 4 : mode_name == "wsingle" ? 5
+                 : mode_name == "rmw" ? 6 : mode_name == "rmwspread" ? 7 : mode_name == "wthenread" ? 8
+                 : mode_name == "rthenread" ? 9 : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
@@ -147,7 +203,9 @@ int main(int argc, char** argv) {
   if (mode_name == "scatter") return bytes >= 128 * 128 && passes >= 1 ? run_scatter(bytes, passes, prop) : 2;
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
   if (mode == 0 || mode == 5) blocks = 1;
-  if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1) {
+  const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode >= 8;
+  const size_t least_chunks = static_cast<size_t>(blocks) * (mode >= 8 ? 4 : slices_per_block ? 1 : 0);
+  if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1 || bytes / kChunk < least_chunks) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }

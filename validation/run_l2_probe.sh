@@ -5,6 +5,8 @@
 #   SET=waves bash validation/run_l2_probe.sh  (in-step readers over 1 to 8 waves, with timestamps)
 #   SET=samples bash validation/run_l2_probe.sh  (out-of-step and in-step readers, 32 timestamps a pass)
 #   SET=scatter bash validation/run_l2_probe.sh  (one SM reading scattered lines: the associativity)
+#   SET=dirty bash validation/run_l2_probe.sh (dirty footprints rewritten by one SM, by every SM, by every
+#                                             SM in turn; dirty lines against clean ones under a stream)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -83,6 +85,14 @@ elif [ "$SET" = scatter ]; then
   # the contiguous single-SM reads at the same sizes beside them.
   for s in 8 12 16 18 20 22 24 28 32 40; do run scatter $((s * MB)) 3; done
   for s in 12 18 22; do run single $((s * MB)) 3; done
+elif [ "$SET" = dirty ]; then
+  # When the L2 writes a dirty line back, and whether written lines leave sooner than read ones.
+  for s in 2 4 8 16 24; do run wprivate $((s * MB)) 3; done
+  for s in 2 4 8 16; do run wsingle $((s * MB)) 3; done
+  for s in 2 4 8 16 24 32; do run rmw $((s * MB)) 3; done
+  for s in 2 8 16; do run rmw $((s * MB)) 3 1; done
+  for s in 1 2 4 8 16; do run rmwspread $((s * MB)) 1; done
+  for s in 16 32 40 48 56 64; do run wthenread $((s * MB)) 1; run rthenread $((s * MB)) 1; done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

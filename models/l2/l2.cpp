@@ -96,6 +96,8 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
              "sectors cores wrote into the partition they are not attached to (far_data: copy)");
   stats_.add(&eager_writebacks, "eager_writebacks", "lines",
              "dirty lines written back early because their set had max_dirty_ways dirty lines");
+  stats_.add(&second_chances, "second_chance_writebacks", "lines",
+             "dirty lines chosen as victims, written back and kept clean (dirty_second_chance)");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -108,7 +110,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
-      eager_writebacks = 0;
+      eager_writebacks = second_chances = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
@@ -203,19 +205,18 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     return ways[w];
   }
   hit = false;
-  int64_t victim = 0;  // the first invalid way, else the oldest
-  uint64_t oldest = UINT64_MAX;
-  for (int64_t w = 0; w < params_.ways; ++w) {
-    if (tags[w] == 0) {
-      victim = w;
-      oldest = 0;
-      break;
-    }
-    // A line's own stamp bounds the one its record implies from below: no older than the oldest so far,
-    // it cannot be the victim, and its record (a host-cache miss) need not be read.
-    if (ways[w].stamp >= oldest) continue;
-    const uint64_t stamp = stamp_of(ways[w], tags[w] - 1);
-    if (stamp < oldest) victim = w, oldest = stamp;
+  int64_t victim = choose_victim(tags, ways);
+  for (int64_t round = 0;
+       params_.dirty_second_chance && round < params_.ways && tags[victim] != 0 && ways[victim].dirty;
+       ++round) {
+    write_to_dram(ways[victim], tags[victim] - 1, now_);
+    ways[victim].dirty = 0;
+    // As recent as the line about to take the next victim's way, without advancing the clock: a page read
+    // through its record sets the clock line by line, and an extra tick here would give its later lines
+    // other stamps than the line-by-line path does.
+    ways[victim].stamp = clock_ + 1;
+    ++second_chances;
+    victim = choose_victim(tags, ways);
   }
   if (tags[victim] != 0) {
     ++evictions;
@@ -226,6 +227,21 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   ways[victim] = Line{++clock_, 0, static_cast<int16_t>(tensor), 0, 0};
   tag = &tags[victim];
   return ways[victim];
+}
+
+// The first invalid way, else the oldest.
+int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
+  int64_t victim = 0;
+  uint64_t oldest = UINT64_MAX;
+  for (int64_t w = 0; w < params_.ways; ++w) {
+    if (tags[w] == 0) return w;
+    // A line's own stamp bounds the one its record implies from below: no older than the oldest so far,
+    // it cannot be the victim, and its record (a host-cache miss) need not be read.
+    if (ways[w].stamp >= oldest) continue;
+    const uint64_t stamp = stamp_of(ways[w], tags[w] - 1);
+    if (stamp < oldest) victim = w, oldest = stamp;
+  }
+  return victim;
 }
 
 uint64_t L2Cache::stamp_of(const Line& line, uint64_t line_index) const {
@@ -665,6 +681,10 @@ void register_l2_models() {
             "merge_pending_fills", d.merge_pending_fills, "",
             "a read of a line whose DRAM fill is still in flight waits for that fill (measured on "
             "the H100: validation/data/h100_mem_probe.csv); false: it hits at the hit latency");
+        r.dirty_second_chance = p.get<bool>(
+            "dirty_second_chance", d.dirty_second_chance, "",
+            "a dirty line chosen as the victim is written back and stays, clean and most recently used; "
+            "the next oldest leaves instead");
         try {
           return std::make_unique<L2Cache>(instance, r, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {

@@ -677,9 +677,12 @@ int cmd_probe(const std::vector<std::string>& args) {
       "single (one block), shared (every block reads the buffer from its start), spread (block b starts at "
       "b/blocks of it), private (block b reads its own 1/blocks), wprivate (block b stores its own "
       "1/blocks), "
-      "wsingle (one block stores the buffer), scatter (one block reads 128-byte lines scattered over 8 "
-      "times the buffer: the associativity)")("mib", po::value(&mib)->default_value(32),
-                                              "buffer size in MiB (whole 16 KiB chunks)")(
+      "wsingle (one block stores the buffer), rmw (block b loads and stores back its own 1/blocks), "
+      "rmwspread (every block loads and stores back the whole buffer from spread's offset), wthenread "
+      "(block b stores its slice of the first quarter, reads its slice of the rest, reads the first again), "
+      "rthenread (as wthenread, the first quarter read), scatter (one block reads 128-byte lines scattered "
+      "over 8 times the buffer: the associativity)")("mib", po::value(&mib)->default_value(32),
+                                                     "buffer size in MiB (whole 16 KiB chunks)")(
       "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
       "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
@@ -690,7 +693,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   auto found = traces::find_probe_mode(mode);
   if (!found)
     throw InputError("attnsim probe", {},
-                     "--mode must be single, shared, spread, private, wprivate, wsingle or scatter");
+                     "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
+                     "wthenread, rthenread or scatter");
   if (!(mib >= 1.0 / 64 && mib <= 1 << 20))
     throw InputError("attnsim probe", {}, "--mib must be 1/64 to 2^20");
   shape.mode = *found;

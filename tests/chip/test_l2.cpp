@@ -246,14 +246,36 @@ TEST(L2, DirtyLinesPerSetAreBounded) {
   EXPECT_EQ(rig.l2.dirty_bytes_per_tensor()[0], 2u * kLine);
 }
 
+// dirty_second_chance: the oldest line of a full set, dirty, is written back and kept; the next oldest
+// leaves instead. Without it the dirty line leaves.
+TEST(L2, ADirtyVictimIsWrittenBackAndKept) {
+  for (bool chance : {false, true}) {
+    L2Cache::Params p = tiny(4, 1);  // one set of 4 ways
+    p.dirty_second_chance = chance;
+    Rig rig(p);
+    rig.l2.access(range(0, kLine, true), 0);  // line 0, dirty
+    for (uint64_t line = 1; line < 5; ++line) rig.l2.access(range(line * kLine, kLine), 0);
+    EXPECT_EQ(rig.dram.written, static_cast<uint64_t>(kLine)) << chance;
+    EXPECT_EQ(rig.l2.second_chances, chance ? 1u : 0u);
+    const uint64_t before = rig.dram.read;
+    rig.l2.access(range(0, kLine), 0);
+    EXPECT_EQ(rig.dram.read - before, chance ? 0u : static_cast<uint64_t>(kLine)) << chance;
+    rig.l2.access(range(kLine, kLine), 0);  // line 1 left in its place
+    EXPECT_EQ(rig.dram.read - before, static_cast<uint64_t>(chance ? kLine : 2 * kLine)) << chance;
+    EXPECT_EQ(rig.l2.dirty_bytes_per_tensor()[0], 0u);
+  }
+}
+
 // Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
 // every completion cycle and every line's fate the same with and without them, in both far-data modes,
-// both replacements and at 1, 2 and 4 ways (few ways: a page's own lines evict each other while it is read).
+// both replacements, with and without the dirty victims' second chance, and at 1, 2 and 4 ways (few ways: a
+// page's own lines evict each other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
   for (int64_t ways : {1, 2, 4})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
       for (auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo}) {
+        const bool chance = ways != 2;  // both settings over the ways and far-data modes, without doubling
         std::vector<std::vector<uint64_t>> figures[2];
         for (bool records : {false, true}) {
           L2Cache::Params p = tiny(ways, 16 / ways * 4, 2);
@@ -261,6 +283,7 @@ TEST(L2, PageRecordsChangeNoFigure) {
           p.replacement = replacement;
           p.max_dirty_ways = std::max<int64_t>(1, ways - 1);
           p.page_records = records;
+          p.dirty_second_chance = chance;
           Rig rig(p);
           std::mt19937_64 random(7);
           std::vector<uint64_t> done;
@@ -275,18 +298,21 @@ TEST(L2, PageRecordsChangeNoFigure) {
             done.push_back(rig.l2.access(a, static_cast<uint64_t>(i) * 50));
           }
           L2Cache& l2 = rig.l2;
-          figures[records] = {
-              done,
-              l2.read_hit_sectors,
-              l2.read_miss_sectors,
-              l2.write_hit_sectors,
-              l2.writeback_bytes,
-              l2.dirty_bytes_per_tensor(),
-              {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, rig.dram.read, rig.dram.written}};
+          figures[records] = {done,
+                              l2.read_hit_sectors,
+                              l2.read_miss_sectors,
+                              l2.write_hit_sectors,
+                              l2.writeback_bytes,
+                              l2.dirty_bytes_per_tensor(),
+                              {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, l2.second_chances,
+                               rig.dram.read, rig.dram.written}};
         }
         EXPECT_EQ(figures[0], figures[1]) << ways << " ways, far_data " << static_cast<int>(far)
                                           << ", replacement " << static_cast<int>(replacement);
         EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
+        if (chance && ways > 1) {
+          EXPECT_GT(figures[0][6][3], 1000u);  // dirty victims kept
+        }
       }
 }
 

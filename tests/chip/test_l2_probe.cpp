@@ -166,6 +166,74 @@ TEST(L2Probe, TheH200RowsFollowFromTheSameRules) {
   EXPECT_EQ(compared, 17);
 }
 
+// Dirty footprints (validation/data/h100_l2_probe_dirty.csv, SET=dirty): rewriting a footprint that fits,
+// whether one SM rewrites it, every SM its own slice, or every SM by load, add and store, costs its
+// compulsory reads and next to no DRAM writes (under 1 MB up to 16 MiB, GPU and model); reads of every
+// rewrite row within 5% but the private read-modify-write at 32 MiB (simulated 1.19: the GPU keeps more,
+// as with private reads at 32 and 40 MiB above).
+TEST(L2Probe, RewrittenFootprintsCostTheirReadsOnce) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_dirty.csv")) {
+    const auto mode = r.shape.mode;
+    if (mode == traces::ProbeMode::WriteThenRead || mode == traces::ProbeMode::ReadThenRead) continue;
+    const ChipSummary s = simulate(machine, r.shape);
+    const std::string row = std::string(traces::probe_mode_name(mode)) + " " +
+                            std::to_string(r.shape.bytes >> 20) + " MiB, " + std::to_string(r.shape.blocks) +
+                            " blocks";
+    const bool reads = mode == traces::ProbeMode::Rmw || mode == traces::ProbeMode::RmwSpread;
+    if (reads && r.shape.bytes < (32u << 20)) {
+      EXPECT_NEAR(static_cast<double>(total(s.dram_read)) / r.dram_read, 1.0, 0.05) << row;
+    }
+    if (r.shape.bytes <= (16u << 20) && mode != traces::ProbeMode::RmwSpread) {
+      EXPECT_LT(r.dram_written, 1e6) << row;
+      EXPECT_LT(static_cast<double>(total(s.dram_written)), 1e6) << row;
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 21);
+}
+
+// Lines written and then passed by a stream of reads (wthenread) are read again from L2 far more than lines
+// read (rthenread): from 40 to 64 MiB (a quarter written, three quarters streamed once) the GPU reads
+// 14-67% of the written quarter again and 74-100% of the read one. A dirty victim written back and kept
+// (the preset's l2.dirty_second_chance) gives the written rows 0.89-1.00 of the measured DRAM reads, the
+// read rows 0.97-1.00; the written rows' DRAM writes (the written quarter, cleaned while the stream passes)
+// within 10% from 48 MiB.
+TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_dirty.csv")) {
+    const bool written = r.shape.mode == traces::ProbeMode::WriteThenRead;
+    if (!written && r.shape.mode != traces::ProbeMode::ReadThenRead) continue;
+    const ChipSummary s = simulate(machine, r.shape);
+    const std::string row = std::string(traces::probe_mode_name(r.shape.mode)) + " " +
+                            std::to_string(r.shape.bytes >> 20) + " MiB";
+    const double ratio = static_cast<double>(total(s.dram_read)) / r.dram_read;
+    EXPECT_NEAR(ratio, written ? 0.945 : 1.0, written ? 0.06 : 0.035) << row;
+    if (written && r.shape.bytes >= (48u << 20)) {
+      EXPECT_NEAR(static_cast<double>(total(s.dram_written)) / r.dram_written, 1.0, 0.10) << row;
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 12);
+}
+
+// The same written rows under LRU alone (dirty victims evicted like clean ones): the written quarter is lost
+// as the read one is, 1.08-1.16 of the measured DRAM reads from 40 to 64 MiB. The mechanism matters.
+TEST(L2Probe, LruAloneLosesTheWrittenLines) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.dirty_second_chance=false"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_dirty.csv")) {
+    if (r.shape.mode != traces::ProbeMode::WriteThenRead || r.shape.bytes < (40u << 20)) continue;
+    const double ratio = static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
+    EXPECT_GT(ratio, 1.06) << (r.shape.bytes >> 20) << " MiB";
+    EXPECT_LT(ratio, 1.20) << (r.shape.bytes >> 20) << " MiB";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
 // Local memory (register spills) on the H100 (validation/local_probe.cu,
 // validation/data/h100_local_probe.csv): blocks of 128 threads each store a 64 KB local array once, in
 // coalesced lines. Were every block's spills at addresses of its own, a grid of many waves would leave far

@@ -7,6 +7,7 @@
 #   SET=scatter bash validation/run_l2_probe.sh  (one SM reading scattered lines: the associativity)
 #   SET=dirty bash validation/run_l2_probe.sh (dirty footprints rewritten by one SM, by every SM, by every
 #                                             SM in turn; dirty lines against clean ones under a stream)
+#   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -93,6 +94,11 @@ elif [ "$SET" = dirty ]; then
   for s in 2 8 16; do run rmw $((s * MB)) 3 1; done
   for s in 1 2 4 8 16; do run rmwspread $((s * MB)) 1; done
   for s in 16 32 40 48 56 64; do run wthenread $((s * MB)) 1; run rthenread $((s * MB)) 1; done
+elif [ "$SET" = dirty2 ]; then
+  # Follow-ups: a stream read twice past written lines, one SM alone, and every SM rewriting in turn 3 times.
+  for s in 32 40 48; do run wthenread $((s * MB)) 2; run rthenread $((s * MB)) 2; done
+  for s in 8 16 24 32; do run wthenread $((s * MB)) 1 1; run rthenread $((s * MB)) 1 1; done
+  for s in 1 4 16; do run rmwspread $((s * MB)) 3; done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

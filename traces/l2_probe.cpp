@@ -59,11 +59,20 @@ uint64_t scattered_line(uint64_t i) {
 
 namespace {
 
+void check_passes(int64_t passes) {
+  if (passes < 1 || passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
+}
+
+void check_counts(int64_t passes, int64_t blocks) {
+  check_passes(passes);
+  if (blocks < 1 || blocks > 1'000'000) throw std::invalid_argument("l2 probe: blocks must be 1..10^6");
+}
+
 // One block, 1,024 threads: each step loads 128 line indices (512 bytes of `lines`), then the 128 lines.
 isa::Program scatter_probe(const ProbeShape& s) {
   const int64_t count = static_cast<int64_t>(s.bytes / 128 / 128 * 128);
   if (count < 128) throw std::invalid_argument("l2 probe: scatter needs at least 16 KiB");
-  if (s.passes < 1 || s.passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
+  check_passes(s.passes);
   Builder b("<l2-probe>");
   const int x = b.tensor("X", 8 * count, 32, Dtype::F32, false, 0);
   const int lines = b.tensor("lines", count / 128, 128, Dtype::F32, false, 0);  // u32 indices
@@ -85,8 +94,7 @@ isa::Program scatter_probe(const ProbeShape& s) {
 void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
   const bool private_slices = s.mode != ProbeMode::RmwSpread;
   const int64_t least = s.mode == ProbeMode::Rmw ? s.blocks : private_slices ? 4 * s.blocks : 1;
-  if (s.passes < 1 || s.passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
-  if (s.blocks < 1 || s.blocks > 1'000'000) throw std::invalid_argument("l2 probe: blocks must be 1..10^6");
+  check_counts(s.passes, s.blocks);
   if (chunks < least)
     throw std::invalid_argument(private_slices
                                     ? "l2 probe: this mode needs at least one 16 KiB chunk per block"
@@ -148,8 +156,7 @@ isa::Program l2_probe(const ProbeShape& s) {
   const bool stores = s.mode == ProbeMode::WritePrivate || s.mode == ProbeMode::WriteSingle;
   const int64_t blocks = one_block ? 1 : s.blocks;
   if (chunks < 1) throw std::invalid_argument("l2 probe: bytes must be at least one 16 KiB chunk");
-  if (s.passes < 1 || s.passes > 1'000'000) throw std::invalid_argument("l2 probe: passes must be 1..10^6");
-  if (blocks < 1 || blocks > 1'000'000) throw std::invalid_argument("l2 probe: blocks must be 1..10^6");
+  check_counts(s.passes, blocks);
   if (private_slices && chunks < blocks)
     throw std::invalid_argument("l2 probe: private mode needs at least one 16 KiB chunk per block");
   Builder b("<l2-probe>");

@@ -8,6 +8,7 @@
 #   SET=dirty bash validation/run_l2_probe.sh (dirty footprints rewritten by one SM, by every SM, by every
 #                                             SM in turn; dirty lines against clean ones under a stream)
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
+#   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -99,6 +100,11 @@ elif [ "$SET" = dirty2 ]; then
   for s in 32 40 48; do run wthenread $((s * MB)) 2; run rthenread $((s * MB)) 2; done
   for s in 8 16 24 32; do run wthenread $((s * MB)) 1 1; run rthenread $((s * MB)) 1 1; done
   for s in 1 4 16; do run rmwspread $((s * MB)) 3; done
+elif [ "$SET" = dirty3 ]; then
+  # How many SMs the written lines' protection needs: the 132-block rows of SET=dirty at 2 to 66 blocks.
+  for s in 40 48; do
+    for blocks in 2 8 33 66; do run wthenread $((s * MB)) 1 "$blocks"; run rthenread $((s * MB)) 1 "$blocks"; done
+  done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

@@ -206,8 +206,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   }
   hit = false;
   int64_t victim = choose_victim(tags, ways);
-  for (int64_t round = 0;
-       params_.dirty_second_chance && round < params_.ways && tags[victim] != 0 && ways[victim].dirty;
+  for (int64_t round = 0; round < params_.ways && tags[victim] != 0 && gets_second_chance(ways[victim]);
        ++round) {
     write_to_dram(ways[victim], tags[victim] - 1, now_);
     ways[victim].dirty = 0;
@@ -224,9 +223,22 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
   tags[victim] = static_cast<Tag>(line_index + 1);
-  ways[victim] = Line{++clock_, 0, static_cast<int16_t>(tensor), 0, 0};
+  ways[victim] = Line{++clock_, 0, 0, static_cast<int16_t>(tensor), 0, 0};
   tag = &tags[victim];
   return ways[victim];
+}
+
+bool L2Cache::gets_second_chance(const Line& victim) const {
+  if (!victim.dirty) return false;
+  switch (params_.dirty_second_chance) {
+    case Params::SecondChance::None:
+      return false;
+    case Params::SecondChance::All:
+      return true;
+    case Params::SecondChance::FarWrites:
+      return victim.far_written;
+  }
+  return false;
 }
 
 // The first invalid way, else the oldest.
@@ -414,6 +426,8 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
   Line& l = find_or_allocate(home, line_index, tensor, present);
   const uint64_t hits = sectors(static_cast<uint8_t>(mask & l.valid));
   const bool was_dirty = l.dirty != 0;
+  // The line remembers a far writer until it is clean again (written back).
+  l.far_written = (was_dirty && l.far_written) || home != near;
   l.valid |= mask;
   l.dirty |= mask;
   l.tensor = static_cast<int16_t>(tensor);
@@ -681,10 +695,14 @@ void register_l2_models() {
             "merge_pending_fills", d.merge_pending_fills, "",
             "a read of a line whose DRAM fill is still in flight waits for that fill (measured on "
             "the H100: validation/data/h100_mem_probe.csv); false: it hits at the hit latency");
-        r.dirty_second_chance = p.get<bool>(
-            "dirty_second_chance", d.dirty_second_chance, "",
-            "a dirty line chosen as the victim is written back and stays, clean and most recently used; "
-            "the next oldest leaves instead");
+        const std::string chance =
+            p.choice("dirty_second_chance", "none", {"none", "all", "far_writes"},
+                     "which dirty lines chosen as the victim are written back and stay, clean and most "
+                     "recently used, the next oldest leaving instead: none (LRU), all, or far_writes: those "
+                     "last dirtied by a core attached to the other partition");
+        r.dirty_second_chance = chance == "all"          ? L2Cache::Params::SecondChance::All
+                                : chance == "far_writes" ? L2Cache::Params::SecondChance::FarWrites
+                                                         : L2Cache::Params::SecondChance::None;
         try {
           return std::make_unique<L2Cache>(instance, r, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {

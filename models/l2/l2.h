@@ -68,9 +68,11 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t max_dirty_ways = 16;  // = ways: no limit
     // A read of a line whose fill is still in flight waits for it (a miss merge) instead of hitting.
     bool merge_pending_fills = false;
-    // A dirty line chosen as the victim is written back and kept, clean and most recently used, and the
-    // next oldest leaves instead (measured on the H100: written lines outlast a stream of reads).
-    bool dirty_second_chance = false;
+    // Which dirty lines chosen as the victim are written back and kept, clean and most recently used, the
+    // next oldest leaving instead: none (plain LRU), all, or those last dirtied by a core attached to the
+    // other partition (measured on the H100: docs/chip.md, "A dirty victim").
+    enum class SecondChance : uint8_t { None, All, FarWrites };
+    SecondChance dirty_second_chance = SecondChance::None;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
   };
@@ -116,10 +118,12 @@ class L2Cache : public Component, public MemoryLevel {
   // line instead of the whole state of every way.
   struct Line {
     uint64_t stamp = 0;
-    uint32_t record = 0;           // 1 + index into records_ of the page record covering it; 0: none
+    uint32_t record : 31 = 0;      // 1 + index into records_ of the page record covering it; 0: none
+    uint32_t far_written : 1 = 0;  // dirtied by a core attached to the other partition (second chance)
     int16_t tensor = -1;           // reset() bounds the tensor count
     uint8_t valid = 0, dirty = 0;  // sector masks
   };
+  static_assert(sizeof(Line) == 16);
   static constexpr int kPageShift = 4;  // pages of 16 lines: a 2 KiB page at 128-byte lines
   static constexpr uint64_t kPageLines = uint64_t{1} << kPageShift;
   // A record stands for the lines of its page that point to it (present and fully valid): `present`, one
@@ -187,6 +191,7 @@ class L2Cache : public Component, public MemoryLevel {
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, Tag*& tag);
   int64_t find_way(const Tag* tags, Tag tag) const;
   int64_t choose_victim(const Tag* tags, const Line* ways) const;
+  bool gets_second_chance(const Line& victim) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
   void wait_for_pending_fills(uint64_t begin, uint64_t end);

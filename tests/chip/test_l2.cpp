@@ -247,35 +247,62 @@ TEST(L2, DirtyLinesPerSetAreBounded) {
 }
 
 // dirty_second_chance: the oldest line of a full set, dirty, is written back and kept; the next oldest
-// leaves instead. Without it the dirty line leaves.
+// leaves instead. Without it (none) the dirty line leaves.
 TEST(L2, ADirtyVictimIsWrittenBackAndKept) {
-  for (bool chance : {false, true}) {
+  using Chance = L2Cache::Params::SecondChance;
+  for (Chance chance : {Chance::None, Chance::All}) {
+    const bool kept = chance == Chance::All;
     L2Cache::Params p = tiny(4, 1);  // one set of 4 ways
     p.dirty_second_chance = chance;
     Rig rig(p);
     rig.l2.access(range(0, kLine, true), 0);  // line 0, dirty
     for (uint64_t line = 1; line < 5; ++line) rig.l2.access(range(line * kLine, kLine), 0);
-    EXPECT_EQ(rig.dram.written, static_cast<uint64_t>(kLine)) << chance;
-    EXPECT_EQ(rig.l2.second_chances, chance ? 1u : 0u);
+    EXPECT_EQ(rig.dram.written, static_cast<uint64_t>(kLine)) << kept;
+    EXPECT_EQ(rig.l2.second_chances, kept ? 1u : 0u);
     const uint64_t before = rig.dram.read;
     rig.l2.access(range(0, kLine), 0);
-    EXPECT_EQ(rig.dram.read - before, chance ? 0u : static_cast<uint64_t>(kLine)) << chance;
+    EXPECT_EQ(rig.dram.read - before, kept ? 0u : static_cast<uint64_t>(kLine)) << kept;
     rig.l2.access(range(kLine, kLine), 0);  // line 1 left in its place
-    EXPECT_EQ(rig.dram.read - before, static_cast<uint64_t>(chance ? kLine : 2 * kLine)) << chance;
+    EXPECT_EQ(rig.dram.read - before, static_cast<uint64_t>(kept ? kLine : 2 * kLine)) << kept;
     EXPECT_EQ(rig.l2.dirty_bytes_per_tensor()[0], 0u);
+  }
+}
+
+// far_writes: only a line last dirtied by a core attached to the other partition gets the second chance.
+// Two partitions of one 4-way set each; the written line is homed in partition 0 and written by core 1 (far)
+// or core 0 (near), then four other lines homed there are read by core 0.
+TEST(L2, OnlyAFarWrittenVictimIsKept) {
+  for (int writer : {0, 1}) {
+    L2Cache::Params p = tiny(4, 1, 2);
+    p.dirty_second_chance = L2Cache::Params::SecondChance::FarWrites;
+    Rig rig(p);
+    std::vector<uint64_t> homed_near;  // lines homed in partition 0
+    for (uint64_t line = 0; homed_near.size() < 5; ++line)
+      if (rig.l2.partition_of(line * kLine) == 0) homed_near.push_back(line * kLine);
+    MemAccess write = range(homed_near[0], kLine, true);
+    write.core = writer;
+    rig.l2.access(write, 0);
+    for (size_t i = 1; i < 5; ++i) rig.l2.access(range(homed_near[i], kLine), 0);
+    const bool far = writer == 1;
+    EXPECT_EQ(rig.l2.second_chances, far ? 1u : 0u) << writer;
+    const uint64_t before = rig.dram.read;
+    rig.l2.access(range(homed_near[0], kLine), 0);
+    EXPECT_EQ(rig.dram.read - before, far ? 0u : static_cast<uint64_t>(kLine)) << writer;
   }
 }
 
 // Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
 // every completion cycle and every line's fate the same with and without them, in both far-data modes,
-// both replacements, with and without the dirty victims' second chance, and at 1, 2 and 4 ways (few ways: a
+// both replacements, with each of the dirty victims' second-chance rules, and at 1, 2 and 4 ways (few ways: a
 // page's own lines evict each other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
   for (int64_t ways : {1, 2, 4})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
       for (auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo}) {
-        const bool chance = ways != 2;  // both settings over the ways and far-data modes, without doubling
+        // every setting over the ways and far-data modes, without tripling the run
+        using Chance = L2Cache::Params::SecondChance;
+        const Chance chance = ways == 1 ? Chance::All : ways == 2 ? Chance::None : Chance::FarWrites;
         std::vector<std::vector<uint64_t>> figures[2];
         for (bool records : {false, true}) {
           L2Cache::Params p = tiny(ways, 16 / ways * 4, 2);
@@ -310,7 +337,7 @@ TEST(L2, PageRecordsChangeNoFigure) {
         EXPECT_EQ(figures[0], figures[1]) << ways << " ways, far_data " << static_cast<int>(far)
                                           << ", replacement " << static_cast<int>(replacement);
         EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
-        if (chance && ways > 1) {
+        if (chance != Chance::None && ways > 1) {
           EXPECT_GT(figures[0][6][3], 1000u);  // dirty victims kept
         }
       }

@@ -196,10 +196,10 @@ TEST(L2Probe, RewrittenFootprintsCostTheirReadsOnce) {
 
 // Lines written and then passed by a stream of reads (wthenread) are read again from L2 far more than lines
 // read (rthenread): from 40 to 64 MiB (a quarter written, three quarters streamed once) the GPU reads
-// 14-67% of the written quarter again and 74-100% of the read one. A dirty victim written back and kept
-// (the preset's l2.dirty_second_chance) gives the written rows 0.89-1.00 of the measured DRAM reads, the
-// read rows 0.97-1.00; the written rows' DRAM writes (the written quarter, cleaned while the stream passes)
-// within 10% from 48 MiB.
+// 14-67% of the written quarter again and 74-100% of the read one. A dirty victim last written by a core of
+// the other partition, written back and kept (the preset's l2.dirty_second_chance: far_writes), gives the
+// written rows 1.00-1.04 of the measured DRAM reads, the read rows 0.97-1.00; the written rows' DRAM writes
+// (the written quarter, cleaned while the stream passes) within 10% from 48 MiB.
 TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
   Machine machine(load_config(kSource + "configs/h100.yaml", {}));
   int compared = 0;
@@ -210,7 +210,7 @@ TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
     const std::string row = std::string(traces::probe_mode_name(r.shape.mode)) + " " +
                             std::to_string(r.shape.bytes >> 20) + " MiB";
     const double ratio = static_cast<double>(total(s.dram_read)) / r.dram_read;
-    EXPECT_NEAR(ratio, written ? 0.945 : 1.0, written ? 0.06 : 0.035) << row;
+    EXPECT_NEAR(ratio, 1.0, written ? 0.06 : 0.035) << row;
     if (written && r.shape.bytes >= (48u << 20)) {
       EXPECT_NEAR(static_cast<double>(total(s.dram_written)) / r.dram_written, 1.0, 0.10) << row;
     }
@@ -222,7 +222,7 @@ TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
 // The same written rows under LRU alone (dirty victims evicted like clean ones): the written quarter is lost
 // as the read one is, 1.08-1.16 of the measured DRAM reads from 40 to 64 MiB. The mechanism matters.
 TEST(L2Probe, LruAloneLosesTheWrittenLines) {
-  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.dirty_second_chance=false"}));
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.dirty_second_chance=none"}));
   int compared = 0;
   for (const ProbeRow& r : measured_rows("h100_l2_probe_dirty.csv")) {
     if (r.shape.mode != traces::ProbeMode::WriteThenRead || r.shape.bytes < (40u << 20)) continue;
@@ -232,6 +232,49 @@ TEST(L2Probe, LruAloneLosesTheWrittenLines) {
     ++compared;
   }
   EXPECT_EQ(compared, 4);
+}
+
+// The follow-ups (SET=dirty2, dirty3): a stream read twice past the written quarter (132 SMs), the same
+// from 1, 2, 8, 33 and 66 SMs. The far-writes rule holds every written row within 8% (0.93-1.04), where a
+// second chance for every dirty victim gave 1, 2 and 8 SMs 0.86-0.87 at 32-48 MiB (the GPU keeps nothing
+// there: LRU is exact) and LRU alone 1.06-1.16 from 33 SMs on. The read rows at 2 and 8 blocks are the known miss (1.10-1.11):
+// the GPU puts its first eight blocks on SMs 124-131 (%smid, h100_l2_probe_times_*), all attached to one
+// partition, so the other keeps its home half of the data; the model spreads blocks over both partitions.
+TEST(L2Probe, OnlyFarWrittenLinesOutlastTheStream) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {}));
+  int compared = 0;
+  for (const char* file : {"h100_l2_probe_dirty2.csv", "h100_l2_probe_dirty3.csv"})
+    for (const ProbeRow& r : measured_rows(file)) {
+      const bool written = r.shape.mode == traces::ProbeMode::WriteThenRead;
+      if (!written && r.shape.mode != traces::ProbeMode::ReadThenRead) continue;
+      const double ratio = static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
+      const std::string row = std::string(file) + " " + std::string(traces::probe_mode_name(r.shape.mode)) +
+                              " " + std::to_string(r.shape.bytes >> 20) + " MiB x" +
+                              std::to_string(r.shape.passes) + " " + std::to_string(r.shape.blocks) +
+                              " blocks";
+      if (!written && (r.shape.blocks == 2 || r.shape.blocks == 8))
+        EXPECT_NEAR(ratio, 1.105, 0.03) << row;
+      else
+        EXPECT_NEAR(ratio, 1.0, 0.08) << row;
+      ++compared;
+    }
+  EXPECT_EQ(compared, 30);
+}
+
+// One SM writing, then streaming (dirty2, 1 block, 32 MiB): a second chance for every dirty victim keeps the
+// written quarter, 0.87 of the measured DRAM reads; the GPU, like LRU, loses it. Why the rule is far writes.
+TEST(L2Probe, OneSmKeepsNoWrittenLines) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.dirty_second_chance=all"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_dirty2.csv")) {
+    if (r.shape.mode != traces::ProbeMode::WriteThenRead || r.shape.blocks != 1 ||
+        r.shape.bytes != (32u << 20))
+      continue;
+    const double ratio = static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
+    EXPECT_LT(ratio, 0.90);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1);
 }
 
 // Local memory (register spills) on the H100 (validation/local_probe.cu,

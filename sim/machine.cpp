@@ -115,6 +115,10 @@ Machine::Machine(const MachineConfig& config) {
     if (!hbm_ || !sram_ || !dma_)
       throw InputError(config.source->file, {},
                        "a chip: needs hbm:, sram: and dma: sections (one core's units)");
+    if (l2_ && l2_->attached_cores() != 0 && l2_->attached_cores() != static_cast<size_t>(chip_params.cores))
+      throw InputError(config.source->file, {},
+                       fmt::format("l2.core_partitions: {} cores named, chip.cores is {}",
+                                   l2_->attached_cores(), chip_params.cores));
     chip_params.clock_ghz = clock_ghz_;
     chip_params.blocking_issue = seq_params.issue == Sequencer::Issue::Blocking;
     chip_ = std::make_unique<Chip>("chip", chip_params, *sram_, *dma_, mxu_.get(), vpu_.get(),

@@ -18,6 +18,11 @@
 //            quarters PASSES times, then reads its first-quarter slice again: whether lines left dirty
 //            leave the L2 sooner than clean ones
 //   rthenread as wthenread with the first quarter read, not written (the clean twin)
+//   pair     (PAIR="A,B" in the environment) the first block to land on SM A reads the buffer's first half
+//            PASSES times, the first on SM B its second half; every other block leaves at once (BLOCKS
+//            default 8 per SM, so that both SMs get one). Whether A and B are attached to the same L2
+//            partition: then that partition holds both halves' near lines and copies and thrashes while the
+//            other keeps its home lines; on different partitions both thrash.
 //   scatter  one block reads BYTES of 128-byte lines scattered over a buffer 8 times as large (line i at
 //            8 i + splitmix64(i) mod 8) PASSES times: the sets those lines fall in are as good as random,
 //            so how many sets overflow at a given footprint depends on the L2's associativity (a
@@ -135,6 +140,23 @@ __device__ void rewrite_modes(int4* buffer, size_t chunks, int passes, int mode,
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+// pair: see the header. `claimed` (two zeroed words) lets one block per target SM do the work.
+__global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes, unsigned sm_a,
+                            unsigned sm_b, int* __restrict__ claimed, unsigned* __restrict__ sink) {
+  __shared__ int mine;
+  const unsigned sm = sm_id();
+  if (threadIdx.x == 0) {
+    const int half = sm == sm_a ? 0 : sm == sm_b ? 1 : -1;
+    mine = half >= 0 && atomicCAS(claimed + half, 0, 1) == 0 ? half : -1;
+  }
+  __syncthreads();
+  if (mine < 0) return;
+  const size_t count = chunks / 2;
+  unsigned acc = 0;
+  for (int p = 0; p < passes; ++p) acc ^= read_chunks(buffer, static_cast<size_t>(mine) * count, count);
+  sink[mine * kThreads + threadIdx.x] = acc;
+}
+
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
                                 unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
                                 int samples) {
@@ -184,6 +206,35 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+int run_pair(size_t bytes, int passes, int blocks, const cudaDeviceProp& prop) {
+  const char* pair = std::getenv("PAIR");
+  unsigned sm_a = 0, sm_b = 0;
+  if (!pair || std::sscanf(pair, "%u,%u", &sm_a, &sm_b) != 2 || sm_a == sm_b || bytes < 2 * kChunk ||
+      passes < 1) {
+    std::fprintf(stderr, "pair: PAIR=A,B (two SM ids), BYTES >= %zu, PASSES >= 1\n", 2 * kChunk);
+    return 2;
+  }
+  if (blocks < 1) blocks = 8 * prop.multiProcessorCount;
+  const size_t chunks = bytes / kChunk;
+  int4* buffer = nullptr;
+  unsigned* sink = nullptr;
+  int* claimed = nullptr;
+  CHECK(cudaMalloc(&buffer, chunks * kChunk));
+  CHECK(cudaMalloc(&sink, 2 * kThreads * sizeof(unsigned)));
+  CHECK(cudaMalloc(&claimed, 2 * sizeof(int)));
+  CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
+  CHECK(cudaMemset(claimed, 0, 2 * sizeof(int)));
+  CHECK(cudaDeviceSynchronize());
+  pair_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, sm_a, sm_b, claimed, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  int got[2] = {0, 0};
+  CHECK(cudaMemcpy(got, claimed, sizeof(got), cudaMemcpyDeviceToHost));
+  std::printf("RESULT mode=pair:%u:%u bytes=%zu passes=%d blocks=%d ran=%d%d\n", sm_a, sm_b, chunks * kChunk,
+              passes, blocks, got[0], got[1]);
+  return got[0] && got[1] ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
@@ -201,6 +252,7 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (mode_name == "scatter") return bytes >= 128 * 128 && passes >= 1 ? run_scatter(bytes, passes, prop) : 2;
+  if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
   if (mode == 0 || mode == 5) blocks = 1;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode >= 8;

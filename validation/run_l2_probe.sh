@@ -9,6 +9,7 @@
 #                                             SM in turn; dirty lines against clean ones under a stream)
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
+#   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -38,7 +39,7 @@ echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:l2_probe_kernel|scatter_kernel" --csv \
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:l2_probe_kernel|scatter_kernel|pair_kernel" --csv \
     --page raw --print-units base "$WORK/l2_probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" "$@" << 'EOF'
 import csv, io, os, sys
@@ -47,7 +48,7 @@ text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
 rows = [l for l in text.splitlines() if l.startswith('"')]
 table = list(csv.DictReader(io.StringIO("\n".join(rows))))
-row = [r for r in table if r.get("Kernel Name", "").startswith(("l2_probe_kernel", "scatter_kernel"))][0]
+row = [r for r in table if r.get("Kernel Name", "").startswith(("l2_probe_kernel", "scatter_kernel", "pair_kernel"))][0]
 fields = dict(kv.split("=") for kv in result[0].split()[1:])
 names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
@@ -104,6 +105,13 @@ elif [ "$SET" = dirty3 ]; then
   # How many SMs the written lines' protection needs: the 132-block rows of SET=dirty at 2 to 66 blocks.
   for s in 40 48; do
     for blocks in 2 8 33 66; do run wthenread $((s * MB)) 1 "$blocks"; run rthenread $((s * MB)) 1 "$blocks"; done
+  done
+elif [ "$SET" = pair ]; then
+  # Which L2 partition each SM is attached to: SM 128 and one other SM each read their own 20 MiB three
+  # times; the same partition: about 80 MiB of DRAM reads, different ones: about 120 (docs/chip.md).
+  for sm in $(seq 0 131); do
+    [ "$sm" = 128 ] && continue
+    PAIR="128,$sm" run pair $((40 * MB)) 3
   done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do

@@ -59,6 +59,13 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
   line_shift_ = std::countr_zero(static_cast<uint64_t>(p.line_bytes));
   sector_shift_ = std::countr_zero(static_cast<uint64_t>(p.sector_bytes));
+  for (char c : p.core_partitions) {
+    if (c == ' ') continue;
+    if (c < '0' || c - '0' >= p.partitions)
+      throw std::invalid_argument(fmt::format(
+          "core_partitions: '{}' is not a partition (one digit 0 to {} per core)", c, p.partitions - 1));
+    attached_.push_back(static_cast<uint8_t>(c - '0'));
+  }
   const size_t slots = static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes));
   tags_ = HostTable<Tag>(slots);
   lines_ = HostTable<Line>(slots);
@@ -703,6 +710,10 @@ void register_l2_models() {
         r.dirty_second_chance = chance == "all"          ? L2Cache::Params::SecondChance::All
                                 : chance == "far_writes" ? L2Cache::Params::SecondChance::FarWrites
                                                          : L2Cache::Params::SecondChance::None;
+        r.core_partitions = p.get<std::string>(
+            "core_partitions", d.core_partitions, "",
+            "the partition each core is attached to, one digit per core in the order the block scheduler "
+            "fills them (spaces ignored; as many as chip.cores); empty: core % partitions");
         try {
           return std::make_unique<L2Cache>(instance, r, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {

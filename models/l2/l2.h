@@ -73,6 +73,9 @@ class L2Cache : public Component, public MemoryLevel {
     // other partition (measured on the H100: docs/chip.md, "A dirty victim").
     enum class SecondChance : uint8_t { None, All, FarWrites };
     SecondChance dirty_second_chance = SecondChance::None;
+    // The partition each core is attached to, one digit per core in the order the block scheduler fills
+    // them (core c takes block c of a first wave; spaces ignored); empty: core % partitions.
+    std::string core_partitions;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
   };
@@ -96,7 +99,12 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t last_accepted_cycle() const override { return accepted_; }
   void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
   int partition_of(uint64_t addr) const;
-  int near_partition(int core) const { return core % static_cast<int>(params_.partitions); }
+  int near_partition(int core) const {
+    return attached_.empty() ? core % static_cast<int>(params_.partitions)
+                             : attached_[static_cast<size_t>(core)];
+  }
+  // Cores named by core_partitions (0: every core, as core % partitions).
+  size_t attached_cores() const { return attached_.size(); }
 
   std::vector<std::string> tensor_names;
   std::vector<uint64_t> read_sectors, write_sectors;          // requested by the cores, per tensor
@@ -215,7 +223,8 @@ class L2Cache : public Component, public MemoryLevel {
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;
-  HostTable<Line> lines_;  // same layout
+  HostTable<Line> lines_;          // same layout
+  std::vector<uint8_t> attached_;  // core_partitions, parsed
   MissRuns miss_;
   std::vector<PageRecord> records_;
   std::vector<uint64_t> record_keys_;  // page_key() of each record's page

@@ -494,6 +494,17 @@ TEST_F(Cli, AnL2RateInTimeAndInCyclesIsRefused) {
       {"hit_latency_ns=0 lets hit_latency_cycles count"});
 }
 
+// l2.core_partitions names one partition per core: a digit past the partitions, or fewer or more digits
+// than chip.cores, is refused with the key.
+TEST_F(Cli, CorePartitionsMustNameEveryCoresPartition) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string trace = write("t.trace", ".buffer S[4][4] f32\nMASK S, 0, 0\n");
+  expect_input_error(run_trace(h100, trace, {"-p", "l2.core_partitions=0121"}),
+                     "-p l2.core_partitions=0121: error: l2: core_partitions: '2' is not a partition", {});
+  expect_input_error(run_trace(h100, trace, {"-p", "l2.core_partitions=0101"}), h100 + ": error: ",
+                     {"l2.core_partitions: 4 cores named, chip.cores is 132"});
+}
+
 // A sweep spec's errors point at its line and column, those of the command line's own checks included.
 TEST_F(Cli, SweepSpecErrorsAreAtTheirLine) {
   const std::string sm = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";

@@ -115,7 +115,7 @@ bool known_read_miss(const SdpaRow& r) {
 // 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). With O replaced by dO (the D
 // prologue then reads lines the main loop reads too) the GPU reads 370 MB less at 1 x 16 x 8,192 causal,
 // 100 MB less without the mask; the model reads O 1.5 times (49 MB; docs/validation.md, "over heads").
-// Held above 0.33.
+// Held above 0.35 (the 1 x 8 x 32,768 causal row is at 0.352).
 bool known_dram_shortfall(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 128;
 }
@@ -168,7 +168,7 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
     EXPECT_GT(dram, 0.78);
     EXPECT_LT(dram, 1.10);
   } else if (known_dram_shortfall(want)) {
-    EXPECT_GT(dram, 0.33);
+    EXPECT_GT(dram, 0.35);
     EXPECT_LT(dram, 1.10);
   } else if (known_dram_excess(want)) {
     EXPECT_GT(dram, 0.90);

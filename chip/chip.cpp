@@ -7,6 +7,7 @@
 
 #include "isa/init.h"
 #include "models/common/checked.h"
+#include "models/common/splitmix.h"
 
 namespace attnsim {
 
@@ -325,6 +326,24 @@ void Chip::release(int core) {
   sc_core::wait(quantum_done_);
 }
 
+// The core released first books shared bandwidth first, so a fixed order would make core 0 the fastest
+// every quantum until the cores drift apart. Rotating the start is fair only when each partition's cores
+// are spread evenly through the core order: a core that follows a long run of the other partition's cores
+// is the first of its own partition most quanta, and runs ahead of the rest. A fresh permutation every
+// quantum (Fisher-Yates over splitmix64, the same on every platform) puts every core first equally often.
+void Chip::release_all(uint64_t epoch) {
+  const size_t n = state_.size();
+  release_order_.resize(n);
+  for (size_t i = 0; i < n; ++i) release_order_[i] = static_cast<int>((i + epoch) % n);
+  if (params_.release_order == ChipParams::ReleaseOrder::Shuffle) {
+    uint64_t state = epoch;
+    for (size_t i = n; i > 1; --i) {
+      std::swap(release_order_[i - 1], release_order_[splitmix64_next(state) % i]);
+    }
+  }
+  for (size_t i = 0; i < n && !error_; ++i) release(release_order_[i]);
+}
+
 // Hands blocks to the waiting slots, earliest free first (ties: lower core), each core running on until
 // its next free slot or the quantum's end, until no core waits.
 void Chip::fill_waiting_slots() {
@@ -368,10 +387,7 @@ void Chip::conductor() {
       start_kernel(0);
       while (kernel_ >= 0 && !error_) {
         limit_ = (epoch + 1) * quantum;
-        // The release order rotates every quantum: the core released first books shared bandwidth first,
-        // and a fixed order would make core 0 the fastest every round until the cores drift apart.
-        for (size_t i = 0; i < state_.size() && !error_; ++i)
-          release(static_cast<int>((i + epoch) % state_.size()));
+        release_all(epoch);
         fill_waiting_slots();
         ++quanta_;
         if (error_) break;
@@ -519,6 +535,14 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
   r.issue_priority = priority == "oldest"  ? ChipParams::IssuePriority::Oldest
                      : priority == "ready" ? ChipParams::IssuePriority::Ready
                                            : ChipParams::IssuePriority::Fifo;
+  r.release_order =
+      p.choice("release_order", "shuffle", {"shuffle", "rotate"},
+               "the order the cores run in each quantum (the first books shared bandwidth first): a fresh "
+               "pseudo-random permutation every quantum (shuffle), or core order starting one core later "
+               "every quantum (rotate: fair only when each L2 partition's cores are spread evenly)") ==
+              "shuffle"
+          ? ChipParams::ReleaseOrder::Shuffle
+          : ChipParams::ReleaseOrder::Rotate;
   r.flush_l2_between_kernels =
       p.choice(
           "l2_between_kernels", "flush", {"flush", "keep"},

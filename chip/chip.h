@@ -4,9 +4,10 @@
 // blocks resident per core as its SRAM (and the block limit) allows.
 //
 // Time: every core keeps its own local time (temporal decoupling) and runs at most one quantum ahead; a
-// conductor process releases the cores one after another in core order each quantum, so the result does
-// not depend on the order in which SystemC would wake them. Shared resources (network ports, L2
-// partitions, DRAM) are bandwidth calendars that tolerate requests arriving out of time order.
+// conductor process releases the cores one after another each quantum, in an order of its own (chip.
+// release_order), so the result does not depend on the order in which SystemC would wake them. Shared
+// resources (network ports, L2 partitions, DRAM) are bandwidth calendars that tolerate requests arriving out
+// of time order.
 #pragma once
 
 #include <memory>
@@ -39,6 +40,12 @@ struct ChipParams {
   // with fifo, the one issued first, which books its unit while it waits for operands.
   enum class IssuePriority { Oldest, Ready, Fifo };
   IssuePriority issue_priority = IssuePriority::Oldest;
+  // The order the conductor releases the cores in each quantum (docs/chip.md, "The order cores run in a
+  // quantum"): the first released books shared bandwidth first. Rotate: core order, starting one core later
+  // every quantum; shuffle: a fresh pseudo-random permutation every quantum (fixed seed), so every core is
+  // equally often ahead of the cores of its L2 partition however the partitions interleave.
+  enum class ReleaseOrder { Rotate, Shuffle };
+  ReleaseOrder release_order = ReleaseOrder::Shuffle;
   double clock_ghz = 1.0;
 };
 
@@ -157,6 +164,7 @@ class Chip : public Component {
   void core_thread(int core);
   void run_quantum(int core, uint64_t limit);
   void release(int core);
+  void release_all(uint64_t epoch);
   sc_core::sc_time time_of_cycle(sc_core::sc_time start, uint64_t cycle) const;
   void fill_waiting_slots();
   bool blocks_left();
@@ -181,6 +189,7 @@ class Chip : public Component {
   MemoryLevel* memory_ = nullptr;  // what the cores' DMA engines reach
   std::vector<std::unique_ptr<ChipCore>> cores_;
   std::vector<CoreState> state_;
+  std::vector<int> release_order_;  // reused every quantum
   std::vector<TensorState> tensors_;
 
   const isa::Program* program_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "models/common/splitmix.h"
 #include "traces/builder.h"
 
 namespace attnsim::traces {
@@ -51,10 +52,7 @@ std::string_view probe_mode_name(ProbeMode mode) {
 }
 
 uint64_t scattered_line(uint64_t i) {
-  uint64_t x = i + 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return 8 * i + (x ^ (x >> 31)) % 8;
+  return 8 * i + splitmix64_mix(i) % 8;
 }
 
 namespace {

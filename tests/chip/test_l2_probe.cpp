@@ -242,7 +242,9 @@ TEST(L2Probe, LruAloneLosesTheWrittenLines) {
 // there: LRU is exact) and LRU alone 1.06-1.16 from 33 SMs on. The read rows at 2 and 8 blocks are the known
 // miss (1.10-1.11): the GPU puts its first eight blocks on SMs 124-131 (%smid, h100_l2_probe_times_*), all
 // attached to one partition, so the other keeps its home half of the data; the model spreads blocks over both
-// partitions.
+// partitions. So is the read row at 48 MiB streamed twice by every SM (1.09: 68.1 MiB against 62.5; LRU over
+// copies thrashes where the GPU degrades gently, as in the spread probe): it was 1.03 while the conductor
+// rotated its release order and the SMs drifted apart; in step, as on the GPU, it is 1.09.
 TEST(L2Probe, OnlyFarWrittenLinesOutlastTheStream) {
   Machine machine(load_config(kSource + "configs/h100.yaml", {}));
   int compared = 0;
@@ -255,8 +257,11 @@ TEST(L2Probe, OnlyFarWrittenLinesOutlastTheStream) {
                               " " + std::to_string(r.shape.bytes >> 20) + " MiB x" +
                               std::to_string(r.shape.passes) + " " + std::to_string(r.shape.blocks) +
                               " blocks";
+      const bool stream_twice_past_capacity = r.shape.blocks == 132 && r.shape.bytes == (48u << 20);
       if (!written && (r.shape.blocks == 2 || r.shape.blocks == 8))
         EXPECT_NEAR(ratio, 1.105, 0.03) << row;
+      else if (!written && stream_twice_past_capacity)
+        EXPECT_NEAR(ratio, 1.09, 0.03) << row;
       else
         EXPECT_NEAR(ratio, 1.0, 0.08) << row;
       ++compared;
@@ -292,8 +297,8 @@ std::string measured_core_partitions() {
 // Half the SMs on each partition, interleaved by TPC within every GPC: the first 8 SMs the GPU fills
 // (124-131) share one. With that attachment (l2.core_partitions) the read rows at 2 and 8 blocks come to
 // 1.00-1.02 of the measured (the other partition keeps its home half of the quarter) and all 42 thenread rows
-// to 0.93-1.05. Not in the presets: the in-step shared probe then reads 1.32 of the measured at 32 MiB
-// (docs/chip.md says more).
+// to 0.93-1.05. Not in the presets: FlashAttention-2's causal forward and the memory-efficient backward rows
+// that miss move further out with it (docs/chip.md says more).
 TEST(L2Probe, EightBlocksOnOnePartitionKeepTheOtherHalf) {
   const std::string partitions = measured_core_partitions();
   ASSERT_EQ(partitions.size(), 132u);
@@ -308,6 +313,41 @@ TEST(L2Probe, EightBlocksOnOnePartitionKeepTheOtherHalf) {
     ++compared;
   }
   EXPECT_EQ(compared, 4);
+}
+
+// The in-step shared readers (one block per SM) with the measured attachment, which puts long runs of
+// consecutive cores on one partition: within 10% of the measured DRAM reads on every row, within 3% at 32
+// and 48 MiB, where each pass misses once (chip.release_order: shuffle).
+TEST(L2Probe, InStepReadersStayInStepOnTheMeasuredPartitions) {
+  Machine machine(
+      load_config(kSource + "configs/h100.yaml", {"l2.core_partitions=" + measured_core_partitions()}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe.csv")) {
+    if (r.shape.mode != traces::ProbeMode::Shared || r.shape.blocks != 132) continue;
+    const double ratio = static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
+    const bool one_miss_per_pass = r.shape.bytes == (32u << 20) || r.shape.bytes == (48u << 20);
+    EXPECT_NEAR(ratio, 1.0, one_miss_per_pass ? 0.03 : 0.10) << (r.shape.bytes >> 20) << " MiB";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 10);
+}
+
+// Why the conductor shuffles: rotating the release order one core per quantum makes the core after a long
+// run of the other partition's cores the first of its own partition in most quanta; it books the partition's
+// bandwidth first, the cores drift apart (16% at 48 MiB, one pass) and the in-step readers fetch the buffer
+// about once more in three passes (32 MiB x 3: 1.32 of the measured).
+TEST(L2Probe, RotatedReleaseLetsClusteredPartitionsDrift) {
+  Machine machine(
+      load_config(kSource + "configs/h100.yaml",
+                  {"l2.core_partitions=" + measured_core_partitions(), "chip.release_order=rotate"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe.csv")) {
+    if (r.shape.mode != traces::ProbeMode::Shared || r.shape.blocks != 132 || r.shape.bytes != (32u << 20))
+      continue;
+    EXPECT_GT(static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read, 1.2);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 1);
 }
 
 // One SM writing, then streaming (dirty2, 1 block, 32 MiB): a second chance for every dirty victim keeps the

@@ -118,6 +118,9 @@ Measurement project_measurement(const CsvRow& row) {
   m.path = row.path;
   m.max_rel_error = number("max_rel_error");
   if (row.has("kernel")) m.kernel = text("kernel");
+  // Tensor-core flash2 walking its key blocks from the diagonal down (harness --keys-descending).
+  if (row.has("keys_descending") && !text("keys_descending").empty())
+    m.keys_descending = number("keys_descending") != 0;
   if (row.has("clock_control")) m.clock_control = text("clock_control");
   if (m.kernel != "ffma" && m.kernel != "tc" && m.kernel != "tc-padded")
     throw InputError(row.path, {row.line, 1},

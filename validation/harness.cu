@@ -18,6 +18,8 @@
 //   --block-q BR --block-k BC   B_r and B_c separately (tc: 64x64, 128x64, 128x128); --block B sets both
 //   --tc-padded             tc: shared-memory rows padded by 16 bytes instead of swizzled (reads 1.5x the
 //                           schedule's bytes; only to show that)
+//   --keys-descending       tc flash2: each query block walks its key blocks from the diagonal (or the last)
+//                           down to 0, as FlashAttention-2's forward does; the same tiles are loaded
 //
 // For the configuration it: draws Q, K, V (fp16, uniform in [-1, 1) from the seed, Q then scaled by
 // 1/sqrt(d)); poisons O (NaN) and runs the schedule once; checks every O element was written and compares
@@ -65,7 +67,7 @@ struct Options {
       "error: %s\nusage: harness --schedule naive-safe|naive-online|two-pass|flash1|flash2 --n N --d D "
       "--heads H --block B "
       "[--causal] [--reps R] [--warmup W] [--seed S] [--no-flush] [--flash1-groups G] [--dry-run]\n       "
-      "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded]\n       "
+      "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded] [--keys-descending]\n       "
       "harness --list\n",
       msg);
   std::exit(2);
@@ -121,6 +123,8 @@ Options parse(int argc, char** argv) {
       o.tc_padded = true;
     } else if (a == "--causal") {
       o.dims.causal = true;
+    } else if (a == "--keys-descending") {
+      o.dims.keys_descending = true;
     } else if (a == "--reps") {
       o.reps = integer(i);
     } else if (a == "--warmup") {
@@ -144,6 +148,8 @@ Options parse(int argc, char** argv) {
     usage("--schedule must be naive-safe, naive-online, two-pass, flash1 or flash2");
   const Dims& d = o.dims;
   if (o.tc_padded && o.kernel != "tc") usage("--tc-padded: --kernel tc only");
+  if (d.keys_descending && (o.kernel != "tc" || o.schedule != "flash2"))
+    usage("--keys-descending: --kernel tc --schedule flash2 only");
   if (o.kernel == "tc") {
     if (o.tc_padded && o.schedule != "flash2") usage("--tc-padded: flash2 only");
     const bool ok = o.schedule == "flash2" ? attnval::tc_supported(d.d, d.br, d.bc)
@@ -481,6 +487,7 @@ int main(int argc, char** argv) {
       o.schedule.c_str(), g.n, g.d, g.heads, g.br, g.bc, g.causal ? 1 : 0, kernels, o.reps, median_ns, min_ns,
       c.max_rel, c.max_abs, static_cast<long long>(c.nonfinite), deterministic, ok ? 1 : 0, sched.read,
       sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime, o.kernel.c_str());
+  if (o.dims.keys_descending) std::printf(" keys_descending=1");
   if (o.kernel == "tc")
     std::printf(" registers=%s local_bytes=%s smem_bytes=%s threads=%s blocks_per_sm=%s tc_layout=%s",
                 joined(&attnval::TcKernelInfo::registers).c_str(),

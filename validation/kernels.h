@@ -20,6 +20,7 @@ namespace attnval {
 struct Dims {
   int heads = 8, n = 1024, d = 64, br = 64, bc = 64;
   bool causal = false;
+  bool keys_descending = false;  // tensor-core flash2: key blocks from the diagonal down (FlashAttention-2's)
   int flash1_groups = 0;  // flash1: blocks per (launch, head); 0 = one per visible query block
 };
 

@@ -51,7 +51,7 @@ __device__ void tc_record_block_time(int slot) {
 template <int BR, int BC, int D, bool PAD>
 __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
     sched_flash2_tc(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
-                    __half* __restrict__ O, int n, int causal) {
+                    __half* __restrict__ O, int n, int causal, int descending) {
   using S = TcShape<BR, BC, D, PAD>;
   constexpr int LD = S::ld;
   extern __shared__ __align__(16) unsigned char tc_smem[];
@@ -68,10 +68,14 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
   const int wrow0 = q0 + warp * 16;                                // this warp's first query row
   tc_record_block_time(0);
 
-  // Q_i, K_0, V_0.
+  // Step jj visits key block key_block(jj): 0, 1, ... or, descending, jend - 1 down to 0 (FlashAttention-2's
+  // order); the tiles loaded are the same either way.
+  auto key_block = [&](int jj) { return descending ? jend - 1 - jj : jj; };
+
+  // Q_i and the first step's K, V.
   cp_tile<S, BR, D>(Q + hoff + static_cast<size_t>(q0) * D, sQ);
-  cp_tile<S, BC, D>(K + hoff, sK);
-  cp_tile<S, BC, D>(V + hoff, sV);
+  cp_tile<S, BC, D>(K + hoff + static_cast<size_t>(key_block(0)) * BC * D, sK);
+  cp_tile<S, BC, D>(V + hoff + static_cast<size_t>(key_block(0)) * BC * D, sV);
   cp_async_commit();
   cp_async_wait_all();
   __syncthreads();
@@ -87,17 +91,18 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
   float m[2] = {-INFINITY, -INFINITY};  // rows g and g + 8 of the warp, replicated over the quad
   float l[2] = {0.f, 0.f};              // this thread's partial sums (its columns), reduced at the end
 
-  for (int j = 0; j < jend; ++j) {
-    const int k0 = j * BC;
+  for (int j = 0; j < jend; ++j) {  // step j (its buffer j & 1) holds key block key_block(j)
+    const int k0 = key_block(j) * BC;
     if (j > 0 && 4 * j / jend != 4 * (j - 1) / jend) tc_record_block_time(4 * j / jend);  // quarters
     if (j > 0) {
-      cp_async_wait_all();  // this thread's copies of K_j, V_j have landed
-      __syncthreads();      // everyone's have; everyone is done with tile j - 1 (its buffer is free)
+      cp_async_wait_all();  // this thread's copies of step j's K, V have landed
+      __syncthreads();      // everyone's have; everyone is done with step j - 1 (its buffer is free)
     }
-    if (j + 1 < jend) {  // prefetch K_{j+1}, V_{j+1} while tile j is computed
+    if (j + 1 < jend) {  // prefetch step j + 1's K, V while this one is computed
       const int nb = (j + 1) & 1;
-      cp_tile<S, BC, D>(K + hoff + static_cast<size_t>(k0 + BC) * D, sK + nb * BC * LD);
-      cp_tile<S, BC, D>(V + hoff + static_cast<size_t>(k0 + BC) * D, sV + nb * BC * LD);
+      const size_t next = static_cast<size_t>(key_block(j + 1)) * BC * D;
+      cp_tile<S, BC, D>(K + hoff + next, sK + nb * BC * LD);
+      cp_tile<S, BC, D>(V + hoff + next, sV + nb * BC * LD);
       cp_async_commit();
     }
     if (causal && k0 > wrow0 + 15) continue;  // no key of this tile is visible to the warp's rows
@@ -221,7 +226,7 @@ void tc_launch_layout(const Dims& g, const __half* q, const __half* k, const __h
     info->blocks_per_sm = blocks;
     return;
   }
-  fn<<<dim3(g.n / BR, g.heads), S::threads, S::smem, st>>>(q, k, v, o, g.n, g.causal);
+  fn<<<dim3(g.n / BR, g.heads), S::threads, S::smem, st>>>(q, k, v, o, g.n, g.causal, g.keys_descending);
   CHECK(cudaGetLastError());
 }
 

@@ -20,6 +20,9 @@
 # profiled SDPA launch), <gpu>_sdpa_cases.csv (one row per SDPA case and pass), <gpu>_dram_env.txt,
 # run.log, raw.tar.gz (ncu's raw CSVs, RESULT lines, SDPA manifest, metric probe logs, build report).
 #
+# Part A's configurations: A_CONFIGS="ARGS;ARGS;..." (harness arguments, ';'-separated) replaces the sweep
+# (e.g. PARTS=A A_CONFIGS="--kernel tc --schedule flash2 --n 32768 --d 128 --heads 8 --block-q 128
+# --block-k 64 --causal --keys-descending").
 # Part B's cases: SDPA_SHAPES="B,H,N,D ..." and SDPA_BACKENDS="EFFICIENT_ATTENTION ..." replace the
 # default shapes and backends (e.g. PARTS=B for a study of one kernel over heads or sequence lengths).
 #
@@ -127,18 +130,24 @@ cp "$WORK/probe.log" "$RAW/probe_last.log"
 
 tag_of() {  # index and arguments -> a file-name-safe tag that sorts in sweep order
   local idx="$1"; shift
-  local s="" n="" d="" h="" b="" c=0 g=""
+  local s="" n="" d="" h="" b="" c=0 g="" k=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --schedule) s="$2"; shift ;; --n) n="$2"; shift ;; --d) d="$2"; shift ;; --heads) h="$2"; shift ;;
       --block) b="$2"; shift ;; --causal) c=1 ;; --flash1-groups) g="_g$2"; shift ;;
+      --block-q) b="$2$b"; shift ;; --block-k) b="${b}x$2"; shift ;; --kernel) k="${2}_"; shift ;;
+      --keys-descending) g="${g}_desc" ;;
     esac
     shift
   done
-  printf '%02d_%s_n%s_d%s_h%s_b%s_c%s%s' "$idx" "$s" "$n" "$d" "$h" "$b" "$c" "$g"
+  printf '%02d_%s%s_n%s_d%s_h%s_b%s_c%s%s' "$idx" "$k" "$s" "$n" "$d" "$h" "$b" "$c" "$g"
 }
 
 sweep() {  # part A, cheapest first (ncu, base clocks: flash2 d=64 ~14 ms per 10^9 n^2*heads)
+  if [ -n "${A_CONFIGS:-}" ]; then
+    tr ';' '\n' <<< "$A_CONFIGS" | sed 's/^ *//; s/ *$//; /^$/d'
+    return
+  fi
   if [ "$SMOKE" = 1 ]; then
     echo "--schedule flash2 --n 1024 --d 64 --heads 8 --block 64"
     echo "--schedule naive-safe --n 1024 --d 64 --heads 8 --block 64"

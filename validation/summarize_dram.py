@@ -224,6 +224,8 @@ def summarize(raw_dir, meta):
         key = {"tag": tag}
         for k in ("schedule", "n", "d", "heads", "block_q", "block_k", "causal", "dtype", "flash1_groups"):
             key[k] = res.get(k, "")
+        key["kernel"] = res.get("kernel", "ffma")
+        key["keys_descending"] = res.get("keys_descending", "0")
         rows = [launch_row(x) for x in launches]
         for i, r in enumerate(rows):
             launches_out.append({**meta, **key, "launch": i, **r})
@@ -261,7 +263,7 @@ CONFIG_COLUMNS = (
     ["gpu", "driver", "cuda", "date", "schedule", "n", "d", "heads", "block_q", "block_k", "causal", "dtype",
      "kernels", "time_ns", "l1_read_bytes", "l1_write_bytes", "l2_read_sectors", "l2_write_sectors",
      "dram_read_bytes", "dram_write_bytes", "max_rel_error"]
-    + ["ok", "nonfinite", "flash1_groups", "tag", "kernel_names", "qkv_bytes", "o_bytes", "dram_read_over_qkv",
+    + ["ok", "nonfinite", "flash1_groups", "kernel", "keys_descending", "tag", "kernel_names", "qkv_bytes", "o_bytes", "dram_read_over_qkv",
        "dram_read_over_l1_read", "exp_sched_read_bytes", "exp_sched_write_bytes", "exp_kernel_read_bytes",
        "exp_kernel_write_bytes", "l1_read_over_exp_kernel"]
     + [c for c, _ in COUNTERS if c not in ("time_ns", "l1_read_bytes", "l1_write_bytes", "l2_read_sectors",

@@ -396,7 +396,7 @@ void set_row_feed(Machine& machine, const Measurement& m, const MxuUnit::Feed& c
 // Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
-                                          std::string& skipped) {
+                                          std::string& skipped, bool record_blocks) {
   const isa::Program program = measured_program(m, where);
   try {
     machine.load(program, false, true);
@@ -404,7 +404,10 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     skipped = "does not fit the config: " + e.message();
     return std::nullopt;
   }
-  if (machine.chip_loaded()) machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
+  if (machine.chip_loaded()) {
+    machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
+    machine.chip()->record_blocks(record_blocks);
+  }
   machine.run();
   ValidationRow row;
   row.measured = m;
@@ -427,6 +430,7 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
         row.predicted_ldmatrix += static_cast<double>(core->issue()->ldmatrix);
       }
     }
+    if (record_blocks) row.blocks = machine.chip()->block_records();
     for (const KernelReport& k : machine.chip()->kernels()) {
       row.predicted_kernel_names.push_back(k.name);
       row.predicted_kernel_cycles.push_back(static_cast<int64_t>(k.end_cycle - k.start_cycle));
@@ -473,7 +477,7 @@ void summarize_rows(ValidationSummary& s) {
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& overrides) {
+                           const std::vector<std::string>& overrides, bool record_blocks) {
   const YAML::Node config = load_config(config_path, overrides).root;
   Machine machine(gpu_config(config_path, base_clock_overrides(config, data_path, measurements, overrides)));
   ValidationSummary summary;
@@ -504,7 +508,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // kernels' nor wgmma's (one instruction per warp group and 64 x N x 16, B read from shared memory by
     // the tensor cores, no ldmatrix), which also runs beside the schedulers.
     if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m) && !m.wgmma, !m.wgmma);
-    if (skipped.empty()) row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped);
+    if (skipped.empty())
+      row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped, record_blocks);
     if (!row) {
       summary.not_simulated.push_back(m);
       summary.not_simulated.back().not_simulated = skipped;
@@ -698,6 +703,22 @@ std::string measurement_cells(const Measurement& m, bool simulated) {
 }
 
 }  // namespace
+
+std::string validation_block_times_csv(const ValidationSummary& s) {
+  std::string out =
+      "file,line,label,launch,kernel,block_x,block_y,block_z,core,start_cycle,end_cycle,start_us,end_us\n";
+  for (const auto& r : s.rows) {
+    const double us_per_cycle = 1e-3 / r.clock_ghz;
+    for (const BlockRecord& b : r.blocks)
+      out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f}\n", csv_cell(r.measured.path),
+                         r.measured.line,
+                         csv_cell(r.measured.label.empty() ? r.measured.schedule : r.measured.label),
+                         b.launch, r.predicted_kernel_names.at(static_cast<size_t>(b.launch)), b.index[0],
+                         b.index[1], b.index[2], b.core, b.start_cycle, b.end_cycle,
+                         double(b.start_cycle) * us_per_cycle, double(b.end_cycle) * us_per_cycle);
+  }
+  return out;
+}
 
 std::string validation_csv(const ValidationSummary& s) {
   std::string out =

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "chip/chip.h"
+
 namespace attnsim {
 
 struct Measurement {
@@ -99,6 +101,7 @@ struct ValidationRow {
   // Whole-chip configs: each launch's name in the program and its cycles (its fixed launch cost included).
   std::vector<std::string> predicted_kernel_names;
   std::vector<int64_t> predicted_kernel_cycles;
+  std::vector<BlockRecord> blocks;  // whole-chip configs, when validate was asked to record them
 };
 
 struct ValidationSummary {
@@ -121,9 +124,10 @@ struct ValidationSummary {
 // Throws InputError naming the row's CSV (`data_path` when the row has none) and line for a measurement
 // the simulator cannot run.
 // `overrides` (key=value) apply after the validation's own (noc.atomics=l2 on a chip).
+// `record_blocks`: keep when and on which core each thread block ran (ValidationRow::blocks).
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& overrides = {});
+                           const std::vector<std::string>& overrides = {}, bool record_blocks = false);
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 // Simulated / measured cycles of each kernel of the multi-kernel rows whose data give each launch's time
 // and clock, grouped by schedule and kernel name; "" when there are none. print_validation ends with it.
@@ -131,5 +135,9 @@ std::string kernel_breakdown(const ValidationSummary& summary);
 // One line per simulated row (its file and line, the configuration, predicted and measured bytes at each
 // level and time, their ratios), then the unsimulated rows with their reason: for plots and analysis.
 std::string validation_csv(const ValidationSummary& summary);
+// One line per thread block of every simulated row that recorded them: the row's file and line, its label,
+// the kernel launch, blockIdx, core, start and end (cycles, and microseconds at the row's clock), as the
+// harness's TIMES files give them for the GPU.
+std::string validation_block_times_csv(const ValidationSummary& summary);
 
 }  // namespace attnsim

@@ -640,7 +640,7 @@ int cmd_plot(const std::vector<std::string>& args) {
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string config_path, csv_file;
+  std::string config_path, csv_file, block_times;
   std::vector<std::string> data, overrides;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
@@ -649,19 +649,27 @@ int cmd_validate(const std::vector<std::string>& args) {
       "param,p", po::value(&overrides)->composing(),
       "override a config key, to see what a parameter moves: -p l2.far_data=copy")(
       "csv", po::value(&csv_file),
-      "also write every row's predicted and measured bytes and time here (for attnsim plot)");
+      "also write every row's predicted and measured bytes and time here (for attnsim plot)")(
+      "block-times", po::value(&block_times),
+      "whole chip: also write when and on which core each thread block of every row ran (CSV), to set "
+      "beside the GPU's per-block times (validation/run_block_times.sh)");
   po::positional_options_description pos;
   pos.add("data", -1);
-  auto parsed = parse("validate", desc, pos, args, "-c CONFIG DATA.csv... [-p key=value] [--csv FILE]");
+  auto parsed = parse("validate", desc, pos, args,
+                      "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE]");
   if (parsed.help) return 0;
-  check_output_paths({csv_file});
+  check_output_paths({csv_file, block_times});
   std::vector<Measurement> measurements;
   for (const auto& path : data) {  // every file read (and checked) before anything is simulated
     std::vector<Measurement> rows = read_measurements(path);
     measurements.insert(measurements.end(), rows.begin(), rows.end());
   }
-  const ValidationSummary summary = validate(config_path, data.front(), measurements, overrides);
-  if (!csv_file.empty()) write_files_atomically({{csv_file, validation_csv(summary)}});
+  const ValidationSummary summary =
+      validate(config_path, data.front(), measurements, overrides, !block_times.empty());
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!csv_file.empty()) files.emplace_back(csv_file, validation_csv(summary));
+  if (!block_times.empty()) files.emplace_back(block_times, validation_block_times_csv(summary));
+  if (!files.empty()) write_files_atomically(files);
   print_validation(std::cout, summary);
   return 0;
 }

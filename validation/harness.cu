@@ -18,6 +18,9 @@
 //   --block-q BR --block-k BC   B_r and B_c separately (tc: 64x64, 128x64, 128x128); --block B sets both
 //   --tc-padded             tc: shared-memory rows padded by 16 bytes instead of swizzled (reads 1.5x the
 //                           schedule's bytes; only to show that)
+//   --tc-min-blocks 1|2     tc flash2: the blocks per SM the kernel is compiled for (__launch_bounds__);
+//                           2 (128 x 64, d = 128 only) keeps Q_i in shared memory instead of registers
+//                           so that two blocks fit, as FlashAttention-2's forward runs
 //   --keys-descending       tc flash2: each query block walks its key blocks from the diagonal (or the last)
 //                           down to 0, as FlashAttention-2's forward does; the same tiles are loaded
 //
@@ -59,6 +62,7 @@ struct Options {
   bool dry_run = false;
   std::string kernel = "ffma";  // flash2: ffma (sched_flash2_fwd) or tc (sched_flash2_tc)
   bool tc_padded = false;
+  int tc_min_blocks = 1;
 };
 
 [[noreturn]] void usage(const char* msg) {
@@ -67,7 +71,8 @@ struct Options {
       "error: %s\nusage: harness --schedule naive-safe|naive-online|two-pass|flash1|flash2 --n N --d D "
       "--heads H --block B "
       "[--causal] [--reps R] [--warmup W] [--seed S] [--no-flush] [--flash1-groups G] [--dry-run]\n       "
-      "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded] [--keys-descending]\n       "
+      "[--kernel ffma|tc] [--block-q BR --block-k BC] [--tc-padded] [--tc-min-blocks 1|2] "
+      "[--keys-descending]\n       "
       "harness --list\n",
       msg);
   std::exit(2);
@@ -121,6 +126,8 @@ Options parse(int argc, char** argv) {
       o.kernel = value(i);
     } else if (a == "--tc-padded") {
       o.tc_padded = true;
+    } else if (a == "--tc-min-blocks") {
+      o.tc_min_blocks = integer(i);
     } else if (a == "--causal") {
       o.dims.causal = true;
     } else if (a == "--keys-descending") {
@@ -148,6 +155,11 @@ Options parse(int argc, char** argv) {
     usage("--schedule must be naive-safe, naive-online, two-pass, flash1 or flash2");
   const Dims& d = o.dims;
   if (o.tc_padded && o.kernel != "tc") usage("--tc-padded: --kernel tc only");
+  if (o.tc_min_blocks != 1 && (o.tc_min_blocks != 2 || o.kernel != "tc" || o.schedule != "flash2" ||
+                               o.tc_padded || d.br != 128 || d.bc != 64 || d.d != 128))
+    usage(
+        "--tc-min-blocks 2: --kernel tc --schedule flash2 --block-q 128 --block-k 64 --d 128 only, not with "
+        "--tc-padded");
   if (d.keys_descending && (o.kernel != "tc" || o.schedule != "flash2"))
     usage("--keys-descending: --kernel tc --schedule flash2 only");
   if (o.kernel == "tc") {
@@ -335,6 +347,7 @@ int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
   const Dims& g = o.dims;
   attnval::set_tc_padded(o.tc_padded);
+  attnval::set_tc_min_blocks(o.tc_min_blocks);
   if (o.dry_run) {
     const Bytes sched = schedule_ledger(o.schedule, g), kern = kernel_ledger(o.schedule, g);
     std::printf(
@@ -488,6 +501,7 @@ int main(int argc, char** argv) {
       c.max_rel, c.max_abs, static_cast<long long>(c.nonfinite), deterministic, ok ? 1 : 0, sched.read,
       sched.write, kern.read, kern.write, g.flash1_groups, prop.name, runtime, o.kernel.c_str());
   if (o.dims.keys_descending) std::printf(" keys_descending=1");
+  if (o.tc_min_blocks != 1) std::printf(" tc_min_blocks=%d", o.tc_min_blocks);
   if (o.kernel == "tc")
     std::printf(" registers=%s local_bytes=%s smem_bytes=%s threads=%s blocks_per_sm=%s tc_layout=%s",
                 joined(&attnval::TcKernelInfo::registers).c_str(),

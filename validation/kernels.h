@@ -21,7 +21,7 @@ struct Dims {
   int heads = 8, n = 1024, d = 64, br = 64, bc = 64;
   bool causal = false;
   bool keys_descending = false;  // tensor-core flash2: key blocks from the diagonal down (FlashAttention-2's)
-  int flash1_groups = 0;  // flash1: blocks per (launch, head); 0 = one per visible query block
+  int flash1_groups = 0;         // flash1: blocks per (launch, head); 0 = one per visible query block
 };
 
 // flash1's launch j: `blocks` blocks per head, each taking `chunk` consecutive visible query blocks (and
@@ -59,6 +59,9 @@ TcKernelInfo flash2_tc_info(const Dims&);  // the instantiation's resources (cud
 // Shared-memory layout of the tc kernel: false (default) XOR-swizzled rows; true rows padded by 16 bytes,
 // which makes cp.async read 1.5x the bytes (kept only to measure that; see kernels_tc.cu).
 void set_tc_padded(bool padded);
+// Blocks per SM the tc flash2 is compiled for: 1 (default) keeps Q_i in registers; 2 reads it from shared
+// memory at every key block so that two blocks fit (128 x 64, d = 128: FlashAttention-2's occupancy).
+void set_tc_min_blocks(int blocks);
 
 // The other forward schedules on the tensor cores (kernels_tc_fwd.cu): the same tiles, loop order and global
 // traffic as the simulator's programs; tiles as tc_supported. naive-safe / naive-online: sched_naive_qk_tc,

@@ -48,8 +48,12 @@ __device__ void tc_record_block_time(int slot) {
   record_block_time_at(g_tc_block_times, kTcTimeFields, slot);
 }
 
-template <int BR, int BC, int D, bool PAD>
-__global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
+// MINB: the blocks per SM the compiler must leave registers for. 1 keeps Q_i's A fragments in registers for
+// the whole block; 2 re-reads them from shared memory (ldmatrix) at every key block, which frees the 64
+// registers a thread needs for them at d = 128 so that two 256-thread blocks fit in the register file, as
+// FlashAttention-2's forward runs two 128-row blocks per SM. The global traffic is the same either way.
+template <int BR, int BC, int D, bool PAD, int MINB>
+__global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads, MINB)
     sched_flash2_tc(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
                     __half* __restrict__ O, int n, int causal, int descending) {
   using S = TcShape<BR, BC, D, PAD>;
@@ -80,10 +84,15 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
   cp_async_wait_all();
   __syncthreads();
 
-  uint32_t qf[D / 16][4];  // A fragments of this warp's 16 rows, all of d
+  constexpr bool kQInRegisters = MINB == 1;
+  uint32_t qf[kQInRegisters ? D / 16 : 1][4];  // A fragments of this warp's 16 rows, all of d
+  auto load_q = [&](uint32_t(&a)[4], int kk) {
+    ldmatrix_x4(a, sQ + S::off(warp * 16 + (lane & 15), kk * 16 + (lane >> 4) * 8));
+  };
+  if constexpr (kQInRegisters) {
 #pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    ldmatrix_x4(qf[kk], sQ + S::off(warp * 16 + (lane & 15), kk * 16 + (lane >> 4) * 8));
+    for (int kk = 0; kk < D / 16; ++kk) load_q(qf[kk], kk);
+  }
 
   float o[D / 8][4];
 #pragma unroll
@@ -113,15 +122,17 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
     float s[BC / 8][4];
 #pragma unroll
     for (int nt = 0; nt < BC / 8; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
-#pragma unroll
+#pragma unroll(kQInRegisters ? D / 16 : 1)  // fewer live addresses: 16 bytes of spills, not 80
     for (int kk = 0; kk < D / 16; ++kk) {
+      uint32_t(&a)[4] = qf[kQInRegisters ? kk : 0];
+      if constexpr (!kQInRegisters) load_q(a, kk);
 #pragma unroll
       for (int nb = 0; nb < BC / 16; ++nb) {
         uint32_t b[4];  // b0, b1 of n tile 2nb, then of 2nb + 1
         ldmatrix_x4(b,
                     sKb + S::off(nb * 16 + (lane & 7) + ((lane >> 4) << 3), kk * 16 + ((lane >> 3) & 1) * 8));
-        mma16816(s[2 * nb], qf[kk], b[0], b[1]);
-        mma16816(s[2 * nb + 1], qf[kk], b[2], b[3]);
+        mma16816(s[2 * nb], a, b[0], b[1]);
+        mma16816(s[2 * nb + 1], a, b[2], b[3]);
       }
     }
     if (causal && k0 + BC - 1 > q0) {  // the tile crosses the diagonal (the FFMA kernel's condition)
@@ -206,13 +217,20 @@ __global__ void __launch_bounds__(TcShape<BR, BC, D, PAD>::threads)
 
 namespace {
 
-bool g_tc_padded = false;  // set_tc_padded: the 16-byte-padded layout (1.5x reads), for comparison only
+// The one shape compiled for two blocks per SM: other shapes spill (128 x 128 at d = 128: 748 bytes) or fit
+// two blocks already.
+constexpr bool tc_two_blocks_supported(int br, int bc, int d) {
+  return br == 128 && bc == 64 && d == 128;
+}
 
-template <int BR, int BC, int D, bool PAD>
+bool g_tc_padded = false;  // set_tc_padded: the 16-byte-padded layout (1.5x reads), for comparison only
+int g_tc_min_blocks = 1;   // set_tc_min_blocks: 2 keeps Q in shared memory to fit two blocks per SM
+
+template <int BR, int BC, int D, bool PAD, int MINB>
 void tc_launch_layout(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o,
                       cudaStream_t st, TcKernelInfo* info) {
   using S = TcShape<BR, BC, D, PAD>;
-  auto* fn = sched_flash2_tc<BR, BC, D, PAD>;
+  auto* fn = sched_flash2_tc<BR, BC, D, PAD, MINB>;
   CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(S::smem)));
   if (info) {
     cudaFuncAttributes a{};
@@ -234,9 +252,14 @@ template <int BR, int BC, int D>
 void tc_launch(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o, cudaStream_t st,
                TcKernelInfo* info) {
   if (g_tc_padded)
-    tc_launch_layout<BR, BC, D, true>(g, q, k, v, o, st, info);
+    tc_launch_layout<BR, BC, D, true, 1>(g, q, k, v, o, st, info);
+  else if (g_tc_min_blocks == 2)
+    if constexpr (tc_two_blocks_supported(BR, BC, D))
+      tc_launch_layout<BR, BC, D, false, 2>(g, q, k, v, o, st, info);
+    else
+      std::fprintf(stderr, "--tc-min-blocks 2: 128 x 64 tiles at d = 128 only\n"), std::exit(2);
   else
-    tc_launch_layout<BR, BC, D, false>(g, q, k, v, o, st, info);
+    tc_launch_layout<BR, BC, D, false, 1>(g, q, k, v, o, st, info);
 }
 
 template <int BR, int BC>
@@ -263,6 +286,10 @@ void set_tc_block_times(unsigned long long* times) {
 
 void set_tc_padded(bool padded) {
   g_tc_padded = padded;
+}
+
+void set_tc_min_blocks(int blocks) {
+  g_tc_min_blocks = blocks;
 }
 
 bool tc_supported(int d, int br, int bc) {

@@ -136,7 +136,7 @@ tag_of() {  # index and arguments -> a file-name-safe tag that sorts in sweep or
       --schedule) s="$2"; shift ;; --n) n="$2"; shift ;; --d) d="$2"; shift ;; --heads) h="$2"; shift ;;
       --block) b="$2"; shift ;; --causal) c=1 ;; --flash1-groups) g="_g$2"; shift ;;
       --block-q) b="$2$b"; shift ;; --block-k) b="${b}x$2"; shift ;; --kernel) k="${2}_"; shift ;;
-      --keys-descending) g="${g}_desc" ;;
+      --keys-descending) g="${g}_desc" ;; --tc-min-blocks) g="${g}_mb$2"; shift ;;
     esac
     shift
   done

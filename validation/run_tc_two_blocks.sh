@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# FlashAttention-2's causal forward at d = 128 runs two 128-row blocks per SM and reads 1.4-6.0 times Q, K, V
+# from DRAM at N = 32,768 on the H100; the project's 128 x 64 tensor-core flash2 runs one and reads 1.1
+# times. The same kernel compiled for two blocks per SM (--tc-min-blocks 2: Q_i read from shared memory at
+# every key block instead of held in registers; the global traffic unchanged), keys up and down, in one
+# call on the device machine:
+#   bash validation/run_tc_two_blocks.sh   (from the repository root; $OUT comes back, ~4 minutes)
+# $OUT gets <gpu>_dram_sweep.csv (+ _launches.csv, _dram_env.txt, run.log, raw.tar.gz) from
+# run_dram_sweep.sh part A, and block_times.tar.gz (run_block_times.sh) for two of the configurations.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+tc="--kernel tc --schedule flash2 --d 128 --block-q 128 --block-k 64 --tc-min-blocks 2"
+configs="$tc --n 8192 --heads 16 --causal --keys-descending;"
+for heads in 2 4 8; do
+  for order in "" " --keys-descending"; do configs+="$tc --n 32768 --heads $heads --causal$order;"; done
+done
+configs+="$tc --n 32768 --heads 8 --keys-descending"
+OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
+BT="$(mktemp -d /tmp/twoblocks.XXXXXX)"
+common="--n 32768 --d 128 --block-q 128 --block-k 64 --tc-min-blocks 2 --causal --keys-descending"
+OUT="$BT" HARNESS=validation/build/harness \
+  BLOCK_CONFIGS="n32768_h8_causal_down_mb2|$common --heads 8;n32768_h2_causal_down_mb2|$common --heads 2" \
+  bash validation/run_block_times.sh
+tar czf "$OUT/block_times.tar.gz" -C "$BT" .
+ls -la "$OUT"

@@ -99,6 +99,27 @@ std::vector<int64_t> occupancy_limits(const std::map<std::string, size_t>& colum
   return out;
 }
 
+// The tensor-core flash2's build (harness --tc-min-blocks, summarize_dram.py's tc_min_blocks and local_bytes
+// columns, where a CSV has them): built for two blocks per SM it reads Q_i's fragments from shared memory at
+// every key block instead of holding them in registers, and stores its local memory (register spills) once
+// per block, a slot's lines reused by the blocks that follow in it (measured: the SM -> L2 writes are O plus
+// local_bytes x threads per block, validation/data/h100_tc_two_blocks.csv).
+void tc_build(const CsvRow& row, Measurement& m) {
+  if (m.kernel != "tc" || m.schedule != "flash2") return;
+  auto given = [&](const char* name) { return row.has(name) && !row.text(name).empty(); };
+  if (given("tc_min_blocks")) {
+    const int64_t blocks = row.size("tc_min_blocks");
+    if (blocks != 1 && blocks != 2) row.fail(fmt::format("column tc_min_blocks: 1 or 2, found {}", blocks));
+    m.q_in_registers = blocks == 1;
+  }
+  if (given("local_bytes") && given("block_size")) {
+    const int64_t per_thread = static_cast<int64_t>(row.number("local_bytes"));
+    if (per_thread % 4 != 0) row.fail("column local_bytes: a multiple of 4 bytes a thread");
+    m.spill_bytes_per_block = per_thread * row.size("block_size");
+  }
+  if (given("sm_count")) m.sm_count = row.size("sm_count");
+}
+
 // A row of the project's kernels (validation/run_on_device.sh, run_tc.sh), its occupancy aside.
 Measurement project_measurement(const CsvRow& row) {
   auto text = [&](const char* name) { return row.text(name); };
@@ -160,6 +181,7 @@ Measurement project_measurement(const CsvRow& row) {
                            m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
   // They load Q_i's fragments into registers once per block (PyTorch's FlashAttention-2 forward does not).
   m.q_in_registers = m.kernel == "tc" && (m.schedule == "flash2" || m.schedule == "two-pass");
+  tc_build(row, m);
   // Their backward kernels keep the products' k-loops rolled (`#pragma unroll 1`, kernels_tc_bwd.cu).
   m.rolled_k_loops = m.kernel == "tc" && (m.schedule == "flash2-bwd" || m.schedule == "flash2-bwd-no-d");
   if (m.kernel == "tc-padded")

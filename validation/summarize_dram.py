@@ -226,6 +226,10 @@ def summarize(raw_dir, meta):
             key[k] = res.get(k, "")
         key["kernel"] = res.get("kernel", "ffma")
         key["keys_descending"] = res.get("keys_descending", "0")
+        # The tc build's blocks per SM (harness --tc-min-blocks) and its local memory per thread (spills; a
+        # kernel per '/'-separated value), which attnsim validate turns into the simulated kernel's.
+        key["tc_min_blocks"] = res.get("tc_min_blocks", "1") if key["kernel"] == "tc" else ""
+        key["local_bytes"] = res.get("local_bytes", "")
         rows = [launch_row(x) for x in launches]
         for i, r in enumerate(rows):
             launches_out.append({**meta, **key, "launch": i, **r})
@@ -263,7 +267,7 @@ CONFIG_COLUMNS = (
     ["gpu", "driver", "cuda", "date", "schedule", "n", "d", "heads", "block_q", "block_k", "causal", "dtype",
      "kernels", "time_ns", "l1_read_bytes", "l1_write_bytes", "l2_read_sectors", "l2_write_sectors",
      "dram_read_bytes", "dram_write_bytes", "max_rel_error"]
-    + ["ok", "nonfinite", "flash1_groups", "kernel", "keys_descending", "tag", "kernel_names", "qkv_bytes", "o_bytes", "dram_read_over_qkv",
+    + ["ok", "nonfinite", "flash1_groups", "kernel", "keys_descending", "tc_min_blocks", "local_bytes", "tag", "kernel_names", "qkv_bytes", "o_bytes", "dram_read_over_qkv",
        "dram_read_over_l1_read", "exp_sched_read_bytes", "exp_sched_write_bytes", "exp_kernel_read_bytes",
        "exp_kernel_write_bytes", "l1_read_over_exp_kernel"]
     + [c for c, _ in COUNTERS if c not in ("time_ns", "l1_read_bytes", "l1_write_bytes", "l2_read_sectors",

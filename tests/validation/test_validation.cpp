@@ -222,10 +222,10 @@ std::map<int64_t, std::array<double, 2>> measured_block_times(const std::string&
 // and V from DRAM at 2 / 4 / 8 heads, near PyTorch's FlashAttention-2 kernel (1.37 / 3.73 / 5.97) and unlike
 // the one-block build (1.13 / 1.11 / 1.11): the re-reads come from two 128-row blocks per SM walking their
 // keys down, not from anything else of PyTorch's kernel. Going up it reads them once, and so does the model.
-// The model going down: 1.047 / 1.153 / 0.799 of the GPU's (16 x 8,192: 0.797; without the mask 0.958), held
+// The model going down: 1.062 / 1.162 / 0.821 of the GPU's (16 x 8,192: 0.807; without the mask 0.958), held
 // as known misses: the L2 keeps more than the GPU's at 4 heads and less at 8, the blocks' times agreeing
-// (mean |end| 0.7% of the kernel at 8 heads). SM -> L2 writes: O and 16 bytes of spill per thread, each block
-// storing its spill once (the build spills 16 bytes at 128 registers; the model has no spill for these rows).
+// (mean |end| under 1% of the kernel at 8 heads). SM -> L2 writes: O and 16 bytes of spill per thread, each
+// block storing its spill once (the build spills 16 bytes at 128 registers), exact.
 TEST(Validation, TensorCoreFlash2TwoBlocksPerSmReReadAsFlashAttention2) {
   const std::string data = kRoot + "/validation/data/h100_tc_two_blocks.csv";
   const std::vector<Measurement> rows = read_measurements(data);
@@ -245,8 +245,10 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmReReadAsFlashAttention2) {
                                          m.keys_descending ? " down" : " up");
     EXPECT_EQ(m.blocks_per_sm, std::vector<int64_t>{2}) << what;
     EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
-    const double spill = 16.0 * 256 * (m.n / 128) * m.heads;
-    EXPECT_NEAR((row.predicted_write + spill) / m.l1_write_bytes, 1.0, 0.001) << what;
+    // O and the build's 16 bytes of spill a thread, stored once by every block (the CSV's local_bytes).
+    EXPECT_EQ(m.spill_bytes_per_block, 16 * 256) << what;
+    EXPECT_NEAR(row.predicted_write / m.l1_write_bytes, 1.0, 0.001) << what;
+    EXPECT_GT(m.l1_write_bytes, 1.12 * m.n * m.heads * m.d * 2) << what;  // the spill is 12.5% beyond O
     const double ratio = row.predicted_dram_read / m.dram_read_bytes;
     if (!m.keys_descending) {
       EXPECT_NEAR(ratio, 1.0, 0.01) << what;
@@ -769,6 +771,32 @@ TEST(Validation, AnSmClockTheDramModelCannotUseNamesTheRow) {
     EXPECT_EQ(e.loc().line, rows[0].line);
     EXPECT_NE(std::string(e.what()).find("1.4393977 GHz"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("round it to 1 MHz"), std::string::npos) << e.what();
+  }
+}
+
+// A tc_min_blocks the harness cannot build is the row's input error, with its line and the column's name.
+TEST(Validation, AnUnknownTcBuildNamesTheRow) {
+  std::ifstream in(kRoot + "/validation/data/h100_tc_two_blocks.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string file = text.str();
+  const std::string header = file.substr(0, file.find('\n'));
+  size_t column = 0;
+  for (size_t at = 0; at < header.find(",tc_min_blocks,"); at = header.find(',', at + 1)) ++column;
+  // The first data row's tc_min_blocks cell ("2") becomes "3".
+  size_t cell = file.find('\n') + 1;
+  for (size_t c = 0; c < column; ++c) cell = file.find(',', cell) + 1;
+  ASSERT_EQ(file.substr(cell, 2), "2,");
+  file[cell] = '3';
+  const std::string path = ::testing::TempDir() + "tc_min_blocks.csv";
+  std::ofstream(path) << file;
+  try {
+    read_measurements(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 2);
+    EXPECT_NE(std::string(e.what()).find("column tc_min_blocks: 1 or 2, found 3"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -30,6 +30,9 @@ struct ChipSummary {
   // Read sectors that missed the partition a request looked up first (Nsight Compute's
   // lts__t_sectors_srcunit_tex_op_read_lookup_miss; a GPU's writes never miss: sectors carry byte masks).
   uint64_t l2_lookup_read_miss_sectors = 0;
+  // Sectors that crossed between the partitions (far_data: copy): a copy's fill from the far-homed line's
+  // home, a store to a far-homed line (Nsight Compute's lts__t_sectors_srcunit_ltcfabric counts both).
+  uint64_t l2_fabric_sectors = 0;
   TensorBytes dirty_at_kernel_end;  // dirty in L2 when kernels ended: not counted as DRAM writes
   std::vector<KernelReport> kernels;
   uint64_t blocks = 0;

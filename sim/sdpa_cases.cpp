@@ -300,6 +300,8 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   if (row.has("attn_lts_tex_miss_sectors") && !row.text("attn_lts_tex_miss_sectors").empty())
     m.l2_lookup_miss_sectors = row.number("attn_lts_tex_miss_sectors");
+  if (row.has("attn_lts_fabric_sectors") && !row.text("attn_lts_fabric_sectors").empty())
+    m.l2_fabric_sectors = row.number("attn_lts_fabric_sectors");
   m.max_rel_error = row.number("err_o_maxrel");
   if (row.has("main_sm_count") && !row.text("main_sm_count").empty()) m.sm_count = row.size("main_sm_count");
   m.sm_clock_ghz = attention_clock_ghz(row, m.time_ns);

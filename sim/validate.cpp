@@ -157,6 +157,11 @@ Measurement project_measurement(const CsvRow& row) {
   m.l1_write_bytes = number("l1_write_bytes");
   m.dram_read_bytes = number("dram_read_bytes");
   m.dram_write_bytes = number("dram_write_bytes");
+  // The L2's own counters, where the sweep's optional metrics were collected.
+  if (row.has("lts_tex_miss_sectors") && !text("lts_tex_miss_sectors").empty())
+    m.l2_lookup_miss_sectors = number("lts_tex_miss_sectors");
+  if (row.has("lts_fabric_sectors") && !text("lts_fabric_sectors").empty())
+    m.l2_fabric_sectors = number("lts_fabric_sectors");
   if (row.has("sm_clock_ghz") && !text("sm_clock_ghz").empty()) {
     m.sm_clock_ghz = number("sm_clock_ghz");
     if (!(m.sm_clock_ghz > 0.01 && m.sm_clock_ghz < 10))
@@ -440,8 +445,10 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     row.predicted_cycles = c.cycles;
     row.predicted_dram_read = static_cast<double>(total(c.dram_read));
     row.predicted_dram_written = static_cast<double>(total(c.dram_written));
-    if (c.has_l2)
+    if (c.has_l2) {
       row.predicted_l2_lookup_read_miss_sectors = static_cast<double>(c.l2_lookup_read_miss_sectors);
+      row.predicted_l2_fabric_sectors = static_cast<double>(c.l2_fabric_sectors);
+    }
     row.predicted_dram_read_by_tensor = c.dram_read;
     row.predicted_dram_written_by_tensor = c.dram_written;
     row.predicted_read_by_tensor = c.sm_l2_read;
@@ -750,13 +757,13 @@ std::string validation_csv(const ValidationSummary& s) {
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
-      "l2_lookup_miss_meas_sectors\n";
+      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{}"
+        "{},,{},{},{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
@@ -764,11 +771,12 @@ std::string validation_csv(const ValidationSummary& s) {
         r.predicted_warp_instructions, r.predicted_ldmatrix, joined(r.predicted_kernel_cycles),
         joined(m.kernel_cycles()), by_tensor(r.predicted_read_by_tensor),
         by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
-        count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors));
+        count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
+        count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors));
   }
   for (const auto& m : s.not_simulated)
     out +=
-        fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+        fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,\n", measurement_cells(m, false), csv_cell(m.not_simulated));
   return out;
 }
 

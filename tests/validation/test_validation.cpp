@@ -252,6 +252,10 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmReReadAsFlashAttention2) {
     const double ratio = row.predicted_dram_read / m.dram_read_bytes;
     if (!m.keys_descending) {
       EXPECT_NEAR(ratio, 1.0, 0.01) << what;
+      // The L2's own counters agree too: sectors missing in the partition asked first, and sectors between
+      // the partitions (copies filled from home and stores to far-homed lines, as ltcfabric counts them).
+      EXPECT_NEAR(row.predicted_l2_lookup_read_miss_sectors / m.l2_lookup_miss_sectors, 1.0, 0.03) << what;
+      EXPECT_NEAR(row.predicted_l2_fabric_sectors / m.l2_fabric_sectors, 1.0, 0.03) << what;
       continue;
     }
     const auto& band = down.at({m.n, m.heads, m.causal ? 1 : 0});

@@ -5,6 +5,9 @@
 # every key block instead of held in registers; the global traffic unchanged), keys up and down, in one
 # call on the device machine:
 #   bash validation/run_tc_two_blocks.sh   (from the repository root; $OUT comes back, ~4 minutes)
+#   SET=heads bash validation/run_tc_two_blocks.sh   (keys down, causal, at 1 to 16 heads of 32,768 and 8
+#                                                     to 32 heads of 16,384: how the re-reads grow; no block
+#                                                     times)
 # $OUT gets <gpu>_dram_sweep.csv (+ _launches.csv, _dram_env.txt, run.log, raw.tar.gz) from
 # run_dram_sweep.sh part A, and block_times.tar.gz (run_block_times.sh) for two of the configurations.
 set -uo pipefail
@@ -17,6 +20,13 @@ for heads in 2 4 8; do
   for order in "" " --keys-descending"; do configs+="$tc --n 32768 --heads $heads --causal$order;"; done
 done
 configs+="$tc --n 32768 --heads 8 --keys-descending"
+if [ "${SET:-}" = heads ]; then
+  configs=""
+  for heads in 1 3 6 12 16; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done
+  for heads in 8 16 32; do configs+="$tc --n 16384 --heads $heads --causal --keys-descending;"; done
+  OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
+  exit
+fi
 OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
 BT="$(mktemp -d /tmp/twoblocks.XXXXXX)"
 common="--n 32768 --d 128 --block-q 128 --block-k 64 --tc-min-blocks 2 --causal --keys-descending"

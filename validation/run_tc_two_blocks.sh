@@ -8,6 +8,8 @@
 #   SET=heads bash validation/run_tc_two_blocks.sh   (keys down, causal, at 1 to 16 heads of 32,768 and 8
 #                                                     to 32 heads of 16,384: how the re-reads grow; no block
 #                                                     times)
+#   SET=repeats bash validation/run_tc_two_blocks.sh (4 and 8 x 32,768 and 16 x 16,384, keys down, causal,
+#                                                     three times each: how steady the GPU's figure is)
 # $OUT gets <gpu>_dram_sweep.csv (+ _launches.csv, _dram_env.txt, run.log, raw.tar.gz) from
 # run_dram_sweep.sh part A, and block_times.tar.gz (run_block_times.sh) for two of the configurations.
 set -uo pipefail
@@ -20,6 +22,17 @@ for heads in 2 4 8; do
   for order in "" " --keys-descending"; do configs+="$tc --n 32768 --heads $heads --causal$order;"; done
 done
 configs+="$tc --n 32768 --heads 8 --keys-descending"
+if [ "${SET:-}" = repeats ]; then  # the same three configurations three times, each its own process
+  configs=""
+  for rep in 1 2 3; do
+    for shape in "32768 4" "32768 8" "16384 16"; do
+      set -- $shape
+      configs+="$tc --n $1 --heads $2 --causal --keys-descending;"
+    done
+  done
+  OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
+  exit
+fi
 if [ "${SET:-}" = heads ]; then
   configs=""
   for heads in 1 3 6 12 16; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done

@@ -159,25 +159,36 @@ TEST(Validation, TensorCoreFlash2KeyOrderAtTwoBlocksPerSm) {
   }
 }
 
+// Per block index (x + 256 y), its %globaltimer start and end (validation/run_block_times.sh's CSV).
+std::map<int64_t, std::array<double, 2>> measured_block_times(const std::string& path, double& end) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);  // block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns
+  std::map<int64_t, std::array<double, 2>> measured;
+  end = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream stream(line);
+    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
+    if (cells.size() != 7u) {
+      ADD_FAILURE() << path << ": " << line;
+      continue;
+    }
+    measured[std::stoll(cells[0])] = {std::stod(cells[2]), std::stod(cells[6])};
+    end = std::max(end, std::stod(cells[6]));
+  }
+  return measured;
+}
+
 // When each block of the tensor-core flash2 (128 x 64, d = 128, causal, keys down, 2 x 32,768: 512 blocks of
 // 1 to 256 key blocks, one per SM) starts and ends, as fractions of the kernel's duration: the GPU's
 // %globaltimer (h100_tc_block_times_n32768_h2_causal_down.csv, free-running clocks) and the model's block
 // records (`attnsim validate --block-times`) agree within 0.25% on every block (8 heads: 0.07%). So the
 // rows' DRAM miss above is not when blocks run but what the L2 keeps.
 TEST(Validation, TensorCoreFlash2BlocksStartAndEndAsOnTheH100) {
-  std::ifstream in(kRoot + "/validation/data/h100_tc_block_times_n32768_h2_causal_down.csv");
-  std::string line;
-  std::getline(in, line);  // block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns
-  std::map<int64_t, std::array<double, 2>> measured;
   double measured_end = 0;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
-    ASSERT_EQ(cells.size(), 7u) << line;
-    measured[std::stoll(cells[0])] = {std::stod(cells[2]), std::stod(cells[6])};
-    measured_end = std::max(measured_end, std::stod(cells[6]));
-  }
+  const auto measured = measured_block_times(
+      kRoot + "/validation/data/h100_tc_block_times_n32768_h2_causal_down.csv", measured_end);
   ASSERT_EQ(measured.size(), 512u);
   const std::string data = kRoot + "/validation/data/h100_tc_key_order.csv";
   std::vector<Measurement> rows;
@@ -196,24 +207,6 @@ TEST(Validation, TensorCoreFlash2BlocksStartAndEndAsOnTheH100) {
     EXPECT_NEAR(double(b.start_cycle) / simulated_end, gpu[0] / measured_end, 0.005) << "block " << index;
     EXPECT_NEAR(double(b.end_cycle) / simulated_end, gpu[1] / measured_end, 0.005) << "block " << index;
   }
-}
-
-// Per block index (x + 256 y), its %globaltimer start and end (validation/run_block_times.sh's CSV).
-std::map<int64_t, std::array<double, 2>> measured_block_times(const std::string& path, double& end) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);  // block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns
-  std::map<int64_t, std::array<double, 2>> measured;
-  end = 0;
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
-    if (cells.size() != 7u) continue;
-    measured[std::stoll(cells[0])] = {std::stod(cells[2]), std::stod(cells[6])};
-    end = std::max(end, std::stod(cells[6]));
-  }
-  return measured;
 }
 
 // The same 128 x 64 kernel at d = 128 compiled for two blocks per SM, FlashAttention-2's occupancy (harness

@@ -17,30 +17,27 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
 mkdir -p "$OUT"
 tc="--kernel tc --schedule flash2 --d 128 --block-q 128 --block-k 64 --tc-min-blocks 2"
-configs="$tc --n 8192 --heads 16 --causal --keys-descending;"
-for heads in 2 4 8; do
-  for order in "" " --keys-descending"; do configs+="$tc --n 32768 --heads $heads --causal$order;"; done
-done
-configs+="$tc --n 32768 --heads 8 --keys-descending"
-if [ "${SET:-}" = repeats ]; then  # the same three configurations three times, each its own process
-  configs=""
-  for rep in 1 2 3; do
-    for shape in "32768 4" "32768 8" "16384 16"; do
-      set -- $shape
-      configs+="$tc --n $1 --heads $2 --causal --keys-descending;"
+configs=""
+case "${SET:-}" in
+  repeats)  # the same three configurations three times, each its own process
+    for rep in 1 2 3; do
+      for shape in "32768 4" "32768 8" "16384 16"; do
+        set -- $shape
+        configs+="$tc --n $1 --heads $2 --causal --keys-descending;"
+      done
+    done ;;
+  heads)
+    for heads in 1 3 6 12 16; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done
+    for heads in 8 16 32; do configs+="$tc --n 16384 --heads $heads --causal --keys-descending;"; done ;;
+  *)
+    configs="$tc --n 8192 --heads 16 --causal --keys-descending;"
+    for heads in 2 4 8; do
+      for order in "" " --keys-descending"; do configs+="$tc --n 32768 --heads $heads --causal$order;"; done
     done
-  done
-  OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
-  exit
-fi
-if [ "${SET:-}" = heads ]; then
-  configs=""
-  for heads in 1 3 6 12 16; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done
-  for heads in 8 16 32; do configs+="$tc --n 16384 --heads $heads --causal --keys-descending;"; done
-  OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
-  exit
-fi
+    configs+="$tc --n 32768 --heads 8 --keys-descending" ;;
+esac
 OUT="$OUT" PARTS=A A_DEADLINE_S="${A_DEADLINE_S:-300}" A_CONFIGS="$configs" bash validation/run_dram_sweep.sh
+[ -z "${SET:-}" ] || exit 0  # block times for the default set only
 BT="$(mktemp -d /tmp/twoblocks.XXXXXX)"
 common="--n 32768 --d 128 --block-q 128 --block-k 64 --tc-min-blocks 2 --causal --keys-descending"
 OUT="$BT" HARNESS=validation/build/harness \

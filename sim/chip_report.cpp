@@ -107,6 +107,12 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
         "L2 dirty at end   {} bytes (left in L2 when kernels ended; {})\n", total(s.dirty_at_kernel_end),
         s.l2_flushed_between_kernels ? "flushed before the next kernel, not counted as DRAM writes"
                                      : "kept for the next kernel");
+  if (s.has_l2 && (s.l2_fabric_sectors || s.l2_lookup_read_miss_sectors))
+    out << fmt::format(
+        "L2 partitions     read lookup misses {} sectors (in the partition a read looked up first: the "
+        "core's own with copies of far lines), fabric {} sectors (between partitions: copies fetched, "
+        "stores sent to a far home; whole chip)\n",
+        s.l2_lookup_read_miss_sectors, s.l2_fabric_sectors);
   if (s.seconds > 0)
     out << fmt::format("achieved          SM<->L2 {:.0f} GB/s, DRAM {:.0f} GB/s\n",
                        double(total(s.sm_l2_read) + total(s.sm_l2_written)) / s.seconds / 1e9,

@@ -105,6 +105,12 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
              "dirty lines written back early because their set had max_dirty_ways dirty lines");
   stats_.add(&second_chances, "second_chance_writebacks", "lines",
              "dirty lines chosen as victims, written back and kept clean (dirty_second_chance)");
+  stats_.add(&invalidated_copies, "invalidated_copies", "lines",
+             "copies of lines in partitions other than their home dropped because a core stored to the line "
+             "(copies_on_store: invalidate, writer_keeps)");
+  stats_.add(&updated_copy_sectors, "updated_copy_sectors", "sectors",
+             "sectors stores wrote into copies of their lines held by partitions other than the home one "
+             "(copies_on_store: update, writer_keeps)");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -117,7 +123,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
-      eager_writebacks = second_chances = 0;
+      eager_writebacks = second_chances = invalidated_copies = updated_copy_sectors = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
@@ -429,6 +435,8 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
 void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
   const int home = home_of_line(line_index);
   if (params_.far_data == FarData::Copy && home != near) fabric_write_sectors += sectors(mask);
+  if (params_.far_data == FarData::Copy && params_.copies_on_store != Params::CopiesOnStore::Keep)
+    store_to_copies(near, home, line_index, mask);
   bool present = false;
   Line& l = find_or_allocate(home, line_index, tensor, present);
   const uint64_t hits = sectors(static_cast<uint8_t>(mask & l.valid));
@@ -443,6 +451,33 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
   const uint64_t count = sectors(mask);
   write_sectors[tensor] += count, write_hit_sectors[tensor] += hits,
       write_miss_sectors[tensor] += count - hits;
+}
+
+// A copy that takes the stored sectors stays valid (those sectors cross the fabric unless the copy is in the
+// writer's own partition); one that does not is dropped.
+void L2Cache::store_to_copies(int near, int home, uint64_t line_index, uint8_t mask) {
+  using Rule = Params::CopiesOnStore;
+  const uint64_t sector_count = sectors(mask);
+  for (int p = 0; p < static_cast<int>(params_.partitions); ++p) {
+    if (p == home) continue;
+    const uint64_t slot = first_way(p, line_index);
+    const int64_t w = find_way(&tags_[slot], static_cast<Tag>(line_index + 1));
+    if (w < 0) continue;
+    Line& copy = lines_[slot + static_cast<uint64_t>(w)];
+    const Rule rule = params_.copies_on_store;
+    if (rule == Rule::Update || (rule == Rule::WriterKeeps && p == near)) {
+      copy.valid |= mask;
+      updated_copy_sectors += sector_count;
+      if (p == near) continue;
+      fabric_write_sectors += sector_count;
+      partition_bytes_[static_cast<size_t>(p)] += sector_count * static_cast<uint64_t>(params_.sector_bytes);
+      continue;
+    }
+    if (copy.record) release_record(copy, line_index);
+    tags_[slot + static_cast<uint64_t>(w)] = 0;
+    copy = Line{};
+    ++invalidated_copies;
+  }
 }
 
 // At most max_dirty_ways dirty lines per set: one more writes back the least recently used other dirty line
@@ -483,13 +518,15 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   fill_wait_ = writeback_accepted_ = 0;
   // Rows of whole lines without gaps are one range: the same lines in the same order, and whole pages.
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
-  if (!a.is_write && a.stride_bytes == a.row_bytes && a.addr % line_bytes == 0 &&
-      a.row_bytes % line_bytes == 0) {
+  if (!a.is_write && !(a.atomic_read && params_.atomics_at_home) && a.stride_bytes == a.row_bytes &&
+      a.addr % line_bytes == 0 && a.row_bytes % line_bytes == 0) {
     read_range(near, a.tensor, a.addr, a.addr + a.bytes());
   } else {
     for (uint64_t r = 0; r < a.rows; ++r) {
       const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
-      if (a.is_write)
+      if (a.atomic_read && params_.atomics_at_home)
+        atomic_read_range(a.tensor, begin, end);
+      else if (a.is_write)
         write_range(near, a.tensor, begin, end);
       else
         read_range(near, a.tensor, begin, end);
@@ -570,6 +607,20 @@ void L2Cache::write_range(int near, int tensor, uint64_t begin, uint64_t end) {
     partition_bytes_[static_cast<size_t>(home_of_line(li))] +=
         sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
     write_line(near, li, mask, tensor);
+  }
+}
+
+void L2Cache::atomic_read_range(int tensor, uint64_t begin, uint64_t end) {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  wait_for_pending_fills(begin, end);
+  for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
+    const uint8_t mask = sector_mask(li, begin, end);
+    const int home = home_of_line(li);
+    partition_bytes_[static_cast<size_t>(home)] +=
+        sectors(mask) * static_cast<uint64_t>(params_.sector_bytes);
+    Line* served = nullptr;
+    Tag* tag = nullptr;
+    add_missing(li, read_line(home, li, mask, tensor, served, tag));
   }
 }
 
@@ -710,6 +761,20 @@ void register_l2_models() {
         r.dirty_second_chance = chance == "all"          ? L2Cache::Params::SecondChance::All
                                 : chance == "far_writes" ? L2Cache::Params::SecondChance::FarWrites
                                                          : L2Cache::Params::SecondChance::None;
+        const std::string on_store = p.choice(
+            "copies_on_store", "keep", {"keep", "invalidate", "update", "writer_keeps"},
+            "far_data: copy: what a store does to the copies other partitions hold of its line: keep "
+            "them as they are, invalidate them, update them (the written sectors cross the fabric to "
+            "each one the writer is not attached to), or writer_keeps (the copy in the writer's "
+            "partition takes the sectors, the others are dropped)");
+        r.copies_on_store = on_store == "invalidate"     ? L2Cache::Params::CopiesOnStore::Invalidate
+                            : on_store == "update"       ? L2Cache::Params::CopiesOnStore::Update
+                            : on_store == "writer_keeps" ? L2Cache::Params::CopiesOnStore::WriterKeeps
+                                                         : L2Cache::Params::CopiesOnStore::Keep;
+        r.atomics_at_home = p.get<bool>(
+            "atomics_at_home", d.atomics_at_home, "",
+            "an atomic's read (STORE_ADD with noc.atomics: l2) is served at the line's home partition, "
+            "making no copy; false: through a copy in the core's partition, as a read");
         r.core_partitions = p.get<std::string>(
             "core_partitions", d.core_partitions, "",
             "the partition each core is attached to, one digit per core in the order the block scheduler "

@@ -9,7 +9,9 @@
 // also keeps copies of lines homed in the other partition; a miss there crosses the fabric to the home
 // partition, and a miss at home reaches DRAM. Data read by every SM then occupies both partitions, halving
 // the capacity it sees (measured: Nsight Compute's lts__t_sectors_srcunit_ltcfabric equals the DRAM reads).
-// Writes go to the home partition (no copies). With `far_data: home` a line lives only in its home
+// Writes go to the home partition (no copies); what they do to copies the other partition holds is
+// `copies_on_store`. An atomic's read (red.global) is served at home too (`atomics_at_home`): the GPU adds
+// there, so no copy is made. With `far_data: home` a line lives only in its home
 // partition and far cores reach it there. `max_dirty_ways` bounds the dirty lines per set (measured on the
 // H100: about 43% of the L2 stays dirty, whichever SMs write).
 //
@@ -76,6 +78,16 @@ class L2Cache : public Component, public MemoryLevel {
     // The partition each core is attached to, one digit per core in the order the block scheduler fills
     // them (core c takes block c of a first wave; spaces ignored); empty: core % partitions.
     std::string core_partitions;
+    // far_data: copy only. What a store does to the copies other partitions hold of its line: keep (they
+    // stay as they are until evicted), invalidate (dropped), update (the written sectors cross the fabric
+    // to every partition holding a copy that the writer is not attached to), writer_keeps (the copy in the
+    // writer's partition takes the written sectors, the others are dropped).
+    enum class CopiesOnStore : uint8_t { Keep, Invalidate, Update, WriterKeeps };
+    CopiesOnStore copies_on_store = CopiesOnStore::Keep;
+    // Where an atomic's read (STORE_ADD with the network's atomics in L2) is served: at the line's home
+    // partition, where a GPU executes red.global (no copy made, only the addend crosses the fabric); false:
+    // as a core's read, through a copy in its own partition.
+    bool atomics_at_home = true;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
   };
@@ -119,6 +131,8 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t fabric_write_sectors = 0;      // written by cores into the partition they are not attached to
   uint64_t eager_writebacks = 0;          // dirty lines written back early (max_dirty_ways)
   uint64_t second_chances = 0;            // dirty victims written back and kept (dirty_second_chance)
+  uint64_t invalidated_copies = 0;        // copies dropped by stores to their lines
+  uint64_t updated_copy_sectors = 0;      // sectors stores wrote into copies (copies_on_store: update)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -182,6 +196,9 @@ class L2Cache : public Component, public MemoryLevel {
   // Returns the line's slot (valid until the next allocation in its set) and, through `tag`, its tag's.
   Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, Tag*& tag);
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);
+  // An atomic's read of [begin, end), each line at its home partition.
+  void atomic_read_range(int tensor, uint64_t begin, uint64_t end);
+  void store_to_copies(int near, int home, uint64_t line_index, uint8_t mask);
   // The sectors of the line that [begin, end) covers.
   uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;
   // Missed sectors of one access, fetched from DRAM as contiguous runs.

@@ -41,6 +41,11 @@ void Noc::reset(const std::vector<std::string>& names, int cores) {
 uint64_t Noc::access(const MemAccess& a, uint64_t issue_cycle) {
   const uint64_t latency = static_cast<uint64_t>(params_.latency_cycles);
   if (a.atomic_read && params_.atomics_in_l2) return next_->access(a, issue_cycle + latency) + latency;
+  if (a.atomic_read) {  // added at the core: its read is a core's read like any other
+    MemAccess read = a;
+    read.atomic_read = false;
+    return access(read, issue_cycle);
+  }
   const uint64_t bytes = a.bytes();
   const size_t core = static_cast<size_t>(a.core);
   (a.is_write ? bytes_written : bytes_read) += bytes;

@@ -222,6 +222,68 @@ TEST(L2, WritesGoToTheHomePartition) {
   EXPECT_EQ(rig.l2.read_hit_sectors[0], 4u);
 }
 
+// An atomic's read (red.global: STORE_ADD with the network's atomics in L2) is executed at the line's home
+// partition: a core attached to the other partition makes no copy of the line and moves nothing across the
+// fabric but the addend (its write). As a plain read it would fetch a copy across the fabric.
+TEST(L2, AnAtomicIsServedAtTheLinesHomePartition) {
+  for (bool at_home : {false, true}) {
+    L2Cache::Params p = tiny(4, 16, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.atomics_at_home = at_home;
+    Rig rig(p);
+    uint64_t line = 0;
+    while (rig.l2.partition_of(line * kLine) != 1) ++line;  // homed in partition 1, far from core 0
+    MemAccess add_read{0, line * kLine, 1, kLine, kLine, false, 0};
+    add_read.atomic_read = true;
+    MemAccess add_write = add_read;
+    add_write.atomic_read = false;
+    add_write.is_write = true;
+    rig.l2.access(add_read, 0);
+    rig.l2.access(add_write, 0);
+    EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << at_home;
+    EXPECT_EQ(rig.l2.fabric_read_sectors, at_home ? 0u : 4u);
+    EXPECT_EQ(rig.l2.fabric_write_sectors, 4u);                               // the addend crosses either way
+    rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, false, 0}, 0);  // a plain read by core 0
+    EXPECT_EQ(rig.l2.fabric_read_sectors, 4u) << at_home;  // its copy now, or the atomic's before
+    EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << at_home;
+  }
+}
+
+// What a store does to the copies of its line (far_data: copy). Core 0 (partition 0) holds a copy of a line
+// homed in partition 1; core 1 (home side) stores to it, then core 0 reads it again, stores to it and reads.
+TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
+  using Rule = L2Cache::Params::CopiesOnStore;
+  struct Expected {
+    Rule rule;
+    uint64_t fabric_reads, fabric_writes, invalidated;
+  };
+  // keep: copies stay as they were (the reads hit, stale); invalidate: each store drops the copy, so both
+  // reads fetch it again; update: the home-side store's sectors cross to the copy; writer_keeps: the
+  // home-side store drops it, the far store keeps its own partition's copy.
+  for (const Expected& e : {Expected{Rule::Keep, 4, 4, 0}, Expected{Rule::Invalidate, 12, 4, 2},
+                            Expected{Rule::Update, 4, 8, 0}, Expected{Rule::WriterKeeps, 8, 4, 1}}) {
+    L2Cache::Params p = tiny(4, 16, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.copies_on_store = e.rule;
+    Rig rig(p);
+    uint64_t line = 0;
+    while (rig.l2.partition_of(line * kLine) != 1) ++line;
+    auto access = [&](int core, bool write) {
+      rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, write, core}, 0);
+    };
+    access(0, false);  // the copy, across the fabric
+    access(1, true);
+    access(0, false);
+    access(0, true);
+    access(0, false);
+    const int rule = static_cast<int>(e.rule);
+    EXPECT_EQ(rig.l2.fabric_read_sectors, e.fabric_reads) << rule;
+    EXPECT_EQ(rig.l2.fabric_write_sectors, e.fabric_writes) << rule;
+    EXPECT_EQ(rig.l2.invalidated_copies, e.invalidated) << rule;
+    EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << rule;  // home keeps the line throughout
+  }
+}
+
 // Tags are four bytes (a set's tags in one host cache line): the last line they can name is the limit of
 // the address space, and an access beyond it is refused, not aliased onto a lower line.
 TEST(L2, AnAddressBeyondWhatItsTagsNameIsRefused) {
@@ -294,8 +356,9 @@ TEST(L2, OnlyAFarWrittenVictimIsKept) {
 // Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
 // every completion cycle and every line's fate the same with and without them, in both far-data modes,
-// both replacements, with each of the dirty victims' second-chance rules, and at 1, 2 and 4 ways (few ways: a
-// page's own lines evict each other while it is read).
+// both replacements, with each of the dirty victims' second-chance rules, each rule for the copies a store
+// finds (copies dropped out of a page's record), atomic reads served at home, and at 1, 2 and 4 ways (few
+// ways: a page's own lines evict each other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
   for (int64_t ways : {1, 2, 4})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
@@ -303,6 +366,11 @@ TEST(L2, PageRecordsChangeNoFigure) {
         // every setting over the ways and far-data modes, without tripling the run
         using Chance = L2Cache::Params::SecondChance;
         const Chance chance = ways == 1 ? Chance::All : ways == 2 ? Chance::None : Chance::FarWrites;
+        const int combination = (ways == 1   ? 0
+                                 : ways == 2 ? 1
+                                             : 2) +
+                                static_cast<int>(far) * 2 + static_cast<int>(replacement);
+        const auto on_store = static_cast<L2Cache::Params::CopiesOnStore>(combination % 4);
         std::vector<std::vector<uint64_t>> figures[2];
         for (bool records : {false, true}) {
           L2Cache::Params p = tiny(ways, 16 / ways * 4, 2);
@@ -311,6 +379,8 @@ TEST(L2, PageRecordsChangeNoFigure) {
           p.max_dirty_ways = std::max<int64_t>(1, ways - 1);
           p.page_records = records;
           p.dirty_second_chance = chance;
+          p.copies_on_store = on_store;
+          p.atomics_at_home = far == L2Cache::FarData::Copy;
           Rig rig(p);
           std::mt19937_64 random(7);
           std::vector<uint64_t> done;
@@ -319,6 +389,7 @@ TEST(L2, PageRecordsChangeNoFigure) {
             const uint64_t page = random() % kPages, kind = random() % 8;
             MemAccess a{0, page * kPage, 1, kPage, kPage, false, static_cast<int>(random() % 4)};
             if (kind == 5) a = MemAccess{0, page * kPage + 96, 3, 200, 640, false, a.core};  // rows, sectors
+            if (kind == 4) a.atomic_read = random() % 2 == 0;  // read at home, whole page
             if (kind == 6) a = MemAccess{0, page * kPage + 256, 2, 512, 1024, true, a.core};
             if (kind == 7)
               a = MemAccess{0, page % (kPages - 2) * kPage, 1, 3 * kPage, 3 * kPage, false, a.core};
@@ -332,13 +403,23 @@ TEST(L2, PageRecordsChangeNoFigure) {
                               l2.writeback_bytes,
                               l2.dirty_bytes_per_tensor(),
                               {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, l2.second_chances,
-                               rig.dram.read, rig.dram.written}};
+                               rig.dram.read, rig.dram.written, l2.fabric_write_sectors,
+                               l2.lookup_read_miss_sectors, l2.invalidated_copies, l2.updated_copy_sectors}};
         }
-        EXPECT_EQ(figures[0], figures[1]) << ways << " ways, far_data " << static_cast<int>(far)
-                                          << ", replacement " << static_cast<int>(replacement);
+        EXPECT_EQ(figures[0], figures[1])
+            << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
+            << static_cast<int>(replacement) << ", copies_on_store " << static_cast<int>(on_store);
         EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
         if (chance != Chance::None && ways > 1) {
           EXPECT_GT(figures[0][6][3], 1000u);  // dirty victims kept
+        }
+        using Rule = L2Cache::Params::CopiesOnStore;
+        if (far == L2Cache::FarData::Copy &&
+            (on_store == Rule::Invalidate || on_store == Rule::WriterKeeps)) {
+          EXPECT_GT(figures[0][6][8], 100u);  // copies dropped
+        }
+        if (far == L2Cache::FarData::Copy && on_store == Rule::Update) {
+          EXPECT_GT(figures[0][6][9], 100u);  // copies updated
         }
       }
 }

@@ -24,6 +24,7 @@ const std::string kSource = std::string(ATTNSIM_SOURCE_DIR) + "/";
 struct ProbeRow {
   traces::ProbeShape shape;
   double dram_read = 0, dram_written = 0;
+  double lookup_misses = 0, fabric = 0;  // lts_tex_miss_sectors, lts_fabric_sectors where the file has them
 };
 
 std::vector<ProbeRow> measured_rows(const std::string& file) {
@@ -43,6 +44,10 @@ std::vector<ProbeRow> measured_rows(const std::string& file) {
     r.shape.blocks = std::stoll(blocks);
     r.dram_read = std::stod(dram);
     r.dram_written = std::stod(dram_written);
+    // then l2_read_sectors, lts_tex_hit_sectors, lts_tex_miss_sectors, lts_fabric_sectors, ...
+    std::vector<std::string> rest;
+    for (std::string cell; std::getline(cells, cell, ',');) rest.push_back(cell);
+    if (rest.size() > 3) r.lookup_misses = std::stod(rest[2]), r.fabric = std::stod(rest[3]);
     rows.push_back(r);
   }
   return rows;
@@ -194,6 +199,52 @@ TEST(L2Probe, RewrittenFootprintsCostTheirReadsOnce) {
     ++compared;
   }
   EXPECT_EQ(compared, 21);
+}
+
+// Every SM rewriting a buffer in turn, with plain loads and stores and no synchronisation (rmwspread, 1-16
+// MiB, one and three passes): predicted / measured fabric sectors and read lookup misses per row under a rule
+// for the copies a store finds.
+struct CounterRatios {
+  std::string row;
+  double fabric = 0, lookup_misses = 0;
+};
+
+std::vector<CounterRatios> rewritten_buffer_ratios(const std::string& rule) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.copies_on_store=" + rule}));
+  std::vector<CounterRatios> out;
+  for (const char* file : {"h100_l2_probe_dirty.csv", "h100_l2_probe_dirty2.csv"})
+    for (const ProbeRow& r : measured_rows(file)) {
+      if (r.shape.mode != traces::ProbeMode::RmwSpread) continue;
+      const ChipSummary s = simulate(machine, r.shape);
+      out.push_back(
+          {rule + " " + std::to_string(r.shape.bytes >> 20) + " MiB x " + std::to_string(r.shape.passes),
+           static_cast<double>(s.l2_fabric_sectors) / r.fabric,
+           static_cast<double>(s.l2_lookup_read_miss_sectors) / r.lookup_misses});
+    }
+  return out;
+}
+
+// The GPU's partition counters lie between a store leaving the other partition's copy as it is (the
+// preset's l2.copies_on_store: keep: fabric 0.79-0.91 of the measured sectors, lookup misses 0.04-0.27) and
+// a store by the home side dropping it (writer_keeps, the next test: fabric 1.16-1.38, lookup misses
+// 2.4-6.0). docs/chip.md, "Atomics and the copies a store finds".
+TEST(L2Probe, RewrittenBufferCrossesAsIfCopiesWereKept) {
+  const auto rows = rewritten_buffer_ratios("keep");
+  EXPECT_EQ(rows.size(), 8u);
+  for (const CounterRatios& r : rows) {
+    EXPECT_GT(r.fabric, 0.75) << r.row;
+    EXPECT_LT(r.fabric, 0.95) << r.row;
+    EXPECT_LT(r.lookup_misses, 0.3) << r.row;
+  }
+}
+
+TEST(L2Probe, RewrittenBufferCrossesLessThanIfTheHomeSideDroppedCopies) {
+  const auto rows = rewritten_buffer_ratios("writer_keeps");
+  EXPECT_EQ(rows.size(), 8u);
+  for (const CounterRatios& r : rows) {
+    EXPECT_GT(r.fabric, 1.1) << r.row;
+    EXPECT_GT(r.lookup_misses, 2.0) << r.row;
+  }
 }
 
 // Lines written and then passed by a stream of reads (wthenread) are read again from L2 far more than lines

@@ -9,7 +9,11 @@ namespace {
 // A next level that answers after a fixed time and takes everything at once.
 class FixedLevel : public MemoryLevel {
  public:
-  uint64_t access(const MemAccess&, uint64_t issue) override { return issue + 100; }
+  uint64_t access(const MemAccess& a, uint64_t issue) override {
+    atomic_reads += a.atomic_read ? 1 : 0;
+    return issue + 100;
+  }
+  int atomic_reads = 0;  // accesses that arrived marked as an atomic's read
 };
 
 MemAccess tile(uint64_t bytes, bool write, int core = 0) {
@@ -56,6 +60,21 @@ TEST(Noc, WithoutTheOptionsLoadsAndStoresShareOnePortAndOverlap) {
   EXPECT_EQ(rig.noc.access(tile(16384, true), 0), 256u);
   EXPECT_EQ(rig.noc.access(tile(8192, false), 0), 256u + 128u);  // the port's bandwidth, not the order
   EXPECT_EQ(rig.noc.load_cycles_behind_stores, 0u);
+}
+
+// STORE_ADD's read of the old tile: with the atomics in L2 only the L2 sees it, still marked as an atomic's
+// read (served at the line's home); added at the core, it crosses the network as a plain read.
+TEST(Noc, AnAtomicsReadCrossesOnlyWhenTheCoreAdds) {
+  for (bool in_l2 : {false, true}) {
+    Noc::Params p = gpu_like();
+    p.atomics_in_l2 = in_l2;
+    Rig rig(p);
+    MemAccess read = tile(4096, false);
+    read.atomic_read = true;
+    rig.noc.access(read, 0);
+    EXPECT_EQ(rig.noc.bytes_read, in_l2 ? 0u : 4096u) << in_l2;
+    EXPECT_EQ(rig.next.atomic_reads, in_l2 ? 1 : 0) << in_l2;
+  }
 }
 
 }  // namespace

@@ -224,27 +224,32 @@ std::vector<CounterRatios> rewritten_buffer_ratios(const std::string& rule) {
   return out;
 }
 
+// Every row's predicted / measured fabric sectors inside (fabric_low, fabric_high) and read lookup misses
+// inside (misses_low, misses_high) under `rule`.
+void expect_rewritten_buffer_between(const std::string& rule, double fabric_low, double fabric_high,
+                                     double misses_low, double misses_high) {
+  const auto rows = rewritten_buffer_ratios(rule);
+  EXPECT_EQ(rows.size(), 8u);
+  for (const CounterRatios& r : rows) {
+    EXPECT_GT(r.fabric, fabric_low) << r.row;
+    EXPECT_LT(r.fabric, fabric_high) << r.row;
+    EXPECT_GT(r.lookup_misses, misses_low) << r.row;
+    EXPECT_LT(r.lookup_misses, misses_high) << r.row;
+  }
+}
+
+constexpr double kUnbounded = 1e9;
+
 // The GPU's partition counters lie between a store leaving the other partition's copy as it is (the
 // preset's l2.copies_on_store: keep: fabric 0.79-0.91 of the measured sectors, lookup misses 0.04-0.27) and
 // a store by the home side dropping it (writer_keeps, the next test: fabric 1.16-1.38, lookup misses
 // 2.4-6.0). docs/chip.md, "Atomics and the copies a store finds".
 TEST(L2Probe, RewrittenBufferCrossesAsIfCopiesWereKept) {
-  const auto rows = rewritten_buffer_ratios("keep");
-  EXPECT_EQ(rows.size(), 8u);
-  for (const CounterRatios& r : rows) {
-    EXPECT_GT(r.fabric, 0.75) << r.row;
-    EXPECT_LT(r.fabric, 0.95) << r.row;
-    EXPECT_LT(r.lookup_misses, 0.3) << r.row;
-  }
+  expect_rewritten_buffer_between("keep", 0.75, 0.95, 0.0, 0.3);
 }
 
 TEST(L2Probe, RewrittenBufferCrossesLessThanIfTheHomeSideDroppedCopies) {
-  const auto rows = rewritten_buffer_ratios("writer_keeps");
-  EXPECT_EQ(rows.size(), 8u);
-  for (const CounterRatios& r : rows) {
-    EXPECT_GT(r.fabric, 1.1) << r.row;
-    EXPECT_GT(r.lookup_misses, 2.0) << r.row;
-  }
+  expect_rewritten_buffer_between("writer_keeps", 1.1, kUnbounded, 2.0, kUnbounded);
 }
 
 // Lines written and then passed by a stream of reads (wthenread) are read again from L2 far more than lines

@@ -92,6 +92,13 @@ class LineCursor {
     }
     return std::string(line_.substr(start, pos_ - start));
   }
+  // The identifier at the cursor, left unread.
+  std::string peek_identifier() {
+    const size_t start = pos_;
+    std::string word = identifier();
+    pos_ = start;
+    return word;
+  }
   std::optional<int64_t> integer() {
     skip_space();
     int64_t value = 0;
@@ -227,7 +234,7 @@ class Assembler {
       check_size(c, dim_loc, decl.shape, "tensor");
       c.expect(']', "to close the dimension");
     }
-    if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
+    if (std::isalpha(static_cast<unsigned char>(c.peek())) && c.peek_identifier() != "coherent") {
       SourceLoc type_loc = c.loc();
       std::string word = c.identifier();
       if (word == "fill") {
@@ -245,17 +252,24 @@ class Assembler {
         c.fail(decl.loc,
                "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
       parse_values(c, decl);
-    } else if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
+    } else if (std::isalpha(static_cast<unsigned char>(c.peek())) && c.peek_identifier() != "coherent") {
       SourceLoc word_loc = c.loc();
       std::string word = c.identifier();
       if (word != "random" && word != "fill")
-        c.fail(word_loc, "expected '= {values}', 'random(...)' or 'fill(...)', found '" + word + "'");
+        c.fail(word_loc,
+               "expected '= {values}', 'random(...)', 'fill(...)' or 'coherent', found '" + word + "'");
       if (decl.init.kind != TensorInit::Kind::Zeros)
         c.fail(word_loc, "tensor '" + decl.name + "' has two initialisers; keep one");
       if (word == "fill")
         parse_fill(c, decl);
       else
         parse_random(c, decl);
+    }
+    if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
+      SourceLoc word_loc = c.loc();
+      if (c.identifier() != "coherent")
+        c.fail(word_loc, "unexpected text after the tensor declaration (the one attribute is 'coherent')");
+      decl.coherent = true;
     }
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
     program_.tensors.push_back(std::move(decl));

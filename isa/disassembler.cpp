@@ -97,6 +97,7 @@ std::string disassemble(const Program& program) {
                            format_number(t.init.hi));
         break;
     }
+    if (t.coherent) out += " coherent";
     out += "\n";
   }
   for (const auto& b : program.buffers) {

@@ -31,6 +31,9 @@ struct TensorDecl {
   std::vector<int64_t> shape;
   std::optional<Dtype> dtype;  // unset: the machine's default dtype
   TensorInit init;
+  // `coherent`: every load of it is taken under a lock (ld.acquire, a semaphore), so it sees the stores made
+  // at its lines' home before the lock was taken, not a stale copy another L2 partition keeps.
+  bool coherent = false;
   SourceLoc loc;
 
   int64_t elements() const {

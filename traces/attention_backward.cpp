@@ -684,6 +684,9 @@ isa::Program mem_efficient(const BackwardShape& s, Gen& g) {
   p.t = declare_common(g, s, s.dtype, s.dtype);
   p.d = g.matrix("D", s.n, 1, kAcc);
   p.acc = g.matrix("dQaccum", s.n, s.d, kAcc);
+  // The kernel reads and rewrites a dQ tile holding the tile's lock (a semaphore per query block), so its
+  // loads see the last block's store, not a stale copy in another L2 partition.
+  b.p.tensors[static_cast<size_t>(p.acc)].coherent = true;
   p.buf = declare_mem_efficient_buffers(b, s);
   p.qblocks = blocks_of(s.n, s.block_q);
   p.kblocks = blocks_of(s.n, s.block_k);

@@ -18,6 +18,9 @@ struct MemAccess {
   // The read half of an atomic add (STORE_ADD): a level that adds in place (a GPU's L2 executing
   // red.global.add) serves it without the bytes crossing the network to the core.
   bool atomic_read = false;
+  // A load taken under a lock (an acquire): a level that keeps copies of lines away from their home
+  // (a GPU's L2 partitions) fetches a copy again when a store at the home has made it stale.
+  bool acquire = false;
   uint64_t bytes() const { return rows * row_bytes; }
 };
 

@@ -387,6 +387,7 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   transfer.row_bytes = static_cast<uint64_t>(mem.cols) * elem;
   transfer.stride_bytes = static_cast<uint64_t>(mem.row_stride) * elem;
   transfer.is_write = is_store;
+  transfer.acquire = !is_store && tensor.coherent;
   transfer.core = id_;
   DmaEngine::Timing t = accumulate
                             ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, *units_.sram)

@@ -33,6 +33,7 @@ struct TileUnits {
 struct TensorState {
   Dtype dtype = Dtype::F32;
   uint64_t base = 0;
+  bool coherent = false;  // its loads acquire (`.tensor ... coherent`)
   std::vector<double> values;
 };
 

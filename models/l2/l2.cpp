@@ -111,6 +111,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&updated_copy_sectors, "updated_copy_sectors", "sectors",
              "sectors stores wrote into copies of their lines held by partitions other than the home one "
              "(copies_on_store: update, writer_keeps)");
+  stats_.add(&refetched_stale_copies, "refetched_stale_copies", "lines",
+             "copies made stale by a store from a core of another partition, fetched again by a load of a "
+             "coherent tensor (copies_on_store: keep, acquire_refetches)");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -123,7 +126,8 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
-      eager_writebacks = second_chances = invalidated_copies = updated_copy_sectors = 0;
+      eager_writebacks = second_chances = invalidated_copies = updated_copy_sectors = refetched_stale_copies =
+          0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   records_.clear();
@@ -236,7 +240,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     if (ways[victim].dirty) write_to_dram(ways[victim], tags[victim] - 1, now_);
   }
   tags[victim] = static_cast<Tag>(line_index + 1);
-  ways[victim] = Line{++clock_, 0, 0, static_cast<int16_t>(tensor), 0, 0};
+  ways[victim] = Line{.stamp = ++clock_, .tensor = static_cast<int16_t>(tensor)};
   tag = &tags[victim];
   return ways[victim];
 }
@@ -437,6 +441,7 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
   if (params_.far_data == FarData::Copy && home != near) fabric_write_sectors += sectors(mask);
   if (params_.far_data == FarData::Copy && params_.copies_on_store != Params::CopiesOnStore::Keep)
     store_to_copies(near, home, line_index, mask);
+  if (tracks_stale_copies()) mark_copies_stale(near, home, line_index);
   bool present = false;
   Line& l = find_or_allocate(home, line_index, tensor, present);
   const uint64_t hits = sectors(static_cast<uint8_t>(mask & l.valid));
@@ -473,11 +478,29 @@ void L2Cache::store_to_copies(int near, int home, uint64_t line_index, uint8_t m
       partition_bytes_[static_cast<size_t>(p)] += sector_count * static_cast<uint64_t>(params_.sector_bytes);
       continue;
     }
-    if (copy.record) release_record(copy, line_index);
-    tags_[slot + static_cast<uint64_t>(w)] = 0;
-    copy = Line{};
+    drop_copy(slot + static_cast<uint64_t>(w), line_index);
     ++invalidated_copies;
   }
+}
+
+void L2Cache::drop_copy(uint64_t slot, uint64_t line_index) {
+  Line& copy = lines_[slot];
+  if (copy.record) release_record(copy, line_index);
+  tags_[slot] = 0;
+  copy = Line{};
+}
+
+// Only kept copies can be stale: the other rules update or drop them at every store.
+bool L2Cache::tracks_stale_copies() const {
+  return params_.far_data == FarData::Copy && params_.copies_on_store == Params::CopiesOnStore::Keep &&
+         params_.acquire_refetches;
+}
+
+// The writer's own partition's copy is not made stale: the store passes through it on its way home.
+void L2Cache::mark_copies_stale(int near, int home, uint64_t line_index) {
+  for (int p = 0; p < static_cast<int>(params_.partitions); ++p)
+    if (p != home && p != near)
+      if (Line* copy = find_line(p, line_index)) copy->stale = 1;
 }
 
 // At most max_dirty_ways dirty lines per set: one more writes back the least recently used other dirty line
@@ -518,14 +541,18 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   fill_wait_ = writeback_accepted_ = 0;
   // Rows of whole lines without gaps are one range: the same lines in the same order, and whole pages.
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
-  if (!a.is_write && !(a.atomic_read && params_.atomics_at_home) && a.stride_bytes == a.row_bytes &&
-      a.addr % line_bytes == 0 && a.row_bytes % line_bytes == 0) {
+  const bool at_home = a.atomic_read && params_.atomics_at_home;
+  const bool acquire = !a.is_write && a.acquire && tracks_stale_copies();
+  if (!a.is_write && !at_home && !acquire && a.stride_bytes == a.row_bytes && a.addr % line_bytes == 0 &&
+      a.row_bytes % line_bytes == 0) {
     read_range(near, a.tensor, a.addr, a.addr + a.bytes());
   } else {
     for (uint64_t r = 0; r < a.rows; ++r) {
       const uint64_t begin = a.addr + r * a.stride_bytes, end = begin + a.row_bytes;
-      if (a.atomic_read && params_.atomics_at_home)
+      if (at_home)
         atomic_read_range(a.tensor, begin, end);
+      else if (acquire)
+        acquire_read_range(near, a.tensor, begin, end);
       else if (a.is_write)
         write_range(near, a.tensor, begin, end);
       else
@@ -621,6 +648,24 @@ void L2Cache::atomic_read_range(int tensor, uint64_t begin, uint64_t end) {
     Line* served = nullptr;
     Tag* tag = nullptr;
     add_missing(li, read_line(home, li, mask, tensor, served, tag));
+  }
+}
+
+// Line by line (no page records), a stale copy in the serving partition dropped first, so that the read
+// fetches it again from home as a miss there.
+void L2Cache::acquire_read_range(int near, int tensor, uint64_t begin, uint64_t end) {
+  const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
+  wait_for_pending_fills(begin, end);
+  for (uint64_t li = begin >> line_shift_; li * line_bytes < end; ++li) {
+    const int serving = serving_partition(near, li);
+    const uint64_t first = first_way(serving, li);
+    const int64_t w = serving == home_of_line(li) ? -1 : find_way(&tags_[first], static_cast<Tag>(li + 1));
+    if (w >= 0 && lines_[first + static_cast<uint64_t>(w)].stale) {
+      drop_copy(first + static_cast<uint64_t>(w), li);
+      ++refetched_stale_copies;
+    }
+    Tag* tag = nullptr;
+    read_one(near, tensor, li, begin, end, tag);
   }
 }
 
@@ -775,6 +820,11 @@ void register_l2_models() {
             "atomics_at_home", d.atomics_at_home, "",
             "an atomic's read (STORE_ADD with noc.atomics: l2) is served at the line's home partition, "
             "making no copy; false: through a copy in the core's partition, as a read");
+        r.acquire_refetches = p.get<bool>(
+            "acquire_refetches", d.acquire_refetches, "",
+            "far_data: copy, copies_on_store: keep: a load of a coherent tensor (taken under a lock) fetches "
+            "again from home a copy that a store from a core of another partition made stale; false: the "
+            "stale copy serves it");
         r.core_partitions = p.get<std::string>(
             "core_partitions", d.core_partitions, "",
             "the partition each core is attached to, one digit per core in the order the block scheduler "

@@ -10,8 +10,9 @@
 // partition, and a miss at home reaches DRAM. Data read by every SM then occupies both partitions, halving
 // the capacity it sees (measured: Nsight Compute's lts__t_sectors_srcunit_ltcfabric equals the DRAM reads).
 // Writes go to the home partition (no copies); what they do to copies the other partition holds is
-// `copies_on_store`. An atomic's read (red.global) is served at home too (`atomics_at_home`): the GPU adds
-// there, so no copy is made. With `far_data: home` a line lives only in its home
+// `copies_on_store`; a load under a lock fetches a copy made stale by such a store again
+// (`acquire_refetches`). An atomic's read (red.global) is served at home too (`atomics_at_home`): the GPU
+// adds there, so no copy is made. With `far_data: home` a line lives only in its home
 // partition and far cores reach it there. `max_dirty_ways` bounds the dirty lines per set (measured on the
 // H100: about 43% of the L2 stays dirty, whichever SMs write).
 //
@@ -88,6 +89,11 @@ class L2Cache : public Component, public MemoryLevel {
     // partition, where a GPU executes red.global (no copy made, only the addend crosses the fabric); false:
     // as a core's read, through a copy in its own partition.
     bool atomics_at_home = true;
+    // far_data: copy with copies_on_store: keep. A load of a `coherent` tensor (taken under a lock, as an
+    // acquire) fetches again from home a copy that a store by a core of another partition has made stale
+    // since the copy was filled; other loads are served by the stale copy. false: every load is served by
+    // the copy.
+    bool acquire_refetches = true;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
   };
@@ -133,6 +139,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t second_chances = 0;            // dirty victims written back and kept (dirty_second_chance)
   uint64_t invalidated_copies = 0;        // copies dropped by stores to their lines
   uint64_t updated_copy_sectors = 0;      // sectors stores wrote into copies (copies_on_store: update)
+  uint64_t refetched_stale_copies = 0;    // stale copies an acquiring load fetched again (acquire_refetches)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -140,8 +147,11 @@ class L2Cache : public Component, public MemoryLevel {
   // line instead of the whole state of every way.
   struct Line {
     uint64_t stamp = 0;
-    uint32_t record : 31 = 0;      // 1 + index into records_ of the page record covering it; 0: none
+    // 1 + index into records_ of the page record covering it; 0: none. A record holds at least one line,
+    // so there are never more records than lines, far below 2^30.
+    uint32_t record : 30 = 0;
     uint32_t far_written : 1 = 0;  // dirtied by a core attached to the other partition (second chance)
+    uint32_t stale : 1 = 0;        // a copy stored to from another partition since it was filled
     int16_t tensor = -1;           // reset() bounds the tensor count
     uint8_t valid = 0, dirty = 0;  // sector masks
   };
@@ -198,6 +208,11 @@ class L2Cache : public Component, public MemoryLevel {
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);
   // An atomic's read of [begin, end), each line at its home partition.
   void atomic_read_range(int tensor, uint64_t begin, uint64_t end);
+  // A read by a load under a lock (MemAccess::acquire) of [begin, end), line by line.
+  void acquire_read_range(int near, int tensor, uint64_t begin, uint64_t end);
+  bool tracks_stale_copies() const;
+  void mark_copies_stale(int near, int home, uint64_t line_index);
+  void drop_copy(uint64_t slot, uint64_t line_index);
   void store_to_copies(int near, int home, uint64_t line_index, uint8_t mask);
   // The sectors of the line that [begin, end) covers.
   uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;

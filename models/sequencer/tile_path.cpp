@@ -26,6 +26,7 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   for (size_t t = 0; t < program.tensors.size(); ++t) {
     const auto& decl = program.tensors[t];
     tensors_[t].dtype = decl.dtype.value_or(dtype_);
+    tensors_[t].coherent = decl.coherent;
     names.push_back(decl.name);
     sizes.push_back(static_cast<uint64_t>(decl.elements()) * dtype_bytes(tensors_[t].dtype));
   }

@@ -284,6 +284,43 @@ TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
   }
 }
 
+// acquire_refetches (copies_on_store: keep): core 0 (partition 0) holds a copy of a line homed in partition
+// 1. A store from the home side makes the copy stale: a plain read is still served by it, an acquiring read
+// (a load of a coherent tensor) fetches it again across the fabric, after which the copy is fresh and serves
+// the next acquiring read; core 0's own store leaves it fresh. Switched off, every read is served by the
+// copy.
+TEST(L2, AnAcquiringLoadFetchesAStaleCopyAgain) {
+  for (bool refetch : {false, true}) {
+    L2Cache::Params p = tiny(4, 16, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.acquire_refetches = refetch;
+    Rig rig(p);
+    uint64_t line = 0;
+    while (rig.l2.partition_of(line * kLine) != 1) ++line;
+    auto access = [&](int core, bool write, bool acquire) {
+      MemAccess a{0, line * kLine, 1, kLine, kLine, write, core};
+      a.acquire = acquire;
+      rig.l2.access(a, 0);
+    };
+    access(0, false, true);  // the copy, across the fabric: 4 sectors
+    access(0, false, true);  // fresh: a hit
+    EXPECT_EQ(rig.l2.lookup_read_miss_sectors, 4u) << refetch;
+    access(1, true, false);   // a store at home
+    access(0, false, false);  // a plain read: the stale copy serves it
+    EXPECT_EQ(rig.l2.fabric_read_sectors, 4u) << refetch;
+    access(0, false, true);  // an acquiring read
+    access(0, false, true);  // the copy is fresh again
+    EXPECT_EQ(rig.l2.fabric_read_sectors, refetch ? 8u : 4u) << refetch;
+    EXPECT_EQ(rig.l2.lookup_read_miss_sectors, refetch ? 8u : 4u) << refetch;
+    EXPECT_EQ(rig.l2.refetched_stale_copies, refetch ? 1u : 0u) << refetch;
+    access(0, true, false);  // core 0's own store passes through its copy on the way home: not stale
+    access(0, false, true);
+    EXPECT_EQ(rig.l2.fabric_read_sectors, refetch ? 8u : 4u) << refetch;
+    EXPECT_EQ(rig.l2.read_hit_sectors[0], 20u) << refetch;  // a copy fetched from home is an L2 hit
+    EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << refetch;  // home keeps the line throughout
+  }
+}
+
 // Tags are four bytes (a set's tags in one host cache line): the last line they can name is the limit of
 // the address space, and an access beyond it is refused, not aliased onto a lower line.
 TEST(L2, AnAddressBeyondWhatItsTagsNameIsRefused) {
@@ -357,7 +394,8 @@ TEST(L2, OnlyAFarWrittenVictimIsKept) {
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
 // every completion cycle and every line's fate the same with and without them, in both far-data modes,
 // both replacements, with each of the dirty victims' second-chance rules, each rule for the copies a store
-// finds (copies dropped out of a page's record), atomic reads served at home, and at 1, 2 and 4 ways (few
+// finds (copies dropped out of a page's record), atomic reads served at home, acquiring reads that drop
+// stale copies, and at 1, 2 and 4 ways (few
 // ways: a page's own lines evict each other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
   for (int64_t ways : {1, 2, 4})
@@ -390,21 +428,23 @@ TEST(L2, PageRecordsChangeNoFigure) {
             MemAccess a{0, page * kPage, 1, kPage, kPage, false, static_cast<int>(random() % 4)};
             if (kind == 5) a = MemAccess{0, page * kPage + 96, 3, 200, 640, false, a.core};  // rows, sectors
             if (kind == 4) a.atomic_read = random() % 2 == 0;  // read at home, whole page
+            if (kind == 3) a.acquire = true;                   // a stale copy fetched again
             if (kind == 6) a = MemAccess{0, page * kPage + 256, 2, 512, 1024, true, a.core};
             if (kind == 7)
               a = MemAccess{0, page % (kPages - 2) * kPage, 1, 3 * kPage, 3 * kPage, false, a.core};
             done.push_back(rig.l2.access(a, static_cast<uint64_t>(i) * 50));
           }
           L2Cache& l2 = rig.l2;
-          figures[records] = {done,
-                              l2.read_hit_sectors,
-                              l2.read_miss_sectors,
-                              l2.write_hit_sectors,
-                              l2.writeback_bytes,
-                              l2.dirty_bytes_per_tensor(),
-                              {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, l2.second_chances,
-                               rig.dram.read, rig.dram.written, l2.fabric_write_sectors,
-                               l2.lookup_read_miss_sectors, l2.invalidated_copies, l2.updated_copy_sectors}};
+          figures[records] = {
+              done,
+              l2.read_hit_sectors,
+              l2.read_miss_sectors,
+              l2.write_hit_sectors,
+              l2.writeback_bytes,
+              l2.dirty_bytes_per_tensor(),
+              {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, l2.second_chances, rig.dram.read,
+               rig.dram.written, l2.fabric_write_sectors, l2.lookup_read_miss_sectors, l2.invalidated_copies,
+               l2.updated_copy_sectors, l2.refetched_stale_copies}};
         }
         EXPECT_EQ(figures[0], figures[1])
             << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
@@ -420,6 +460,9 @@ TEST(L2, PageRecordsChangeNoFigure) {
         }
         if (far == L2Cache::FarData::Copy && on_store == Rule::Update) {
           EXPECT_GT(figures[0][6][9], 100u);  // copies updated
+        }
+        if (far == L2Cache::FarData::Copy && on_store == Rule::Keep) {
+          EXPECT_GT(figures[0][6][10], 50u);  // stale copies fetched again
         }
       }
 }

@@ -270,6 +270,25 @@ TEST(TensorDirective, Zeros) {
   EXPECT_EQ(p.tensors[1].dtype, Dtype::F64);
 }
 
+// `coherent` ends a declaration, after any dtype and initialiser; the disassembler writes it back.
+TEST(TensorDirective, Coherent) {
+  Program p = asm_text(
+      ".tensor w[2][2] f32 coherent\n.tensor x[2] coherent\n.tensor y[2] = {1, 2} coherent\n"
+      ".tensor z[2] fill(3) coherent\n.tensor u[2] f16\n");
+  for (size_t t = 0; t < 4; ++t) EXPECT_TRUE(p.tensors[t].coherent) << t;
+  EXPECT_FALSE(p.tensors[4].coherent);
+  EXPECT_EQ(p.tensors[0].dtype, Dtype::F32);
+  EXPECT_EQ(p.tensors[2].init.values, (std::vector<double>{1, 2}));
+  EXPECT_EQ(p.tensors[3].init.kind, TensorInit::Kind::Fill);
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find(".tensor w[2][2] f32 coherent\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(".tensor u[2] f16\n"), std::string::npos) << text;
+  EXPECT_EQ(disassemble(asm_text(text)), text);
+  expect_error(".tensor x[2] f32 coherant\n", 1, 18, {"found 'coherant'", "'coherent'"});
+  expect_error(".tensor x[2] coherent f32\n", 1, 23, {"unexpected text"});
+  expect_error(".tensor x[2] = {1, 2} coherent coherent\n", 1, 32, {"unexpected text"});
+}
+
 TEST(TensorDirective, Errors) {
   expect_error(".tensor a[2]\n.tensor a[3]\n", 2, 9, {"'a'", "already declared as a tensor"});
   expect_error(".tensor a[2] f8\n", 1, 14, {"unknown dtype 'f8'"});

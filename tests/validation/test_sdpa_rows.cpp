@@ -183,6 +183,44 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   leave_time(sdpa_row_name(::testing::TestParamInfo<SdpaRow>(want, 0)), row);
 }
 
+#ifndef ATTNSIM_SDPA_LONG_ROWS
+// The memory-efficient backward rewrites each f32 dQ tile holding its lock, and the GPU's reads of a tile
+// whose copy a store from the home side made stale miss in the reader's partition (docs/chip.md, "Atomics
+// and the copies a store finds"). Its dQ workspace is `coherent`: with acquire_refetches the model's read
+// lookup misses come near the measured, without it (every load served by the stale copy) they are a third
+// of them. One row, 1 x 16 x 4,096 x 64 (seconds); one simulation per test (one SystemC elaboration per
+// process). Returns predicted / measured read lookup misses.
+double memeff_lookup_misses(const std::vector<std::string>& overrides, double& dram) {
+  const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if (m.label == "EFFICIENT_ATTENTION bwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal) rows.push_back(m);
+  EXPECT_EQ(rows.size(), 1u);
+  if (rows.size() != 1 || rows[0].l2_lookup_miss_sectors <= 0) return 0;
+  const ValidationRow row = validate(kRoot + "/configs/h100.yaml", data, rows, overrides).rows.at(0);
+  dram = row.predicted_dram_read / row.measured.dram_read_bytes;
+  const double lookups = row.predicted_l2_lookup_read_miss_sectors / rows[0].l2_lookup_miss_sectors;
+  std::printf("read lookup misses / measured %.3f, DRAM reads %.3f\n", lookups, dram);
+  return lookups;
+}
+
+TEST(SdpaMemEfficientBackward, LockedDqLoadsFetchStaleCopiesAgain) {
+  double dram = 0;
+  const double lookups = memeff_lookup_misses({}, dram);
+  EXPECT_GT(lookups, 0.9);
+  EXPECT_LT(lookups, 1.5);
+  EXPECT_NEAR(dram, 1.0, 0.10);
+}
+
+TEST(SdpaMemEfficientBackward, WithoutAcquireEveryLoadIsServedByTheStaleCopy) {
+  double dram = 0;
+  const double lookups = memeff_lookup_misses({"l2.acquire_refetches=false"}, dram);
+  EXPECT_GT(lookups, 0.1);
+  EXPECT_LT(lookups, 0.5);
+  EXPECT_NEAR(dram, 1.0, 0.10);  // the copies cost no DRAM read either way
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(H100, SdpaRowOnTheWholeChip, ::testing::ValuesIn(simulated_sdpa_rows()),
                          sdpa_row_name);
 

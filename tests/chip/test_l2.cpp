@@ -49,6 +49,20 @@ struct Rig {
   L2Cache l2;
 };
 
+// Two partitions that keep copies of far-homed lines (far_data: copy), as the GPU presets.
+L2Cache::Params two_partitions_with_copies() {
+  L2Cache::Params p = tiny(4, 16, 2);
+  p.far_data = L2Cache::FarData::Copy;
+  return p;
+}
+
+// The first line homed in `partition`.
+uint64_t first_line_homed_in(L2Cache& l2, int partition) {
+  uint64_t line = 0;
+  while (l2.partition_of(line * kLine) != partition) ++line;
+  return line;
+}
+
 TEST(L2, SecondReadHitsAndReachesDramOnce) {
   Rig rig(tiny(4, 16));
   rig.l2.access(range(0, 4096), 0);
@@ -189,11 +203,9 @@ TEST(L2, PartitionsSplitTheAddressesAndFarOnesCostMore) {
 // the fabric); a core attached to the home partition then hits without DRAM, and a second read by the
 // first core hits its copy without crossing the fabric.
 TEST(L2, FarLinesAreCopiedIntoTheRequestersPartition) {
-  L2Cache::Params p = tiny(4, 16, 2);
-  p.far_data = L2Cache::FarData::Copy;
+  L2Cache::Params p = two_partitions_with_copies();
   Rig rig(p);
-  uint64_t line = 0;
-  while (rig.l2.partition_of(line * kLine) != 1) ++line;  // homed in partition 1, far from core 0
+  const uint64_t line = first_line_homed_in(rig.l2, 1);  // homed in partition 1, far from core 0
   MemAccess from_core0{0, line * kLine, 1, kLine, kLine, false, 0};
   MemAccess from_core1 = from_core0;
   from_core1.core = 1;  // attached to partition 1 (core % 2)
@@ -209,11 +221,9 @@ TEST(L2, FarLinesAreCopiedIntoTheRequestersPartition) {
 
 // Writes go to the home partition, even from a far core: nothing dirty is held as a copy.
 TEST(L2, WritesGoToTheHomePartition) {
-  L2Cache::Params p = tiny(4, 16, 2);
-  p.far_data = L2Cache::FarData::Copy;
+  L2Cache::Params p = two_partitions_with_copies();
   Rig rig(p);
-  uint64_t line = 0;
-  while (rig.l2.partition_of(line * kLine) != 1) ++line;
+  const uint64_t line = first_line_homed_in(rig.l2, 1);
   rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, true, 0}, 0);  // core 0, far from partition 1
   EXPECT_EQ(rig.l2.fabric_write_sectors, 4u);
   MemAccess read{0, line * kLine, 1, kLine, kLine, false, 1};  // core 1 reads it at home
@@ -227,12 +237,10 @@ TEST(L2, WritesGoToTheHomePartition) {
 // fabric but the addend (its write). As a plain read it would fetch a copy across the fabric.
 TEST(L2, AnAtomicIsServedAtTheLinesHomePartition) {
   for (bool at_home : {false, true}) {
-    L2Cache::Params p = tiny(4, 16, 2);
-    p.far_data = L2Cache::FarData::Copy;
+    L2Cache::Params p = two_partitions_with_copies();
     p.atomics_at_home = at_home;
     Rig rig(p);
-    uint64_t line = 0;
-    while (rig.l2.partition_of(line * kLine) != 1) ++line;  // homed in partition 1, far from core 0
+    const uint64_t line = first_line_homed_in(rig.l2, 1);  // homed in partition 1, far from core 0
     MemAccess add_read{0, line * kLine, 1, kLine, kLine, false, 0};
     add_read.atomic_read = true;
     MemAccess add_write = add_read;
@@ -262,12 +270,10 @@ TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
   // home-side store drops it, the far store keeps its own partition's copy.
   for (const Expected& e : {Expected{Rule::Keep, 4, 4, 0}, Expected{Rule::Invalidate, 12, 4, 2},
                             Expected{Rule::Update, 4, 8, 0}, Expected{Rule::WriterKeeps, 8, 4, 1}}) {
-    L2Cache::Params p = tiny(4, 16, 2);
-    p.far_data = L2Cache::FarData::Copy;
+    L2Cache::Params p = two_partitions_with_copies();
     p.copies_on_store = e.rule;
     Rig rig(p);
-    uint64_t line = 0;
-    while (rig.l2.partition_of(line * kLine) != 1) ++line;
+    const uint64_t line = first_line_homed_in(rig.l2, 1);
     auto access = [&](int core, bool write) {
       rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, write, core}, 0);
     };
@@ -291,12 +297,10 @@ TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
 // copy.
 TEST(L2, AnAcquiringLoadFetchesAStaleCopyAgain) {
   for (bool refetch : {false, true}) {
-    L2Cache::Params p = tiny(4, 16, 2);
-    p.far_data = L2Cache::FarData::Copy;
+    L2Cache::Params p = two_partitions_with_copies();
     p.acquire_refetches = refetch;
     Rig rig(p);
-    uint64_t line = 0;
-    while (rig.l2.partition_of(line * kLine) != 1) ++line;
+    const uint64_t line = first_line_homed_in(rig.l2, 1);
     auto access = [&](int core, bool write, bool acquire) {
       MemAccess a{0, line * kLine, 1, kLine, kLine, write, core};
       a.acquire = acquire;

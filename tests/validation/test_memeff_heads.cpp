@@ -33,7 +33,9 @@ void PrintTo(const HeadsRow& r, std::ostream* os) {
 
 // Bands: within 3% where the model reads what the GPU does (one head, n = 8,192: 0.991 and 0.994); the
 // other rows around what the model reads as of 2026-11-27 (a regression guard while the shortfall is
-// unexplained: a change that moves a row out of its band must say why).
+// unexplained: a change that moves a row out of its band must say why). 1 x 32,768 causal went from 0.995 to
+// 0.867 when the locked dQ loads began to fetch stale copies again (l2.acquire_refetches, 2026-11-28: its
+// read lookup misses 1.20 -> 1.59 of the measured, the non-causal row 0.754 -> 0.810).
 std::vector<HeadsRow> heads_rows() {
   std::vector<HeadsRow> rows = {{1, 8192, false, 0.97, 1.03}, {1, 8192, true, 0.97, 1.03}};
 #ifdef ATTNSIM_MEMEFF_HEADS_LONG
@@ -41,7 +43,7 @@ std::vector<HeadsRow> heads_rows() {
           {4, 8192, true, 0.60, 1.10},   {8, 8192, false, 0.55, 1.10},  {8, 8192, true, 0.40, 1.10},
           {16, 8192, false, 0.50, 1.10}, {16, 8192, true, 0.30, 1.10},  {1, 16384, false, 0.90, 1.15},
           {1, 16384, true, 0.80, 1.10},  {2, 16384, false, 0.75, 1.10}, {2, 16384, true, 0.75, 1.10},
-          {1, 32768, false, 0.70, 1.10}, {1, 32768, true, 0.90, 1.10}};
+          {1, 32768, false, 0.70, 1.10}, {1, 32768, true, 0.80, 1.10}};
 #endif
   return rows;
 }

@@ -723,9 +723,9 @@ class Assembler {
         bool want_reg = spec.roles[i] == OperandRole::Reg;
         bool ok = want_reg ? operand.kind == Operand::Kind::Register : operand.kind == Operand::Kind::Memory;
         if (!ok)
-          c.fail(operand.loc, std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) +
-                                  " must be a " + (want_reg ? "register" : "memory reference like x[0]") +
-                                  " (" + std::string(spec.semantics) + ")");
+          c.fail(operand.loc(), std::string(spec.mnemonic) + " operand " + std::to_string(i + 1) +
+                                    " must be a " + (want_reg ? "register" : "memory reference like x[0]") +
+                                    " (" + std::string(spec.semantics) + ")");
       }
     }
     if (instructions_ >= max_instructions_)
@@ -752,17 +752,18 @@ class Assembler {
 
   Operand parse_operand(LineCursor& c) {
     Operand operand;
-    operand.loc = c.loc();
+    operand.set_loc(c.loc());
     const char first = c.peek();
     if (std::isdigit(static_cast<unsigned char>(first)) || first == '-' || first == '+') {
       auto value = c.integer();
-      if (!value) c.fail(operand.loc, "expected an integer immediate" + c.found());
+      if (!value) c.fail(operand.loc(), "expected an integer immediate" + c.found());
       operand.kind = Operand::Kind::Immediate;
       operand.flat = *value;
       return operand;
     }
     std::string name = c.identifier();
-    if (name.empty()) c.fail(operand.loc, "expected a register, a memory reference or a buffer" + c.found());
+    if (name.empty())
+      c.fail(operand.loc(), "expected a register, a memory reference or a buffer" + c.found());
     if (int buffer = program_.find_buffer(name); buffer >= 0) {
       const BufferDecl& decl = program_.buffers[buffer];
       TileRef tile = program_.buffer_tile(buffer);
@@ -780,10 +781,10 @@ class Assembler {
       auto reg = parse_register_name(name);
       if (!reg) {
         if (program_.find_tensor(name) >= 0)
-          c.fail(operand.loc,
+          c.fail(operand.loc(),
                  "tensor '" + name + "' needs indices, e.g. " + name + "[0] or " + name + "[0:8, :]");
-        c.fail(operand.loc, "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor" +
-                                did_you_mean(name, operand_names()));
+        c.fail(operand.loc(), "'" + name + "' is not a register (R0, R1, ...), a buffer or a tensor" +
+                                  did_you_mean(name, operand_names()));
       }
       operand.kind = Operand::Kind::Register;
       operand.reg = *reg;
@@ -791,14 +792,14 @@ class Assembler {
     }
     operand.tensor = program_.find_tensor(name);
     if (operand.tensor < 0)
-      c.fail(operand.loc, "undeclared tensor '" + name + "'" + did_you_mean(name, tensor_names()) +
-                              " (declare it with .tensor, or .buffer for on-chip)");
+      c.fail(operand.loc(), "undeclared tensor '" + name + "'" + did_you_mean(name, tensor_names()) +
+                                " (declare it with .tensor, or .buffer for on-chip)");
     const TensorDecl& decl = program_.tensors[operand.tensor];
     auto dims = parse_dims(c, name, decl.shape);
     bool transpose = accept_transpose(c);
     if (dims.size() != decl.shape.size())
-      c.fail(operand.loc, "tensor '" + name + "' has " + std::to_string(decl.shape.size()) +
-                              " dimension(s), " + std::to_string(dims.size()) + " index(es) given");
+      c.fail(operand.loc(), "tensor '" + name + "' has " + std::to_string(decl.shape.size()) +
+                                " dimension(s), " + std::to_string(dims.size()) + " index(es) given");
     bool any_range = false;
     for (const auto& d : dims) any_range = any_range || d.range;
     if (!any_range && !transpose) {
@@ -814,7 +815,8 @@ class Assembler {
     tile.transpose = transpose;
     const size_t row_dim = rank >= 2 ? rank - 2 : 0;
     for (size_t d = 0; d < row_dim; ++d) {
-      if (dims[d].range) c.fail(operand.loc, "only the last two dimensions of '" + name + "' may be ranges");
+      if (dims[d].range)
+        c.fail(operand.loc(), "only the last two dimensions of '" + name + "' may be ranges");
       tile.offset = tile.offset * decl.shape[d] + dims[d].begin;
     }
     int64_t plane = 1;
@@ -840,7 +842,7 @@ class Assembler {
     auto shape = [&](size_t i) {
       return std::to_string(tile(i).out_rows()) + "x" + std::to_string(tile(i).out_cols());
     };
-    auto at = [&](size_t i) { return inst.operand(i).loc; };
+    auto at = [&](size_t i) { return inst.operand(i).loc(); };
     auto want_kind = [&](size_t i, Operand::Kind kind, const char* what) {
       if (inst.operand(i).kind != kind)
         c.fail(at(i), op + " operand " + std::to_string(i + 1) + " must be " + what);

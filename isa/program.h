@@ -2,6 +2,7 @@
 // It carries source locations so later stages (decode against a machine) can still point at the text.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -71,13 +72,21 @@ struct TileRef {
   bool operator==(const TileRef&) const = default;
 };
 
-// Kept small and inline (no heap per operand): generated traces reach tens of millions of instructions.
+// Kept small and inline (no heap per operand): generated traces reach tens of millions of instructions, and
+// a whole-chip run reads each one from host memory once (24 bytes an operand, 112 an instruction).
 struct Operand {
-  enum class Kind : uint8_t { Register, Memory, Tile, Immediate } kind = Kind::Register;
+  int64_t flat = 0;     // Memory: row-major element offset inside the tensor; Immediate: the value
   int32_t reg = -1;     // Register
   int32_t tensor = -1;  // Memory: index into Program::tensors; Tile: index into Program::tiles
-  int64_t flat = 0;     // Memory: row-major element offset inside the tensor; Immediate: the value
-  SourceLoc loc;
+  int32_t line = 0;     // where it is written (SourceLoc), the column below
+  uint16_t col = 0;     // columns past 65,535 are reported as 65,535
+  enum class Kind : uint8_t { Register, Memory, Tile, Immediate } kind = Kind::Register;
+
+  SourceLoc loc() const { return {line, col}; }
+  void set_loc(SourceLoc at) {
+    line = at.line;
+    col = static_cast<uint16_t>(std::clamp(at.col, 0, 65535));
+  }
 
   static Operand r(int32_t reg) {
     Operand o;
@@ -114,13 +123,14 @@ struct Instruction {
   Opcode op{};
   uint8_t operand_count = 0;
   uint8_t group = 0;  // < kInstructionGroups
-  std::array<Operand, 4> operand_slots;
   SourceLoc loc;
+  std::array<Operand, 4> operand_slots;
 
   std::span<const Operand> operands() const { return {operand_slots.data(), operand_count}; }
   const Operand& operand(size_t i) const { return operand_slots[i]; }
   void push(const Operand& o) { operand_slots[operand_count++] = o; }
 };
+static_assert(sizeof(Operand) == 24 && sizeof(Instruction) == 112);
 
 // `.check out = softmax(x)`: compare a tensor's final contents with a float64 reference of the inputs'
 // initial contents.

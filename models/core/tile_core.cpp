@@ -248,7 +248,7 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
                       const std::vector<isa::TileRef>& tiles, TileDecoded& d) const {
   for (const auto& operand : inst.operands())
     if (operand.kind == isa::Operand::Kind::Register || operand.kind == isa::Operand::Kind::Memory)
-      throw InputError(program.file, operand.loc,
+      throw InputError(program.file, operand.loc(),
                        "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
   if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
     require_unit(program, units_.mxu, "mxu");
@@ -269,7 +269,7 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
     // The DMA engine moves data between memory and SRAM; register-file buffers are filled with MOV.
     if (is_memory_op(inst.op) && ref.is_buffer &&
         program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
-      throw InputError(program.file, operand.loc,
+      throw InputError(program.file, operand.loc(),
                        std::string(isa::mnemonic(inst.op)) + " moves tiles between HBM and SRAM; '" +
                            program.buffers[ref.index].name +
                            "' is in the register file, so MOV it from or to an SRAM buffer");

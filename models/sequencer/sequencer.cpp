@@ -92,7 +92,7 @@ void Sequencer::decode_scalar(std::span<const isa::Instruction> instructions,
                        "stream");
     for (const auto& operand : inst.operands()) {
       if (operand.kind == isa::Operand::Kind::Register && operand.reg >= registers)
-        throw InputError(program.file, operand.loc,
+        throw InputError(program.file, operand.loc(),
                          "R" + std::to_string(operand.reg) + " is beyond this machine's " +
                              std::to_string(registers) + " registers (R0..R" + std::to_string(registers - 1) +
                              "); use a config with more (regfile.count)");
@@ -142,7 +142,7 @@ void Sequencer::decode_scalar(std::span<const isa::Instruction> instructions,
 
 void Sequencer::uninitialized_read(const isa::Instruction& inst, int source) const {
   const auto& operand = inst.operand(static_cast<size_t>(source));
-  throw InputError(program_->file, operand.loc,
+  throw InputError(program_->file, operand.loc(),
                    "R" + std::to_string(operand.reg) + " is read by '" +
                        isa::format_instruction(*program_, inst) +
                        "' before anything was written to it (set regfile.allow_uninitialized_read: true to "

@@ -184,8 +184,17 @@ TEST(ScalarSyntax, OperandLocationsPointAtEachOperand) {
   const Instruction& i = p.instructions[0];
   EXPECT_EQ(i.loc.line, 2);
   EXPECT_EQ(i.loc.col, 3);
-  EXPECT_EQ(i.operand(0).loc.col, 9);
-  EXPECT_EQ(i.operand(1).loc.col, 17);
+  EXPECT_EQ(i.operand(0).loc().col, 9);
+  EXPECT_EQ(i.operand(1).loc().col, 17);
+}
+
+// An operand keeps its column in 16 bits (instructions stay small); one further right reports the last.
+TEST(ScalarSyntax, OperandColumnsPastTheLimitReportTheLast) {
+  Program p = asm_text(".tensor a[2]\nLOAD a[1]," + std::string(70000, ' ') + "R2\n");
+  const Instruction& i = p.instructions[0];
+  EXPECT_EQ(i.operand(0).loc().col, 6);
+  EXPECT_EQ(i.operand(1).loc().col, 65535);
+  EXPECT_EQ(i.operand(1).loc().line, 2);
 }
 
 // ---- .tensor ----

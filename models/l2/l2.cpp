@@ -258,30 +258,14 @@ bool L2Cache::gets_second_chance(const Line& victim) const {
   return false;
 }
 
-// The first invalid way, else the oldest (the first of equals). Every way's stamp is computed before any is
-// compared: the records' loads (host-cache misses) then do not wait for one another, where skipping those
-// that cannot win made each wait for the comparison before it.
+// The first invalid way, else the oldest.
 int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
-  constexpr int64_t kMaxWays = 64;
-  const int64_t n = params_.ways;
-  if (n > kMaxWays) return choose_victim_one_by_one(tags, ways);
-  for (int64_t w = 0; w < n; ++w)
-    if (tags[w] == 0) return w;
-  std::array<uint64_t, kMaxWays> stamps;
-  for (int64_t w = 0; w < n; ++w) stamps[static_cast<size_t>(w)] = stamp_of(ways[w], tags[w] - 1);
-  int64_t victim = 0;
-  for (int64_t w = 1; w < n; ++w)
-    if (stamps[static_cast<size_t>(w)] < stamps[static_cast<size_t>(victim)]) victim = w;
-  return victim;
-}
-
-int64_t L2Cache::choose_victim_one_by_one(const Tag* tags, const Line* ways) const {
   int64_t victim = 0;
   uint64_t oldest = UINT64_MAX;
   for (int64_t w = 0; w < params_.ways; ++w) {
     if (tags[w] == 0) return w;
     // A line's own stamp bounds the one its record implies from below: no older than the oldest so far,
-    // it cannot be the victim, and its record need not be read.
+    // it cannot be the victim, and its record (a host-cache miss) need not be read.
     if (ways[w].stamp >= oldest) continue;
     const uint64_t stamp = stamp_of(ways[w], tags[w] - 1);
     if (stamp < oldest) victim = w, oldest = stamp;

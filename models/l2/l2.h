@@ -231,7 +231,6 @@ class L2Cache : public Component, public MemoryLevel {
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, Tag*& tag);
   int64_t find_way(const Tag* tags, Tag tag) const;
   int64_t choose_victim(const Tag* tags, const Line* ways) const;
-  int64_t choose_victim_one_by_one(const Tag* tags, const Line* ways) const;  // more than 64 ways
   bool gets_second_chance(const Line& victim) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);

@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "models/l2/l2.h"
@@ -322,6 +325,68 @@ TEST(L2, AnAcquiringLoadFetchesAStaleCopyAgain) {
     EXPECT_EQ(rig.l2.fabric_read_sectors, refetch ? 8u : 4u) << refetch;
     EXPECT_EQ(rig.l2.read_hit_sectors[0], 20u) << refetch;  // a copy fetched from home is an L2 hit
     EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << refetch;  // home keeps the line throughout
+  }
+}
+
+// Two cores taking turns rewriting one buffer (read it all, store it all), as the coherence probe's two SMs
+// do on an H200 (validation/l2_coherence_probe.cu, validation/data/h200_l2_coherence_probe.csv, 1 MiB, one
+// and eight rounds each, plain loads: no fence after taking the turn). Read lookup misses over the
+// buffer's sectors: on different partitions the GPU misses 1.50 times at one round and 8.50 at eight, so
+// every turn misses again on the half homed on the other side, as when a store at home drops the other
+// partition's copy (writer_keeps: 1 + rounds + (rounds - 1) halves); the stale copies of `keep` serve every
+// later turn (1.5 whatever the rounds). Two cores on one partition share its copies: 1.00 on the GPU and
+// under either rule. A fence after taking the turn changes nothing on the GPU (the fence-1 rows).
+struct TurnRow {
+  int other_sm;
+  int64_t rounds;
+  double lookup_misses;  // per sector of the buffer
+};
+
+std::vector<TurnRow> measured_turn_rows() {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_l2_coherence_probe.csv");
+  std::string line;
+  std::getline(in, line);  // mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,...
+  std::vector<TurnRow> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream stream(line);
+    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
+    // mode coherence:128:<other>:fence<0|1>; the 8th column is lts_tex_miss_sectors
+    if (cells.size() < 9 || cells[0].find("fence0") == std::string::npos || cells[1] != "1048576") continue;
+    const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
+    rows.push_back({std::stoi(cells[0].substr(other)), std::stoll(cells[2]),
+                    std::stod(cells[8]) / (1048576.0 / kSector)});
+  }
+  return rows;
+}
+
+double turn_taking_misses(L2Cache::Params::CopiesOnStore rule, int other_core, int64_t rounds) {
+  L2Cache::Params p = tiny(16, 256, 2);  // 4,096 lines a partition: the buffer and its copies fit
+  p.far_data = L2Cache::FarData::Copy;
+  p.copies_on_store = rule;
+  Rig rig(p);
+  constexpr uint64_t kBytes = 1024 * kLine;
+  for (int64_t turn = 0; turn < 2 * rounds; ++turn) {
+    const int core = turn % 2 == 0 ? 0 : other_core;
+    rig.l2.access(MemAccess{0, 0, 1, kBytes, kBytes, false, core}, 0);
+    rig.l2.access(MemAccess{0, 0, 1, kBytes, kBytes, true, core}, 0);
+  }
+  return static_cast<double>(rig.l2.lookup_read_miss_sectors) / (kBytes / kSector);
+}
+
+TEST(L2, TwoCoresTakingTurnsMissAsTheH200Does) {
+  using Rule = L2Cache::Params::CopiesOnStore;
+  const auto rows = measured_turn_rows();
+  ASSERT_EQ(rows.size(), 8u);  // SMs 4 and 5 on the other partition than SM 128, 0 and 1 on its own
+  for (const TurnRow& r : rows) {
+    const bool across = r.other_sm == 4 || r.other_sm == 5;
+    const int other_core = across ? 1 : 2;  // core % 2: core 1 on the other partition, core 2 on core 0's
+    const std::string row = "SM " + std::to_string(r.other_sm) + ", " + std::to_string(r.rounds) + " rounds";
+    EXPECT_NEAR(r.lookup_misses, across ? 0.5 + r.rounds : 1.0, 0.01) << row;  // the GPU itself
+    EXPECT_NEAR(turn_taking_misses(Rule::WriterKeeps, other_core, r.rounds) / r.lookup_misses, 1.0, 0.02)
+        << row;
+    const double kept = turn_taking_misses(Rule::Keep, other_core, r.rounds);
+    EXPECT_NEAR(kept, across ? 1.5 : 1.0, 0.05) << row;
   }
 }
 

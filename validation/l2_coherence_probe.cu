@@ -1,0 +1,120 @@
+// L2 coherence probe: two SMs take turns rewriting one device buffer, so Nsight Compute's partition
+// counters show whether a read by one SM finds the other's store or a stale copy.
+//   l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE
+// The first block to land on SM A and the first on SM B take turns, A first, ROUNDS turns each: a turn
+// loads, adds to and stores back the whole buffer (ld.global.cg / st.global.cg, 16 bytes a thread, 16 KiB
+// a step), then fences (membar.gl) and passes the turn through a flag in global memory. The other block
+// waits on the flag with volatile loads; with FENCE=1 it fences after seeing it (an acquire, as a kernel
+// taking a lock), with FENCE=0 it does not (its loads are plain). Every other block leaves at once.
+// When SM A and SM B are attached to different L2 partitions, each line is homed near one of them and read
+// through a copy by the other: if a store at home leaves the other partition's copy stale and plain reads
+// are served by it, the reader misses once per line (about 1.5 x BYTES / 32 lookup-miss sectors whatever
+// ROUNDS); if the store drops or refreshes that copy, every turn's far half misses again (about ROUNDS x
+// BYTES / 32). Prints one RESULT line (ran=11 when both roles ran); the run script profiles the launch.
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "cuda_check.h"
+
+constexpr int kThreads = 1024;
+constexpr size_t kChunk = kThreads * sizeof(int4);
+constexpr unsigned long long kWaitNs = 2000000000ull;  // a role that waits longer gives up (no hang)
+
+__device__ unsigned sm_id() {
+  unsigned id;
+  asm volatile("mov.u32 %0, %smid;" : "=r"(id));
+  return id;
+}
+
+__device__ unsigned long long global_timer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Thread 0 waits until the flag says `step`; false when it waited too long (the other role never ran).
+__device__ bool wait_for_turn(volatile int* turn, int step) {
+  __shared__ int ok;
+  if (threadIdx.x == 0) {
+    const unsigned long long start = global_timer();
+    ok = 1;
+    while (*turn != step)
+      if (global_timer() - start > kWaitNs) {
+        ok = 0;
+        break;
+      }
+  }
+  __syncthreads();
+  return ok != 0;
+}
+
+__global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int rounds, unsigned sm_a,
+                                 unsigned sm_b, int fence, int* __restrict__ claimed, volatile int* turn,
+                                 int* __restrict__ gave_up) {
+  __shared__ int role;
+  const unsigned sm = sm_id();
+  if (threadIdx.x == 0) {
+    const int r = sm == sm_a ? 0 : sm == sm_b ? 1 : -1;
+    role = r >= 0 && atomicCAS(claimed + r, 0, 1) == 0 ? r : -1;
+  }
+  __syncthreads();
+  if (role < 0) return;
+  for (int step = role; step < 2 * rounds; step += 2) {
+    if (!wait_for_turn(turn, step)) {
+      if (threadIdx.x == 0) *gave_up = 1;
+      return;
+    }
+    if (fence) __threadfence();
+    for (size_t i = 0; i < chunks; ++i) {
+      int4* at = buffer + i * kThreads + threadIdx.x;
+      int4 v = __ldcg(at);
+      v.x += 1;
+      __stcg(at, v);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      __threadfence();  // the turn's stores reach L2 before the flag does
+      *turn = step + 1;
+    }
+  }
+}
+
+int main(int argc, char** argv) {
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE\n");
+    return 2;
+  }
+  const size_t bytes = std::strtoull(argv[1], nullptr, 10);
+  const int rounds = std::atoi(argv[2]);
+  const unsigned sm_a = static_cast<unsigned>(std::atoi(argv[3]));
+  const unsigned sm_b = static_cast<unsigned>(std::atoi(argv[4]));
+  const int fence = std::atoi(argv[5]);
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const unsigned sms = static_cast<unsigned>(prop.multiProcessorCount);
+  if (bytes < kChunk || rounds < 1 || sm_a == sm_b || sm_a >= sms || sm_b >= sms) {
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  const size_t chunks = bytes / kChunk;
+  int4* buffer = nullptr;
+  int* flags = nullptr;  // claimed[2], turn, gave_up
+  CHECK(cudaMalloc(&buffer, chunks * kChunk));
+  CHECK(cudaMalloc(&flags, 4 * sizeof(int)));
+  CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
+  CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
+  CHECK(cudaDeviceSynchronize());
+  coherence_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, chunks, rounds, sm_a, sm_b, fence, flags,
+                                                              flags + 2, flags + 3);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  int got[4] = {0, 0, 0, 0};
+  CHECK(cudaMemcpy(got, flags, sizeof(got), cudaMemcpyDeviceToHost));
+  std::printf("RESULT mode=coherence:%u:%u:fence%d bytes=%zu passes=%d blocks=2 ran=%d%d turns=%d gave_up=%d\n",
+              sm_a, sm_b, fence, chunks * kChunk, rounds, got[0], got[1], got[2], got[3]);
+  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(flags));
+  return got[0] && got[1] && !got[3] ? 0 : 1;
+}

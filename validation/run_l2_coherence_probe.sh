@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# L2 coherence probe (validation/l2_coherence_probe.cu), in one call on the device machine:
+#   bash validation/run_l2_coherence_probe.sh   (from the repository root; $OUT comes back)
+# SM 128 and one other SM take turns rewriting a buffer. On the H100, SMs 4 and 5 are attached to the other
+# L2 partition than SM 128 and SMs 0 and 1 to the same one (validation/data/h100_l2_probe_pair.csv); each
+# pair with plain reads (fence 0) and with a fence after the turn is taken (fence 1), 1 and 8 rounds.
+# Every launch once under ncu --cache-control all --clock-control base. $OUT gets
+# <gpu>_l2_coherence_probe.csv (mode, bytes, rounds, blocks, then the counters), <gpu>_l2_coherence_probe_env.txt
+# and run.log.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/l2coh.XXXXXX)"
+exec > >(tee -a "$OUT/run.log") 2>&1
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+write_env "$OUT/${G}_l2_coherence_probe_env.txt"
+nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
+METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
+CSV="$OUT/${G}_l2_coherence_probe.csv"
+echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
+MB=$((1 << 20))
+run() {  # bytes rounds sm_a sm_b fence
+  local log="$WORK/ncu.log"
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k regex:coherence_kernel \
+    --csv --page raw --print-units base "$WORK/probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
+  python3 - "$log" "$CSV" << 'EOF'
+import csv, io, sys
+log, out = sys.argv[1:3]
+text = open(log).read()
+result = [l for l in text.splitlines() if l.startswith("RESULT")]
+rows = [l for l in text.splitlines() if l.startswith('"')]
+row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith("coherence_kernel")][0]
+fields = dict(kv.split("=") for kv in result[0].split()[1:])
+names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+         "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
+         "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
+         "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
+values = [str(int(float(row[n].replace(",", "")))) for n in names]
+line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
+open(out, "a").write(",".join(line) + "\n")
+print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
+EOF
+}
+for other in 4 5 0 1; do
+  for fence in 0 1; do
+    for rounds in 1 8; do run $((1 * MB)) "$rounds" 128 "$other" "$fence"; done
+  done
+done
+for other in 4 0; do
+  for fence in 0 1; do run $((4 * MB)) 8 128 "$other" "$fence"; done
+done
+echo "done in $SECONDS s"

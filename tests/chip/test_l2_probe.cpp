@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -334,9 +335,11 @@ TEST(L2Probe, OnlyFarWrittenLinesOutlastTheStream) {
 // Each core's partition as measured (SET=pair, h100_l2_probe_pair.csv: SM 128 and each other SM read 20 MiB
 // of their own three times; 80 MiB of DRAM reads when both are attached to one partition, 120 when not),
 // in the order the GPU hands the first wave's blocks to SMs (%smid, h100_l2_probe_times_*_132b.csv).
-std::string measured_core_partitions() {
+// The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
+// 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
+std::set<int> sms_sharing_128(const std::string& file) {
   std::set<int> with_128 = {128};
-  std::ifstream pairs(kSource + "validation/data/h100_l2_probe_pair.csv");
+  std::ifstream pairs(kSource + "validation/data/" + file);
   std::string line;
   std::getline(pairs, line);  // mode,bytes,passes,blocks,dram_read_bytes,...
   while (std::getline(pairs, line)) {
@@ -344,8 +347,15 @@ std::string measured_core_partitions() {
     std::string mode, bytes, passes, blocks, dram;
     std::getline(cells, mode, ','), std::getline(cells, bytes, ','), std::getline(cells, passes, ',');
     std::getline(cells, blocks, ','), std::getline(cells, dram, ',');
-    if (std::stod(dram) < 100.0 * (1 << 20)) with_128.insert(std::stoi(mode.substr(mode.rfind(':') + 1)));
+    if (std::abs(std::stod(dram) / (1 << 20) - 80.0) < 10.0)
+      with_128.insert(std::stoi(mode.substr(mode.rfind(':') + 1)));
   }
+  return with_128;
+}
+
+std::string measured_core_partitions() {
+  const std::set<int> with_128 = sms_sharing_128("h100_l2_probe_pair.csv");
+  std::string line;
   std::ifstream order(kSource + "validation/data/h100_l2_probe_times_shared_32MiB_x3_132b.csv");
   std::getline(order, line);  // block,sm,...
   std::string partitions;
@@ -375,6 +385,13 @@ TEST(L2Probe, EightBlocksOnOnePartitionKeepTheOtherHalf) {
     ++compared;
   }
   EXPECT_EQ(compared, 4);
+}
+
+// The H200 (h200_l2_probe_pair.csv) attaches the same 66 SMs to SM 128's partition as the H100.
+TEST(L2Probe, TheH200AttachesItsSmsAsTheH100) {
+  const std::set<int> h100 = sms_sharing_128("h100_l2_probe_pair.csv");
+  EXPECT_EQ(h100.size(), 66u);
+  EXPECT_EQ(sms_sharing_128("h200_l2_probe_pair.csv"), h100);
 }
 
 // The in-step shared readers (one block per SM) with the measured attachment, which puts long runs of

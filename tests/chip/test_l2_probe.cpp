@@ -332,9 +332,6 @@ TEST(L2Probe, OnlyFarWrittenLinesOutlastTheStream) {
   EXPECT_EQ(compared, 30);
 }
 
-// Each core's partition as measured (SET=pair, h100_l2_probe_pair.csv: SM 128 and each other SM read 20 MiB
-// of their own three times; 80 MiB of DRAM reads when both are attached to one partition, 120 when not),
-// in the order the GPU hands the first wave's blocks to SMs (%smid, h100_l2_probe_times_*_132b.csv).
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
 // 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
 std::set<int> sms_sharing_128(const std::string& file) {
@@ -353,6 +350,9 @@ std::set<int> sms_sharing_128(const std::string& file) {
   return with_128;
 }
 
+// Each core's partition as measured (SET=pair, h100_l2_probe_pair.csv: SM 128 and each other SM read 20 MiB
+// of their own three times; 80 MiB of DRAM reads when both are attached to one partition, 120 when not),
+// in the order the GPU hands the first wave's blocks to SMs (%smid, h100_l2_probe_times_*_132b.csv).
 std::string measured_core_partitions() {
   const std::set<int> with_128 = sms_sharing_128("h100_l2_probe_pair.csv");
   std::string line;

@@ -16,9 +16,10 @@ constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) 
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
-                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
-                    ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter})
+  for (auto mode :
+       {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private, ProbeMode::WritePrivate,
+        ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread, ProbeMode::WriteThenRead,
+        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -47,6 +48,8 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "rthenread";
     case ProbeMode::Scatter:
       return "scatter";
+    case ProbeMode::Retouch:
+      return "retouch";
   }
   return "?";
 }
@@ -86,6 +89,27 @@ isa::Program scatter_probe(const ProbeShape& s) {
         b.emit(Opcode::Load, {b.rows_of(x, line, 1), b.buf(buffer)});
       }
     }
+  return b.take();
+}
+
+// One block over a tensor of 2 + passes parts: parts 0 and 1, then part 0 and part 2 + p for each pass p,
+// then part 0 (validation/l2_probe.cu's retouch).
+isa::Program retouch_probe(const ProbeShape& s) {
+  const int64_t part = static_cast<int64_t>(s.bytes / kChunkBytes);
+  if (part < 1) throw std::invalid_argument("l2 probe: bytes must be at least one 16 KiB chunk");
+  check_passes(s.passes);
+  Builder b("<l2-probe>");
+  const int x = b.tensor("X", (2 + s.passes) * part * kChunkRows, kRowFloats, Dtype::F32, false, 0);
+  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {1, 1, 1});
+  const auto read = [&](int64_t first_chunk, int64_t count) {
+    for (int64_t c = first_chunk; c < first_chunk + count; ++c)
+      b.emit(Opcode::Load, {b.rows_of(x, c * kChunkRows, kChunkRows), b.buf(buffer)});
+  };
+  b.begin_block(kernel, {0, 0, 0});
+  read(0, 2 * part);
+  for (int64_t pass = 0; pass < s.passes; ++pass) read(0, part), read((2 + pass) * part, part);
+  read(0, part);
   return b.take();
 }
 
@@ -147,6 +171,7 @@ bool rewrites(ProbeMode mode) {
 
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
+  if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
   if (rewrites(s.mode)) return rewrite_probe(s);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   const bool one_block = s.mode == ProbeMode::Single || s.mode == ProbeMode::WriteSingle;

@@ -25,6 +25,8 @@ enum class ProbeMode {
                   // times, then loads its first-quarter slice again
   ReadThenRead,   // as WriteThenRead with the first quarter loaded, not stored
   Scatter,        // one block reads `bytes` of 128-byte lines scattered over a tensor 8 times as large
+  Retouch,        // one block reads parts 0 and 1 (of `bytes` each), then `passes` times part 0 again and a
+                  // new part, then part 0 once more: LRU keeps part 0 below a partition's capacity
 };
 
 struct ProbeShape {
@@ -46,7 +48,7 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // wthenread, rthenread, scatter
+                             // wthenread, rthenread, scatter, retouch
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

@@ -18,6 +18,10 @@
 //            quarters PASSES times, then reads its first-quarter slice again: whether lines left dirty
 //            leave the L2 sooner than clean ones
 //   rthenread as wthenread with the first quarter read, not written (the clean twin)
+//   retouch  one block reads parts 0 and 1 of a buffer of 2 + PASSES parts of BYTES each, then PASSES
+//            times reads part 0 again and a part it has not read yet, then part 0 once more: LRU keeps part
+//            0 (always used more recently than the part read before the last), a pseudo-LRU loses some of it
+//            each round (how many DRAM reads beyond the buffer's size tell the replacement apart)
 //   pair     (PAIR="A,B" in the environment) the first block to land on SM A reads the buffer's first half
 //            PASSES times, the first on SM B its second half; every other block leaves at once (BLOCKS
 //            default 8 per SM, so that both SMs get one). Whether A and B are attached to the same L2
@@ -140,6 +144,17 @@ __device__ void rewrite_modes(int4* buffer, size_t chunks, int passes, int mode,
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+// Mode 10, retouch: see the header. `chunks` is one part.
+__device__ void retouch_mode(int4* buffer, size_t chunks, int passes, unsigned* sink) {
+  unsigned acc = read_chunks(buffer, 0, 2 * chunks);
+  for (int p = 0; p < passes; ++p) {
+    acc ^= read_chunks(buffer, 0, chunks);
+    acc ^= read_chunks(buffer, (2 + static_cast<size_t>(p)) * chunks, chunks);
+  }
+  acc ^= read_chunks(buffer, 0, chunks);
+  sink[threadIdx.x] = acc;
+}
+
 // pair: see the header. `claimed` (two zeroed words) lets one block per target SM do the work.
 __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes, unsigned sm_a,
                             unsigned sm_b, int* __restrict__ claimed, unsigned* __restrict__ sink) {
@@ -171,6 +186,10 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
         __stcg(buffer + (begin + i) * kThreads + threadIdx.x, make_int4(p, static_cast<int>(i), 1, 2));
       if (my_times && threadIdx.x == 0) my_times[2 + p * samples + samples - 1] = global_timer();
     }
+    return;
+  }
+  if (mode == 10) {
+    retouch_mode(buffer, chunks, passes, sink);
     return;
   }
   if (mode >= 6) {
@@ -239,14 +258,14 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
-                 "rthenread|scatter BYTES PASSES [BLOCKS]\n");
+                 "rthenread|retouch|scatter BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
   const int mode = mode_name == "single" ? 0 : mode_name == "shared" ? 1 : mode_name == "spread" ? 2
                  : mode_name == "private" ? 3 : mode_name == "wprivate" ? 4 : mode_name == "wsingle" ? 5
                  : mode_name == "rmw" ? 6 : mode_name == "rmwspread" ? 7 : mode_name == "wthenread" ? 8
-                 : mode_name == "rthenread" ? 9 : -1;
+                 : mode_name == "rthenread" ? 9 : mode_name == "retouch" ? 10 : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
@@ -254,14 +273,16 @@ int main(int argc, char** argv) {
   if (mode_name == "scatter") return bytes >= 128 * 128 && passes >= 1 ? run_scatter(bytes, passes, prop) : 2;
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5) blocks = 1;
-  const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode >= 8;
-  const size_t least_chunks = static_cast<size_t>(blocks) * (mode >= 8 ? 4 : slices_per_block ? 1 : 0);
+  if (mode == 0 || mode == 5 || mode == 10) blocks = 1;
+  const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
+  const size_t least_chunks =
+      static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4 : slices_per_block ? 1 : 0);
   if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1 || bytes / kChunk < least_chunks) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
   const size_t chunks = bytes / kChunk;
+  const size_t buffer_chunks = mode == 10 ? (2 + static_cast<size_t>(passes)) * chunks : chunks;
   int4* buffer = nullptr;
   unsigned* sink = nullptr;
   unsigned long long* times = nullptr;
@@ -274,9 +295,9 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&times, time_words * sizeof(unsigned long long)));
     CHECK(cudaMemset(times, 0, time_words * sizeof(unsigned long long)));  // writers fill pass ends only
   }
-  CHECK(cudaMalloc(&buffer, chunks * kChunk));
+  CHECK(cudaMalloc(&buffer, buffer_chunks * kChunk));
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
-  CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
+  CHECK(cudaMemset(buffer, 0x5a, buffer_chunks * kChunk));
   CHECK(cudaDeviceSynchronize());
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));

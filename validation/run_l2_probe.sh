@@ -10,6 +10,8 @@
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
+#   SET=retouch bash validation/run_l2_probe.sh (one SM re-reads part of its data between new parts: how
+#                                             much a hit protects a line, LRU against pseudo-LRU or FIFO)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -113,6 +115,12 @@ elif [ "$SET" = pair ]; then
     [ "$sm" = 128 ] && continue
     PAIR="128,$sm" run pair $((40 * MB)) 3
   done
+elif [ "$SET" = retouch ]; then
+  # Part 0 read again between new parts: LRU keeps it below a partition's capacity, a pseudo-LRU or FIFO
+  # loses it. Parts of 2 to 16 MiB, 8 rounds; 2 rounds at three sizes; single-SM streams for the capacity.
+  for s in 2 3 4 5 6 7 8 9 10 11 12 14 16; do run retouch $((s * MB)) 8; done
+  for s in 4 6 8; do run retouch $((s * MB)) 2; done
+  for s in 16 20 22 24 26 28 30 32; do run single $((s * MB)) 3; done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

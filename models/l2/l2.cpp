@@ -216,7 +216,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   Line* ways = &lines_[first];
   const int64_t w = find_way(tags, static_cast<Tag>(line_index + 1));
   if (w >= 0) {
-    if (params_.replacement == Replacement::Lru) ways[w].stamp = ++clock_;
+    if (stamps_on_hit()) ways[w].stamp = ++clock_;
     hit = true;
     tag = &tags[w];
     return ways[w];
@@ -260,6 +260,7 @@ bool L2Cache::gets_second_chance(const Line& victim) const {
 
 // The first invalid way, else the oldest.
 int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
+  if (params_.replacement == Replacement::TreePlru) return choose_tree_plru_victim(tags, ways);
   int64_t victim = 0;
   uint64_t oldest = UINT64_MAX;
   for (int64_t w = 0; w < params_.ways; ++w) {
@@ -271,6 +272,29 @@ int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
     if (stamp < oldest) victim = w, oldest = stamp;
   }
   return victim;
+}
+
+// Tree pseudo-LRU: each node of a binary tree over the ways points away from the half used last, so the
+// victim is found by walking from the root towards the half whose latest use is older. Those pointers
+// follow from the lines' LRU stamps (a node points at the half whose largest stamp is smaller).
+int64_t L2Cache::choose_tree_plru_victim(const Tag* tags, const Line* ways) const {
+  std::array<uint64_t, 1024> stamps{};
+  for (int64_t w = 0; w < params_.ways; ++w) {
+    if (tags[w] == 0) return w;
+    stamps[static_cast<size_t>(w)] = stamp_of(ways[w], tags[w] - 1);
+  }
+  int64_t lo = 0, hi = params_.ways;
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const auto latest = [&](int64_t a, int64_t b) {
+      return *std::max_element(stamps.begin() + a, stamps.begin() + b);
+    };
+    if (latest(lo, mid) <= latest(mid, hi))
+      hi = mid;
+    else
+      lo = mid;
+  }
+  return lo;
 }
 
 uint64_t L2Cache::stamp_of(const Line& line, uint64_t line_index) const {
@@ -311,7 +335,7 @@ bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor, uint
     return true;
   }
   PageRecord& record = records_[found - 1];
-  if (params_.replacement == Replacement::Lru) {
+  if (stamps_on_hit()) {
     record.base = clock_;
     clock_ += kPageLines;
   }
@@ -339,7 +363,7 @@ void L2Cache::count_page_hits(int near, uint64_t first_line, uint16_t lines, int
 // line-by-line path does.
 void L2Cache::read_partial_page(int near, uint64_t first_line, int tensor, uint32_t record, uint64_t begin,
                                 uint64_t end) {
-  const bool lru = params_.replacement == Replacement::Lru;
+  const bool lru = stamps_on_hit();
   const uint64_t base = clock_;
   in_progress_ = {record, 0, records_[record - 1].base};  // also keeps the record while it may empty
   if (lru) records_[record - 1].base = base;
@@ -750,9 +774,11 @@ void register_l2_models() {
         r.ways = p.get<int64_t>("ways", d.ways, "ways", "associativity", 1, 1024);
         r.partitions = p.get<int64_t>("partitions", d.partitions, "partitions",
                                       "address-interleaved partitions, each with its own bandwidth", 1, 64);
-        r.replacement = p.choice("replacement", "lru", {"lru", "fifo"}, "victim choice within a set") == "lru"
-                            ? L2Cache::Replacement::Lru
-                            : L2Cache::Replacement::Fifo;
+        const std::string replacement =
+            p.choice("replacement", "lru", {"lru", "fifo", "plru"}, "victim choice within a set");
+        r.replacement = replacement == "lru"    ? L2Cache::Replacement::Lru
+                        : replacement == "fifo" ? L2Cache::Replacement::Fifo
+                                                : L2Cache::Replacement::TreePlru;
         r.bytes_per_cycle = p.get<double>("bytes_per_cycle", d.bytes_per_cycle, "bytes/cycle",
                                           "bandwidth of one partition, in core cycles", 1e-3, 1e9);
         r.hit_latency_cycles = p.get<int64_t>("hit_latency_cycles", d.hit_latency_cycles, "cycles",

@@ -49,7 +49,7 @@ namespace attnsim {
 
 class L2Cache : public Component, public MemoryLevel {
  public:
-  enum class Replacement : uint8_t { Lru, Fifo };
+  enum class Replacement : uint8_t { Lru, Fifo, TreePlru };
   enum class FarData : uint8_t { Home, Copy };
   struct Params {
     uint64_t capacity_bytes = 50ull << 20;
@@ -183,6 +183,8 @@ class L2Cache : public Component, public MemoryLevel {
   // The line's slot in `partition`, or null when it is not there.
   Line* find_line(int partition, uint64_t line_index);
   uint64_t stamp_of(const Line& line, uint64_t line_index) const;
+  int64_t choose_tree_plru_victim(const Tag* tags, const Line* ways) const;
+  bool stamps_on_hit() const { return params_.replacement != Replacement::Fifo; }
   // A page's records are per partition group: the serving partition with far_data: copy, else one.
   uint64_t page_key(int near, uint64_t first_line) const;
   // 1 + index of the page's live record, or 0 when the hint table and the first line know none.

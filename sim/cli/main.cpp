@@ -689,8 +689,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "rmwspread (every block loads and stores back the whole buffer from spread's offset), wthenread "
       "(block b stores its slice of the first quarter, reads its slice of the rest, reads the first again), "
       "rthenread (as wthenread, the first quarter read), scatter (one block reads 128-byte lines scattered "
-      "over 8 times the buffer: the associativity)")("mib", po::value(&mib)->default_value(32),
-                                                     "buffer size in MiB (whole 16 KiB chunks)")(
+      "over 8 times the buffer: the associativity), retouch (one block reads parts 0 and 1 of --mib each, "
+      "then --passes times part 0 and a new part, then part 0: what a hit protects)")(
+      "mib", po::value(&mib)->default_value(32), "buffer size in MiB (whole 16 KiB chunks)")(
       "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
       "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
@@ -702,7 +703,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   if (!found)
     throw InputError("attnsim probe", {},
                      "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                     "wthenread, rthenread or scatter");
+                     "wthenread, rthenread, scatter or retouch");
   if (!(mib >= 1.0 / 64 && mib <= 1 << 20))
     throw InputError("attnsim probe", {}, "--mib must be 1/64 to 2^20");
   shape.mode = *found;

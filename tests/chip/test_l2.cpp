@@ -143,6 +143,26 @@ TEST(L2, FifoEvictsTheOldestEvenIfUsed) {
   EXPECT_EQ(rig.dram.read, before + kLine);
 }
 
+// Tree pseudo-LRU over four ways: after A, B, C, D and A again, the root points away from the half {A, B}
+// (used last) and the node under it away from D (used after C), so E takes C's way where LRU would take B's.
+TEST(L2, TreePseudoLruEvictsFromTheHalfUsedLeastRecently) {
+  for (const auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::TreePlru}) {
+    L2Cache::Params p = tiny(4, 1);
+    p.replacement = replacement;
+    Rig rig(p);
+    for (const uint64_t line : {0, 1, 2, 3, 0, 4}) rig.l2.access(range(line * kLine, kLine), 0);
+    const uint64_t before = rig.dram.read;
+    const uint64_t evicted = replacement == L2Cache::Replacement::Lru ? 1 : 2;
+    for (const uint64_t line : {0, 1, 2, 3}) {
+      const uint64_t read = rig.dram.read;
+      rig.l2.access(range(line * kLine, kLine), 0);
+      if (line == evicted) break;  // this miss evicts another line in turn: stop before it counts
+      EXPECT_EQ(rig.dram.read, read) << "line " << line << " should still hit";
+    }
+    EXPECT_EQ(rig.dram.read, before + kLine) << "line " << evicted << " should have been evicted";
+  }
+}
+
 TEST(L2, FlushCountsDirtyBytesWithoutSendingThemToDram) {
   Rig rig(tiny(4, 16));
   rig.l2.access(range(0, 1000, true), 0);

@@ -176,6 +176,52 @@ TEST(L2Probe, TheH200RowsFollowFromTheSameRules) {
   EXPECT_EQ(compared, 17);
 }
 
+// What a hit protects (validation/data/h200_l2_probe_retouch.csv, SET=retouch on an H200): one SM reads
+// part 0 again between new parts, 8 rounds, parts of 2 to 16 MiB. The GPU reads each part once up to 12
+// MiB (10.005-10.024 parts' worth), then 10.79 at 14 and 12.93 at 16: a hit makes the line the most
+// recent, as LRU does. Pseudo-LRU and FIFO lose part 0 well before (next test).
+double retouch_reads_over_part(Machine& machine, const ProbeRow& r) {
+  return static_cast<double>(total(simulate(machine, r.shape).dram_read)) /
+         static_cast<double>(r.shape.bytes);
+}
+
+TEST(L2Probe, ARetouchedPartStaysAsUnderLru) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_retouch.csv")) {
+    if (r.shape.mode != traces::ProbeMode::Retouch) continue;
+    const double measured = r.dram_read / static_cast<double>(r.shape.bytes);
+    EXPECT_NEAR(retouch_reads_over_part(machine, r) / measured, 1.0, 0.03)
+        << (r.shape.bytes >> 20) << " MiB x " << r.shape.passes << ": measured " << measured << " parts";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 16);
+}
+
+// The same rows under other replacements: at parts of 8 to 12 MiB, where the GPU reads within 1.3% of
+// each part once, tree pseudo-LRU reads 1.3-2.9% more than it and FIFO 15-27% more.
+void expect_retouched_part_lost(const std::string& replacement) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"l2.replacement=" + replacement}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_retouch.csv")) {
+    const bool middle = r.shape.bytes >= 8u << 20 && r.shape.bytes <= 12u << 20 && r.shape.passes == 8;
+    if (r.shape.mode != traces::ProbeMode::Retouch || !middle) continue;
+    const double measured = r.dram_read / static_cast<double>(r.shape.bytes);
+    EXPECT_GT(retouch_reads_over_part(machine, r) / measured, 1.01)
+        << replacement << " " << (r.shape.bytes >> 20) << " MiB: measured " << measured << " parts";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5);
+}
+
+TEST(L2Probe, PseudoLruLosesTheRetouchedPart) {
+  expect_retouched_part_lost("plru");
+}
+
+TEST(L2Probe, FifoLosesTheRetouchedPart) {
+  expect_retouched_part_lost("fifo");
+}
+
 // Dirty footprints (validation/data/h100_l2_probe_dirty.csv, SET=dirty): rewriting a footprint that fits,
 // whether one SM rewrites it, every SM its own slice, or every SM by load, add and store, costs its
 // compulsory reads and next to no DRAM writes (under 1 MB up to 16 MiB, GPU and model); reads of every

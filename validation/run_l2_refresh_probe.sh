@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# L2 refresh probe (validation/l2_refresh_probe.cu), in one call on the device machine:
+#   bash validation/run_l2_refresh_probe.sh   (from the repository root; $OUT comes back)
+# SM 128 reads A and B, another SM reads A (or not), SM 128 reads C and A again. SMs 4 and 5 are attached to
+# the other L2 partition than SM 128, SMs 0 and 1 to the same one (validation/data/h100_l2_probe_pair.csv,
+# h200_l2_probe_pair.csv). Parts sized from the L2: A and B 0.4 of a partition each, C 0.6 (and 0.33 / 0.53).
+# Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_refresh_probe.csv
+# (mode, part_bytes, c_bytes, blocks, then the counters), <gpu>_l2_refresh_probe_env.txt and run.log.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/l2ref.XXXXXX)"
+exec > >(tee -a "$OUT/run.log") 2>&1
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+write_env "$OUT/${G}_l2_refresh_probe_env.txt"
+nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_refresh_probe.cu || { echo "BUILD FAILED"; exit 1; }
+METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
+CSV="$OUT/${G}_l2_refresh_probe.csv"
+echo "mode,part_bytes,c_bytes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
+MB=$((1 << 20))
+run() {  # part_bytes c_bytes sm_owner sm_other other_reads
+  local log="$WORK/ncu.log"
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k regex:refresh_kernel \
+    --csv --page raw --print-units base "$WORK/probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
+  python3 - "$log" "$CSV" << 'EOF'
+import csv, io, sys
+log, out = sys.argv[1:3]
+text = open(log).read()
+result = [l for l in text.splitlines() if l.startswith("RESULT")]
+rows = [l for l in text.splitlines() if l.startswith('"')]
+row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith("refresh_kernel")][0]
+fields = dict(kv.split("=") for kv in result[0].split()[1:])
+names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+         "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
+         "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
+         "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
+values = [str(int(float(row[n].replace(",", "")))) for n in names]
+line = [fields["mode"], fields["part_bytes"], fields["c_bytes"], fields["blocks"]] + values
+open(out, "a").write(",".join(line) + "\n")
+print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
+EOF
+}
+L2=$(nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 && echo 60 || echo 50)  # MiB
+HALF=$((L2 * MB / 2))
+for other in 4 0 5 1; do
+  for reads in 1 0; do
+    run $((HALF * 2 / 5)) $((HALF * 3 / 5)) 128 "$other" "$reads"
+    run $((HALF / 3)) $((HALF * 8 / 15)) 128 "$other" "$reads"
+  done
+done
+echo "done in $SECONDS s"

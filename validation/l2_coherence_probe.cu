@@ -10,11 +10,22 @@
 // through a copy by the other: if a store at home leaves the other partition's copy stale and plain reads
 // are served by it, the reader misses once per line (about 1.5 x BYTES / 32 lookup-miss sectors whatever
 // ROUNDS); if the store drops or refreshes that copy, every turn's far half misses again (about ROUNDS x
-// BYTES / 32). Prints one RESULT line (ran=11 when both roles ran); the run script profiles the launch.
+// BYTES / 32).
+//   l2_coherence_probe refresh PART C_BYTES SM_OWNER SM_OTHER OTHER_READS
+// Does a read that crosses the fabric keep the home partition's line young? The first block on SM_OWNER
+// reads buffers A and B (PART bytes each) and passes the turn; the first on SM_OTHER then reads A
+// (OTHER_READS=1) or does nothing (0) and passes it back; the owner then reads buffer C (C_BYTES) and A
+// again. In the owner's partition A is older than B when C arrives, unless the other SM's reads made it
+// younger: with SM_OTHER on the same partition they are near hits and do (the control); on the other
+// partition they reach A's lines homed at the owner's partition through the fabric, and whether those
+// fetches count as uses decides whether C evicts them before B. The owner's last read of A then finds its
+// home lines in L2, or reads them from DRAM again (about PART / 2 bytes more).
+// Prints one RESULT line (ran=11 when both roles ran); the run script profiles the launch.
 #include <cuda_runtime.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "cuda_check.h"
 
@@ -81,9 +92,93 @@ __global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int r
   }
 }
 
+__device__ unsigned read_chunks(const int4* buffer, size_t begin, size_t count) {
+  unsigned acc = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int4 v = __ldcg(buffer + (begin + i) * kThreads + threadIdx.x);
+    acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  return acc;
+}
+
+__device__ void pass_turn(volatile int* turn, int next) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    *turn = next;
+  }
+}
+
+__global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, size_t c_chunks,
+                               unsigned sm_owner, unsigned sm_other, int other_reads,
+                               int* __restrict__ claimed, volatile int* turn, int* __restrict__ gave_up,
+                               unsigned* __restrict__ sink) {
+  __shared__ int role;
+  const unsigned sm = sm_id();
+  if (threadIdx.x == 0) {
+    const int r = sm == sm_owner ? 0 : sm == sm_other ? 1 : -1;
+    role = r >= 0 && atomicCAS(claimed + r, 0, 1) == 0 ? r : -1;
+  }
+  __syncthreads();
+  if (role < 0) return;
+  unsigned acc = 0;
+  const int first_step = role == 0 ? 0 : 1;
+  for (int step = first_step; step <= 2; step += 2) {
+    if (!wait_for_turn(turn, step)) {
+      if (threadIdx.x == 0) *gave_up = 1;
+      return;
+    }
+    if (step == 0) acc ^= read_chunks(buffer, 0, 2 * part);  // A, then B
+    if (step == 1 && other_reads) acc ^= read_chunks(buffer, 0, part);
+    if (step == 2) acc ^= read_chunks(buffer, 2 * part, c_chunks), acc ^= read_chunks(buffer, 0, part);
+    pass_turn(turn, step + 1);
+  }
+  sink[role * kThreads + threadIdx.x] = acc;
+}
+
+int run_refresh(char** argv) {
+  const size_t part = std::strtoull(argv[2], nullptr, 10) / kChunk;
+  const size_t c_chunks = std::strtoull(argv[3], nullptr, 10) / kChunk;
+  const unsigned sm_owner = static_cast<unsigned>(std::atoi(argv[4]));
+  const unsigned sm_other = static_cast<unsigned>(std::atoi(argv[5]));
+  const int other_reads = std::atoi(argv[6]);
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const unsigned sms = static_cast<unsigned>(prop.multiProcessorCount);
+  if (part < 1 || c_chunks < 1 || sm_owner == sm_other || sm_owner >= sms || sm_other >= sms) {
+    std::fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  const size_t chunks = 2 * part + c_chunks;
+  int4* buffer = nullptr;
+  int* flags = nullptr;  // claimed[2], turn, gave_up
+  unsigned* sink = nullptr;
+  CHECK(cudaMalloc(&buffer, chunks * kChunk));
+  CHECK(cudaMalloc(&flags, 4 * sizeof(int)));
+  CHECK(cudaMalloc(&sink, 2 * kThreads * sizeof(unsigned)));
+  CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
+  CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
+  CHECK(cudaDeviceSynchronize());
+  refresh_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, part, c_chunks, sm_owner, sm_other,
+                                                            other_reads, flags, flags + 2, flags + 3, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  int got[4] = {0, 0, 0, 0};
+  CHECK(cudaMemcpy(got, flags, sizeof(got), cudaMemcpyDeviceToHost));
+  std::printf("RESULT mode=refresh:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
+              sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0], got[1], got[2], got[3]);
+  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(flags));
+  CHECK(cudaFree(sink));
+  return got[0] && got[1] && !got[3] ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 7 && std::string(argv[1]) == "refresh") return run_refresh(argv);
   if (argc < 6) {
-    std::fprintf(stderr, "usage: l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE\n");
+    std::fprintf(stderr,
+                 "usage: l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE\n"
+                 "       l2_coherence_probe refresh PART C_BYTES SM_OWNER SM_OTHER OTHER_READS\n");
     return 2;
   }
   const size_t bytes = std::strtoull(argv[1], nullptr, 10);

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # L2 coherence probe (validation/l2_coherence_probe.cu), in one call on the device machine:
 #   bash validation/run_l2_coherence_probe.sh   (from the repository root; $OUT comes back)
+#   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
+#     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
+#     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
+#     c_bytes, blocks, then the counters)
 # SM 128 and one other SM take turns rewriting a buffer. On the H100, SMs 4 and 5 are attached to the other
 # L2 partition than SM 128 and SMs 0 and 1 to the same one (validation/data/h100_l2_probe_pair.csv); each
 # pair with plain reads (fence 0) and with a fence after the turn is taken (fence 1), 1 and 8 rounds.
@@ -15,15 +19,18 @@ WORK="$(mktemp -d /tmp/l2coh.XXXXXX)"
 exec > >(tee -a "$OUT/run.log") 2>&1
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-write_env "$OUT/${G}_l2_coherence_probe_env.txt"
+SET="${SET:-rewrite}"
+NAME=$([ "$SET" = refresh ] && echo l2_refresh_probe || echo l2_coherence_probe)
+write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
-CSV="$OUT/${G}_l2_coherence_probe.csv"
-echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
+CSV="$OUT/${G}_${NAME}.csv"
+COLUMNS=$([ "$SET" = refresh ] && echo "mode,part_bytes,c_bytes,blocks" || echo "mode,bytes,passes,blocks")
+echo "$COLUMNS,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
 MB=$((1 << 20))
-run() {  # bytes rounds sm_a sm_b fence
+run() {  # bytes rounds sm_a sm_b fence, or refresh part_bytes c_bytes sm_owner sm_other other_reads
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k regex:coherence_kernel \
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:coherence_kernel|refresh_kernel" \
     --csv --page raw --print-units base "$WORK/probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" << 'EOF'
 import csv, io, sys
@@ -31,24 +38,36 @@ log, out = sys.argv[1:3]
 text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
 rows = [l for l in text.splitlines() if l.startswith('"')]
-row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith("coherence_kernel")][0]
+row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith(("coherence_kernel", "refresh_kernel"))][0]
 fields = dict(kv.split("=") for kv in result[0].split()[1:])
 names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
          "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
          "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
-line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
+sizes = [fields["part_bytes"], fields["c_bytes"]] if "part_bytes" in fields else [fields["bytes"], fields["passes"]]
+line = [fields["mode"]] + sizes + [fields["blocks"]] + values
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-for other in 4 5 0 1; do
-  for fence in 0 1; do
-    for rounds in 1 8; do run $((1 * MB)) "$rounds" 128 "$other" "$fence"; done
+if [ "$SET" = refresh ]; then
+  L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
+  HALF=$((L2 * MB / 2))
+  for other in 4 0 5 1; do
+    for reads in 1 0; do
+      run refresh $((HALF * 2 / 5)) $((HALF * 3 / 5)) 128 "$other" "$reads"
+      run refresh $((HALF / 3)) $((HALF * 8 / 15)) 128 "$other" "$reads"
+    done
   done
-done
-for other in 4 0; do
-  for fence in 0 1; do run $((4 * MB)) 8 128 "$other" "$fence"; done
-done
+else
+  for other in 4 5 0 1; do
+    for fence in 0 1; do
+      for rounds in 1 8; do run $((1 * MB)) "$rounds" 128 "$other" "$fence"; done
+    done
+  done
+  for other in 4 0; do
+    for fence in 0 1; do run $((4 * MB)) 8 128 "$other" "$fence"; done
+  done
+fi
 echo "done in $SECONDS s"

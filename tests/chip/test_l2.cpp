@@ -410,15 +410,16 @@ TEST(L2, TwoCoresTakingTurnsMissAsTheH200Does) {
   }
 }
 
-// Whether a fetch across the fabric keeps the home partition's line young (validation/l2_refresh_probe.cu,
-// validation/data/h200_l2_refresh_probe.csv, an H200): SM 128 reads A and B (0.4 of a partition each, or
-// 1/3), another SM reads A or not, SM 128 reads C (0.6, or 8/15) and A again. Without the other SM's read,
-// C evicts A first and the last read fetches A's lines homed near SM 128 from DRAM again: half of A more.
-// With it, from the same partition (SMs 0, 1) all of A is young again and 0.26 (0.11) of A is read again;
-// from the other partition (SMs 4, 5) only A's home lines there are, through the fabric, so C takes A's
-// stale copies and B first and 0.10 (0.05) of A is read again. The model, the same rows on a scaled L2 (16
-// ways, 2,048 sets a partition: 4 MiB): 0.50 / 0.21 (0.06) / 0.07 (0.02); were a fetch across the fabric
-// not a use of the home line, the far rows would read half of A again, as the idle ones.
+// Whether a fetch across the fabric keeps the home partition's line young (`refresh` of
+// validation/l2_coherence_probe.cu, validation/data/h200_l2_refresh_probe.csv, an H200): SM 128 reads A and B
+// (0.4 of a partition each, or 1/3), another SM reads A or not, SM 128 reads C (0.6, or 8/15) and A again.
+// Without the other SM's read, C evicts A first and the last read fetches A's lines homed near SM 128 from
+// DRAM again: half of A more. With it, from the same partition (SMs 0, 1) all of A is young again and 0.26
+// (0.11) of A is read again; from the other partition (SMs 4, 5) only A's home lines there are, through the
+// fabric, so C takes A's stale copies and B first and 0.10 (0.05) of A is read again. The model, the same
+// rows on a scaled L2 (16 ways, 2,048 sets a partition: 4 MiB): 0.50 / 0.21 (0.06) / 0.07 (0.02); were a
+// fetch across the fabric not a use of the home line, the far rows would read half of A again, as the idle
+// ones.
 struct RefreshRow {
   int other_sm;
   bool other_reads;

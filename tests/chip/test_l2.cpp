@@ -550,14 +550,15 @@ TEST(L2, OnlyAFarWrittenVictimIsKept) {
 // Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
 // writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
 // every completion cycle and every line's fate the same with and without them, in both far-data modes,
-// both replacements, with each of the dirty victims' second-chance rules, each rule for the copies a store
-// finds (copies dropped out of a page's record), atomic reads served at home, acquiring reads that drop
-// stale copies, and at 1, 2 and 4 ways (few
-// ways: a page's own lines evict each other while it is read).
+// each replacement (LRU, FIFO, tree pseudo-LRU), with each of the dirty victims' second-chance rules, each
+// rule for the copies a store finds (copies dropped out of a page's record), atomic reads served at home,
+// acquiring reads that drop stale copies, and at 1, 2 and 4 ways (few ways: a page's own lines evict each
+// other while it is read).
 TEST(L2, PageRecordsChangeNoFigure) {
   for (int64_t ways : {1, 2, 4})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
-      for (auto replacement : {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo}) {
+      for (auto replacement :
+           {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo, L2Cache::Replacement::TreePlru}) {
         // every setting over the ways and far-data modes, without tripling the run
         using Chance = L2Cache::Params::SecondChance;
         const Chance chance = ways == 1 ? Chance::All : ways == 2 ? Chance::None : Chance::FarWrites;

@@ -298,6 +298,33 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmOverHeads) {
   EXPECT_GT(s.dram_read_pearson, 0.99);
 }
 
+// The same sweep on an H200 (validation/data/h200_tc_two_blocks_heads.csv, 60 MiB of L2): the GPU reads 1.00,
+// 1.36, 2.22, 2.28, 2.17 times Q, K and V at 1, 3, 6, 12, 16 heads of 32,768 and 1.26, 1.34, 1.31 at 8, 16,
+// 32 of 16,384, less than on the H100 at every shape. The model reads far less again: 0.999 at one head, then
+// 0.835, 0.507, 0.529, 0.555 and 0.812, 0.771, 0.792 (all 8 rows: `attnsim validate -c configs/h200.yaml`):
+// where the H100's curve is met within 0.74-1.12, the larger L2 shows a shortfall the model has on every
+// row, as on PyTorch's causal forward there (docs/validation.md). Held here on three rows (the rest take
+// minutes): one head within 1%, 6 x 32,768 and 8 x 16,384 in bands around today's figures.
+TEST(Validation, TensorCoreFlash2TwoBlocksPerSmOverHeadsOnTheH200) {
+  const std::string data = kRoot + "/validation/data/h200_tc_two_blocks_heads.csv";
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(data))
+    if ((m.n == 32768 && (m.heads == 1 || m.heads == 6)) || (m.n == 16384 && m.heads == 8)) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 3u);
+  const ValidationSummary s = validate(kRoot + "/configs/h200.yaml", data, rows);
+  ASSERT_EQ(s.rows.size(), 3u);
+  for (const auto& row : s.rows) {
+    const auto& m = row.measured;
+    const std::string what = fmt::format("n={} heads={}", m.n, m.heads);
+    EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
+    const double ratio = row.predicted_dram_read / m.dram_read_bytes;
+    const double low = m.heads == 1 ? 0.99 : m.heads == 6 ? 0.45 : 0.75;
+    const double high = m.heads == 1 ? 1.01 : m.heads == 6 ? 0.57 : 0.87;
+    EXPECT_GT(ratio, low) << what;
+    EXPECT_LT(ratio, high) << what;
+  }
+}
+
 // When and where the flash2 kernel's blocks ran on the H100 (validation/data/h100_flash2_times_*.csv, each
 // block's %globaltimer at start and end): at three blocks per SM, the three an SM starts at t = 0 end at
 // 0.537 and 0.726 of the third's end on every SM, although they do the same work, because the SM's warp

@@ -1,8 +1,8 @@
 // The shared L2 of a chip, in front of DRAM: sectored lines (valid and dirty bits per sector), set
-// associative with hashed set indices, LRU or FIFO replacement, write-back with write-allocate (a write
-// needs no DRAM read: sectors carry byte masks on a GPU, modelled as whole sectors), split into partitions
-// by address, each with its own bandwidth. Misses go to the level behind (DRAM) as contiguous runs of
-// sectors; evicted dirty sectors are written back. Every count is kept per tensor.
+// associative with hashed set indices, LRU, FIFO or tree pseudo-LRU replacement, write-back with
+// write-allocate (a write needs no DRAM read: sectors carry byte masks on a GPU, modelled as whole sectors),
+// split into partitions by address, each with its own bandwidth. Misses go to the level behind (DRAM) as
+// contiguous runs of sectors; evicted dirty sectors are written back. Every count is kept per tensor.
 //
 // Partitions: every line has a home partition (hashed address), the only one that talks to DRAM for it.
 // With `far_data: copy` (Ampere and Hopper) a core's requests go to the partition it is attached to, which

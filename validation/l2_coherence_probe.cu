@@ -61,22 +61,41 @@ __device__ bool wait_for_turn(volatile int* turn, int step) {
   return ok != 0;
 }
 
-__global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int rounds, unsigned sm_a,
-                                 unsigned sm_b, int fence, int* __restrict__ claimed, volatile int* turn,
-                                 int* __restrict__ gave_up) {
+// The first block on SM A takes role 0, the first on SM B role 1; every other block gets -1 and leaves.
+__device__ int claim_role(unsigned sm_a, unsigned sm_b, int* claimed) {
   __shared__ int role;
-  const unsigned sm = sm_id();
   if (threadIdx.x == 0) {
+    const unsigned sm = sm_id();
     const int r = sm == sm_a ? 0 : sm == sm_b ? 1 : -1;
     role = r >= 0 && atomicCAS(claimed + r, 0, 1) == 0 ? r : -1;
   }
   __syncthreads();
+  return role;
+}
+
+// Waits for turn `step`; false (and gave_up set) when the other role never passed it.
+__device__ bool take_turn(volatile int* turn, int step, int* gave_up) {
+  if (wait_for_turn(turn, step)) return true;
+  if (threadIdx.x == 0) *gave_up = 1;
+  return false;
+}
+
+// The turn's stores and loads are done and have reached L2 before the flag says `next`.
+__device__ void pass_turn(volatile int* turn, int next) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    *turn = next;
+  }
+}
+
+__global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int rounds, unsigned sm_a,
+                                 unsigned sm_b, int fence, int* __restrict__ claimed, volatile int* turn,
+                                 int* __restrict__ gave_up) {
+  const int role = claim_role(sm_a, sm_b, claimed);
   if (role < 0) return;
   for (int step = role; step < 2 * rounds; step += 2) {
-    if (!wait_for_turn(turn, step)) {
-      if (threadIdx.x == 0) *gave_up = 1;
-      return;
-    }
+    if (!take_turn(turn, step, gave_up)) return;
     if (fence) __threadfence();
     for (size_t i = 0; i < chunks; ++i) {
       int4* at = buffer + i * kThreads + threadIdx.x;
@@ -84,11 +103,7 @@ __global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int r
       v.x += 1;
       __stcg(at, v);
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();  // the turn's stores reach L2 before the flag does
-      *turn = step + 1;
-    }
+    pass_turn(turn, step + 1);
   }
 }
 
@@ -101,33 +116,15 @@ __device__ unsigned read_chunks(const int4* buffer, size_t begin, size_t count) 
   return acc;
 }
 
-__device__ void pass_turn(volatile int* turn, int next) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    *turn = next;
-  }
-}
-
 __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, size_t c_chunks,
                                unsigned sm_owner, unsigned sm_other, int other_reads,
                                int* __restrict__ claimed, volatile int* turn, int* __restrict__ gave_up,
                                unsigned* __restrict__ sink) {
-  __shared__ int role;
-  const unsigned sm = sm_id();
-  if (threadIdx.x == 0) {
-    const int r = sm == sm_owner ? 0 : sm == sm_other ? 1 : -1;
-    role = r >= 0 && atomicCAS(claimed + r, 0, 1) == 0 ? r : -1;
-  }
-  __syncthreads();
+  const int role = claim_role(sm_owner, sm_other, claimed);
   if (role < 0) return;
   unsigned acc = 0;
-  const int first_step = role == 0 ? 0 : 1;
-  for (int step = first_step; step <= 2; step += 2) {
-    if (!wait_for_turn(turn, step)) {
-      if (threadIdx.x == 0) *gave_up = 1;
-      return;
-    }
+  for (int step = role; step <= 2; step += 2) {  // the owner takes turns 0 and 2, the other turn 1
+    if (!take_turn(turn, step, gave_up)) return;
     if (step == 0) acc ^= read_chunks(buffer, 0, 2 * part);  // A, then B
     if (step == 1 && other_reads) acc ^= read_chunks(buffer, 0, part);
     if (step == 2) acc ^= read_chunks(buffer, 2 * part, c_chunks), acc ^= read_chunks(buffer, 0, part);

@@ -279,7 +279,7 @@ int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
 // victim is found by walking from the root towards the half whose latest use is older. Those pointers
 // follow from the lines' LRU stamps (a node points at the half whose largest stamp is smaller).
 int64_t L2Cache::choose_tree_plru_victim(const Tag* tags, const Line* ways) const {
-  std::array<uint64_t, 1024> stamps{};
+  std::array<uint64_t, 1024> stamps;  // the first `ways` are written before any is read
   for (int64_t w = 0; w < params_.ways; ++w) {
     if (tags[w] == 0) return w;
     stamps[static_cast<size_t>(w)] = stamp_of(ways[w], tags[w] - 1);

@@ -157,13 +157,14 @@ int run_refresh(char** argv) {
   CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
   CHECK(cudaDeviceSynchronize());
   refresh_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, part, c_chunks, sm_owner, sm_other,
-                                                            other_reads, flags, flags + 2, flags + 3, sink);
+                                                             other_reads, flags, flags + 2, flags + 3, sink);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   int got[4] = {0, 0, 0, 0};
   CHECK(cudaMemcpy(got, flags, sizeof(got), cudaMemcpyDeviceToHost));
-  std::printf("RESULT mode=refresh:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
-              sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0], got[1], got[2], got[3]);
+  std::printf(
+      "RESULT mode=refresh:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
+      sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0], got[1], got[2], got[3]);
   CHECK(cudaFree(buffer));
   CHECK(cudaFree(flags));
   CHECK(cudaFree(sink));
@@ -198,14 +199,15 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
   CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
   CHECK(cudaDeviceSynchronize());
-  coherence_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, chunks, rounds, sm_a, sm_b, fence, flags,
-                                                              flags + 2, flags + 3);
+  coherence_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, chunks, rounds, sm_a, sm_b, fence,
+                                                               flags, flags + 2, flags + 3);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   int got[4] = {0, 0, 0, 0};
   CHECK(cudaMemcpy(got, flags, sizeof(got), cudaMemcpyDeviceToHost));
-  std::printf("RESULT mode=coherence:%u:%u:fence%d bytes=%zu passes=%d blocks=2 ran=%d%d turns=%d gave_up=%d\n",
-              sm_a, sm_b, fence, chunks * kChunk, rounds, got[0], got[1], got[2], got[3]);
+  std::printf(
+      "RESULT mode=coherence:%u:%u:fence%d bytes=%zu passes=%d blocks=2 ran=%d%d turns=%d gave_up=%d\n", sm_a,
+      sm_b, fence, chunks * kChunk, rounds, got[0], got[1], got[2], got[3]);
   CHECK(cudaFree(buffer));
   CHECK(cudaFree(flags));
   return got[0] && got[1] && !got[3] ? 0 : 1;

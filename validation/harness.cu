@@ -371,6 +371,18 @@ int main(int argc, char** argv) {
   CHECK(cudaDriverGetVersion(&driver));
   std::fprintf(stderr, "device %s, %d SMs, L2 %d MB, runtime %d, driver API %d\n", prop.name,
                prop.multiProcessorCount, prop.l2CacheSize >> 20, runtime, driver);
+  // The L2 set-aside for persisting accesses (Nsight Compute's "L2 Persisting Size"): L2_PERSISTING_BYTES
+  // sets it before any launch ("max": the device's largest), to see whether ordinary loads lose that part.
+  if (const char* aside = std::getenv("L2_PERSISTING_BYTES")) {
+    const bool most = std::strcmp(aside, "max") == 0;
+    const size_t bytes =
+        most ? static_cast<size_t>(prop.persistingL2CacheMaxSize) : std::strtoull(aside, nullptr, 10);
+    CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, bytes));
+  }
+  size_t persisting = 0;
+  CHECK(cudaDeviceGetLimit(&persisting, cudaLimitPersistingL2CacheSize));
+  std::fprintf(stderr, "l2 persisting set-aside %zu bytes (at most %d)\n", persisting,
+               prop.persistingL2CacheMaxSize);
 
   // Inputs.
   std::vector<__half> hq(qkv), hk(qkv), hv(qkv);

@@ -1,5 +1,7 @@
 #include "chip/block_source.h"
 
+#include <stdexcept>
+
 #include "isa/diagnostics.h"
 
 namespace attnsim {
@@ -29,18 +31,18 @@ bool BlockSource::fetch() {
   return true;
 }
 
-bool BlockSource::next(BlockWork& out) {
-  if (!current_ || position_ >= current_->instructions.size()) {
-    if (!fetch()) return false;
-    while (current_->instructions.empty())  // a chunk of declarations only
-      if (!fetch()) return false;
-  }
+bool BlockSource::at_repeat() const {
+  return current_->instructions.empty() && mark_ < current_->blocks.size() &&
+         current_->blocks[mark_].repeats_template;
+}
+
+// The block's kernel and index from the mark at position_ (a program without kernels: its one block).
+void BlockSource::start_block(BlockWork& out) {
   const auto& marks = current_->blocks;
   const bool at_mark = mark_ < marks.size() && marks[mark_].instruction == position_;
   if (at_mark) {
     out.kernel = marks[mark_].kernel;
     out.index = marks[mark_].index;
-    ++mark_;
   } else if (!started_ && program_.kernels.empty()) {
     out.kernel = 0;
     out.index = {0, 0, 0};
@@ -53,6 +55,33 @@ bool BlockSource::next(BlockWork& out) {
   last_kernel_ = out.kernel;
   started_ = true;
   out.segments.clear();
+  out.tensor_shift.clear();
+}
+
+bool BlockSource::next(BlockWork& out) {
+  if (!current_ || (position_ >= current_->instructions.size() && !at_repeat())) {
+    if (!fetch()) return false;
+    while (current_->instructions.empty() && !at_repeat())  // a chunk of declarations only
+      if (!fetch()) return false;
+  }
+  start_block(out);
+  if (at_repeat()) {
+    if (template_.empty()) throw std::logic_error("a thread block repeats a template before any was sent");
+    out.segments = template_;
+    out.tensor_shift = current_->blocks[mark_++].tensor_shift;
+    return true;
+  }
+  const bool is_template = mark_ < current_->blocks.size() &&
+                           current_->blocks[mark_].instruction == position_ &&
+                           current_->blocks[mark_].is_template;
+  if (mark_ < current_->blocks.size() && current_->blocks[mark_].instruction == position_) ++mark_;
+  const bool more = collect_segments(out);
+  if (is_template) template_ = out.segments;
+  return more;
+}
+
+// The block's instructions from position_ to the next block's mark, across chunks.
+bool BlockSource::collect_segments(BlockWork& out) {
   for (;;) {
     const size_t end =
         mark_ < current_->blocks.size() ? current_->blocks[mark_].instruction : current_->instructions.size();

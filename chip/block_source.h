@@ -19,6 +19,9 @@ struct BlockWork {
   int32_t kernel = 0;
   std::array<int64_t, 3> index{};
   std::vector<BlockSegment> segments;
+  // A repeated block (isa::BlockStart::repeats_template): its template's segments, each tensor operand
+  // moved by tensor_shift[tensor] elements. Empty for any other block.
+  std::vector<int64_t> tensor_shift;
 };
 
 class BlockSource {
@@ -31,7 +34,10 @@ class BlockSource {
   bool next(BlockWork& out);
 
  private:
-  bool fetch();  // the next chunk into current_; false at the end
+  bool fetch();            // the next chunk into current_; false at the end
+  bool at_repeat() const;  // current_ holds only a repeated block
+  void start_block(BlockWork& out);
+  bool collect_segments(BlockWork& out);
 
   const isa::Program& program_;
   std::vector<isa::KernelDecl> kernels_;
@@ -41,6 +47,7 @@ class BlockSource {
   bool started_ = false;
   bool in_memory_done_ = false;
   int32_t last_kernel_ = 0;
+  std::vector<BlockSegment> template_;  // the last template block's segments
 };
 
 }  // namespace attnsim

@@ -216,6 +216,12 @@ void Chip::prepare(int core, Slot& slot) {
   const BlockSegment& seg = slot.work.segments[slot.segment];
   TileCore& tile = *state_[core].tile;
   tile.decode(*program_, seg.chunk->instructions[slot.position], seg.chunk->tiles, slot.next);
+  // A repeated block runs its template's instructions on its own tiles of each tensor.
+  if (!slot.work.tensor_shift.empty())
+    for (size_t k = 0; k < slot.next.count; ++k) {
+      TileOperand& o = slot.next.ops[k];
+      if (o.storage >= 0 && !o.is_buffer) o.offset += slot.work.tensor_shift[static_cast<size_t>(o.storage)];
+    }
   slot.ready = tile.ready_time(slot.next, slot.ctx);
 }
 

@@ -485,7 +485,7 @@ class Assembler {
     if (!inserted)
       c.fail(index_loc, "block " + block_text(name, index) + " appears twice (first at line " +
                             std::to_string(seen->second) + ")");
-    program_.blocks.push_back({program_.instructions.size(), kernel, index});
+    program_.blocks.push_back({program_.instructions.size(), kernel, index, false, false, {}});
   }
 
   // Every declared kernel must list all grid.x * grid.y * grid.z of its blocks.

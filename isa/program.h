@@ -166,6 +166,12 @@ struct BlockStart {
   size_t instruction = 0;  // index in the program (or in its chunk, for streamed programs)
   int32_t kernel = 0;      // index into Program::kernels
   std::array<int64_t, 3> index{};
+  // Streamed to a whole chip only (traces::stream_program's repeat_blocks): a template block's instructions
+  // may run again for later blocks of its kernel. A repeat has no instructions of its own: it runs those of
+  // the last template block, every tensor operand moved by `tensor_shift[tensor]` elements (empty: none).
+  bool is_template = false;
+  bool repeats_template = false;
+  std::vector<int64_t> tensor_shift;
 };
 
 // A piece of a streamed program: instructions with their own tile table (Tile operands index `tiles`), and

@@ -374,7 +374,8 @@ isa::Program row_program(const CompareContext& cx, const ScheduleEntry& schedule
   traces::AttentionShape run_shape = cx.shape;
   run_shape.block_q = row.block_q;
   run_shape.block_k = row.block_k;
-  return traces::stream_program([&] { return schedule.make(run_shape, cx.heads, cx.values); });
+  return traces::stream_program([&] { return schedule.make(run_shape, cx.heads, cx.values); }, 1 << 16,
+                                cx.machine.is_chip());
 }
 
 // Each check's arguments before the run (or the targets after it) and nothing else: naive's N x N score

@@ -289,8 +289,9 @@ int64_t spill_rows(const Measurement& m) {
 }
 
 // The measured row's program: a forward schedule, or a backward one (flash2-bwd for PyTorch's FlashAttention
-// backward), streamed block by block: the generator runs while the machine does, so it owns its shape.
-isa::Program measured_program(const Measurement& m, const std::string& data_path) {
+// backward), streamed block by block: the generator runs while the machine does, so it owns its shape. A
+// whole chip takes repeated blocks (traces::stream_program).
+isa::Program measured_program(const Measurement& m, const std::string& data_path, bool chip) {
   auto dtype = parse_dtype(m.dtype);
   if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");
   auto forward = traces::find_forward_schedule(m.schedule);
@@ -316,7 +317,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.warps = m.warps, shape.warp_rows = m.warp_rows;
       shape.dtype = *dtype;
       return traces::stream_program(
-          [shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
+          [shape, schedule = *forward] { return traces::forward_program(schedule, shape); }, 1 << 16, chip);
     }
     traces::BackwardShape shape;
     shape.n = m.n, shape.d = m.d, shape.heads = m.heads, shape.block_q = m.block_q, shape.block_k = m.block_k;
@@ -337,7 +338,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_load_bytes_per_block = m.spill_load_bytes_per_block;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     return traces::stream_program(
-        [shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
+        [shape, schedule = *backward] { return traces::backward_program(schedule, shape); }, 1 << 16, chip);
   } catch (const std::invalid_argument& e) {
     throw InputError(data_path, {m.line, 1}, e.what());
   }
@@ -424,7 +425,7 @@ void set_row_feed(Machine& machine, const Measurement& m, const MxuUnit::Feed& c
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
                                           std::string& skipped, bool record_blocks) {
-  const isa::Program program = measured_program(m, where);
+  const isa::Program program = measured_program(m, where, machine.is_chip());
   try {
     machine.load(program, false, true);
   } catch (const InputError& e) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <initializer_list>
 #include <map>
 #include <stdexcept>
@@ -21,7 +22,10 @@ using isa::Operand;
 
 class Builder {
  public:
-  explicit Builder(std::string file) : sink_(current_stream_sink()) { p.file = std::move(file); }
+  explicit Builder(std::string file)
+      : sink_(current_stream_sink()), repeats_(sink_ && sink_->repeat_blocks()) {
+    p.file = std::move(file);
+  }
 
   int tensor(const std::string& name, int64_t rows, int64_t cols, Dtype dtype, bool random, uint64_t seed) {
     declaring();
@@ -103,10 +107,25 @@ class Builder {
   }
   // The instructions emitted from here on are thread block `index` of `kernel`, until the next block
   // begins. When streaming, a block starts a fresh chunk, so a core can be handed whole chunks.
+  // With a stream that takes repeats, the first block of each kernel is its template, and a later block
+  // is compared with it as it is emitted: one that turns out to be the template with every tensor tile
+  // moved by a fixed offset per tensor goes out as those offsets alone (isa::BlockStart).
   void begin_block(int kernel, std::array<int64_t, 3> index) {
+    end_repeat_candidate();
     if (sink_ && !p.instructions.empty()) flush();
-    p.blocks.push_back({p.instructions.size(), kernel, index});
     group_ = 0;
+    if (repeats_ && template_.kernel == kernel && !template_.instructions.empty() &&
+        template_.misses < kMaxTemplateMisses) {
+      begin_repeat_candidate(kernel, index);
+      return;
+    }
+    p.blocks.push_back({p.instructions.size(), kernel, index, false, false, {}});
+    recording_ = repeats_ && template_.kernel != kernel;
+    if (recording_) {
+      template_ = Template{};
+      template_.kernel = kernel;
+      p.blocks.back().is_template = true;
+    }
   }
   // The instruction group (`.group`) of the instructions emitted from here to the next block or group.
   void group(uint8_t g) { group_ = g; }
@@ -139,11 +158,16 @@ class Builder {
       }
       inst.push(o);
     }
-    p.instructions.push_back(inst);
-    if (sink_ && p.instructions.size() >= sink_->chunk_instructions()) flush();
+    if (candidate_) {
+      if (matches_template(inst)) return;
+      diverge(inst);
+    }
+    if (recording_) record(inst);
+    push(inst);
   }
   // The finished program; when streaming, the rest goes to the stream and only the header is returned.
   isa::Program take() {
+    end_repeat_candidate();
     if (sink_) flush();
     return std::move(p);
   }
@@ -177,7 +201,130 @@ class Builder {
     ++epoch_;
   }
 
+  void push(const isa::Instruction& inst) {
+    p.instructions.push_back(inst);
+    if (sink_ && p.instructions.size() >= sink_->chunk_instructions()) flush();
+  }
+  // Drops the tile table the way a flush does (operands made in it stay usable in the next instruction's
+  // table), without sending anything: a repeated block's operands are compared, never sent.
+  void discard_tiles() {
+    previous_tiles_ = std::move(p.tiles);
+    p.tiles.clear();
+    views_.clear();
+    slices_.clear();
+    carried_.clear();
+    ++epoch_;
+  }
+
+  // Repeated blocks. The template: its instructions with each operand's tile reference (by value: the
+  // template may span chunks whose tables are gone).
+  struct Template {
+    int kernel = -1;
+    std::vector<isa::Instruction> instructions;
+    std::vector<isa::TileRef> refs;  // 4 per instruction, by operand slot
+    int misses = 0;                  // later blocks that did not repeat it
+  };
+  static constexpr int kMaxTemplateMisses = 8;  // then the kernel's blocks are not compared any more
+  static constexpr int64_t kUnshifted = INT64_MIN;
+
+  void record(const isa::Instruction& inst) {
+    template_.instructions.push_back(inst);
+    for (size_t i = 0; i < 4; ++i)
+      template_.refs.push_back(i < inst.operand_count && inst.operand(i).kind == Operand::Kind::Tile
+                                   ? p.tiles[static_cast<size_t>(inst.operand(i).tensor)]
+                                   : isa::TileRef{});
+  }
+  void begin_repeat_candidate(int kernel, std::array<int64_t, 3> index) {
+    if (!p.tiles.empty()) discard_tiles();  // made since the last chunk, outside any block's instructions
+    candidate_ = true;
+    recording_ = false;
+    matched_ = 0;
+    candidate_start_ = {0, kernel, index, false, false, {}};
+    shift_.assign(p.tensors.size(), kUnshifted);
+  }
+  static int64_t flat_offset(const isa::TileRef& t) { return t.offset + t.row0 * t.row_stride + t.col0; }
+  // Whether `inst` is the template's next instruction, its tensor tiles moved by this block's offsets
+  // (each tensor's set by its first tile).
+  bool matches_template(const isa::Instruction& inst) {
+    if (matched_ >= template_.instructions.size()) return false;
+    const isa::Instruction& t = template_.instructions[matched_];
+    if (t.op != inst.op || t.group != inst.group || t.operand_count != inst.operand_count) return false;
+    for (size_t i = 0; i < inst.operand_count; ++i) {
+      const Operand& a = inst.operand(i);
+      const Operand& b = t.operand(i);
+      if (a.kind != b.kind) return false;
+      if (a.kind == Operand::Kind::Immediate && a.flat != b.flat) return false;
+      if (a.kind != Operand::Kind::Tile) continue;
+      const isa::TileRef& x = p.tiles[static_cast<size_t>(a.tensor)];
+      const isa::TileRef& y = template_.refs[matched_ * 4 + i];
+      if (x.is_buffer != y.is_buffer || x.index != y.index || x.rows != y.rows || x.cols != y.cols ||
+          x.row_stride != y.row_stride || x.transpose != y.transpose)
+        return false;
+      const int64_t moved = flat_offset(x) - flat_offset(y);
+      if (x.is_buffer) {
+        if (moved != 0) return false;
+        continue;
+      }
+      int64_t& shift = shift_[static_cast<size_t>(x.index)];
+      if (shift == kUnshifted) shift = moved;
+      if (shift != moved) return false;
+    }
+    ++matched_;
+    return true;
+  }
+  // The block differs from the template: it begins as a block of its own with the instructions matched so
+  // far (the template's, moved), and goes on unrepeated.
+  void emit_template_prefix() {
+    candidate_ = false;
+    ++template_.misses;
+    p.blocks.push_back(candidate_start_);
+    for (size_t k = 0; k < matched_; ++k) {
+      isa::Instruction inst = template_.instructions[k];
+      for (size_t i = 0; i < inst.operand_count; ++i) {
+        if (inst.operand(i).kind != Operand::Kind::Tile) continue;
+        isa::TileRef ref = template_.refs[k * 4 + i];
+        if (!ref.is_buffer) ref.offset += shift_[static_cast<size_t>(ref.index)];
+        inst.operand_slots[i].tensor = shared(ref).tensor;
+        inst.operand_slots[i].flat = epoch_;
+      }
+      push(inst);
+    }
+  }
+  // `inst` is where the block leaves the template: after the prefix (which may have filled a chunk) its tile
+  // operands are made again in the current table.
+  void diverge(isa::Instruction& inst) {
+    std::array<isa::TileRef, 4> refs{};
+    const size_t count = std::min<size_t>(inst.operand_count, refs.size());
+    for (size_t i = 0; i < count; ++i)
+      if (inst.operand(i).kind == Operand::Kind::Tile)
+        refs[i] = p.tiles[static_cast<size_t>(inst.operand(i).tensor)];
+    emit_template_prefix();
+    for (size_t i = 0; i < count; ++i)
+      if (inst.operand(i).kind == Operand::Kind::Tile) inst.operand_slots[i] = shared(refs[i]);
+  }
+  // At the block's end: a whole repeat goes out as its offsets, in a chunk of its own.
+  void end_repeat_candidate() {
+    if (!candidate_) return;
+    if (matched_ < template_.instructions.size()) return emit_template_prefix();
+    candidate_ = false;
+    isa::BlockStart start = candidate_start_;
+    start.repeats_template = true;
+    for (int64_t& shift : shift_) shift = shift == kUnshifted ? 0 : shift;
+    start.tensor_shift = std::move(shift_);
+    isa::Chunk repeat;
+    repeat.blocks.push_back(std::move(start));
+    sink_->chunk(std::move(repeat));
+    discard_tiles();
+  }
+
   StreamSink* sink_ = nullptr;
+  bool repeats_ = false;  // the stream takes repeated blocks
+  Template template_;
+  bool recording_ = false;  // the block being emitted is its kernel's template
+  bool candidate_ = false;  // the block being emitted may repeat the template
+  size_t matched_ = 0;      // its instructions so far, all the template's
+  isa::BlockStart candidate_start_;
+  std::vector<int64_t> shift_;  // per tensor: how far its tiles moved (kUnshifted: none seen yet)
   uint8_t group_ = 0;
   bool flushed_ = false;
   int64_t epoch_ = 0;  // chunks handed off so far

@@ -18,8 +18,8 @@ struct StreamCancelled {};
 
 class ThreadedStream : public isa::ChunkSource, public StreamSink {
  public:
-  ThreadedStream(std::function<isa::Program()> generate, size_t chunk_instructions)
-      : chunk_instructions_(chunk_instructions) {
+  ThreadedStream(std::function<isa::Program()> generate, size_t chunk_instructions, bool repeat_blocks)
+      : chunk_instructions_(chunk_instructions), repeat_blocks_(repeat_blocks) {
     worker_ = std::thread([this, generate = std::move(generate)] {
       active_sink = this;
       try {
@@ -84,9 +84,11 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
   void chunk(isa::Chunk&& chunk) override {
     std::unique_lock lock(mutex_);
     // At most two full chunks' worth of instructions wait, so memory stays bounded while the simulator
-    // catches up; short chunks (one thread block each) may queue in larger numbers.
+    // catches up; short chunks (one thread block each, or a repeated block's offsets) may queue in larger
+    // numbers, up to kMaxQueued.
     changed_.wait(lock, [&] {
-      return queue_.size() < 2 || queued_instructions_ < 2 * chunk_instructions_ || cancelled_;
+      return queue_.size() < 2 ||
+             (queued_instructions_ < 2 * chunk_instructions_ && queue_.size() < kMaxQueued) || cancelled_;
     });
     if (cancelled_) throw StreamCancelled{};
     queued_instructions_ += chunk.instructions.size();
@@ -94,6 +96,7 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
     changed_.notify_all();
   }
   size_t chunk_instructions() const override { return chunk_instructions_; }
+  bool repeat_blocks() const override { return repeat_blocks_; }
 
   // Reusing finished chunks' vectors spares the allocator fresh pages for every chunk (page faults were
   // 8% of a whole-chip run with one chunk per thread block).
@@ -115,7 +118,9 @@ class ThreadedStream : public isa::ChunkSource, public StreamSink {
 
  private:
   size_t chunk_instructions_;
+  bool repeat_blocks_;
   size_t queued_instructions_ = 0;
+  static constexpr size_t kMaxQueued = 4096;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<isa::Chunk> queue_;
@@ -135,8 +140,9 @@ StreamSink* current_stream_sink() {
   return active_sink;
 }
 
-isa::Program stream_program(std::function<isa::Program()> generate, size_t chunk_instructions) {
-  auto stream = std::make_shared<ThreadedStream>(std::move(generate), chunk_instructions);
+isa::Program stream_program(std::function<isa::Program()> generate, size_t chunk_instructions,
+                            bool repeat_blocks) {
+  auto stream = std::make_shared<ThreadedStream>(std::move(generate), chunk_instructions, repeat_blocks);
   isa::Program header = stream->wait_for_header();
   header.stream = stream;
   return header;

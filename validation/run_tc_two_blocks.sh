@@ -8,6 +8,8 @@
 #   SET=heads bash validation/run_tc_two_blocks.sh   (keys down, causal, at 1 to 16 heads of 32,768 and 8
 #                                                     to 32 heads of 16,384: how the re-reads grow; no block
 #                                                     times)
+#   SET=knee bash validation/run_tc_two_blocks.sh    (2, 4, 5 heads of 32,768 and 6 heads of 20,480 to 28,672:
+#                                                     between the heads sweep's rows)
 #   SET=repeats bash validation/run_tc_two_blocks.sh (4 and 8 x 32,768 and 16 x 16,384, keys down, causal,
 #                                                     three times each: how steady the GPU's figure is)
 # $OUT gets <gpu>_dram_sweep.csv (+ _launches.csv, _dram_env.txt, run.log, raw.tar.gz) from
@@ -26,6 +28,10 @@ case "${SET:-}" in
         configs+="$tc --n $1 --heads $2 --causal --keys-descending;"
       done
     done ;;
+  knee)  # between the heads sweep's rows: where the H200's re-reads start (2, 4, 5 heads of 32,768; 6 of
+          # 20,480 to 28,672)
+    for heads in 2 4 5; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done
+    for n in 20480 24576 28672; do configs+="$tc --n $n --heads 6 --causal --keys-descending;"; done ;;
   heads)
     for heads in 1 3 6 12 16; do configs+="$tc --n 32768 --heads $heads --causal --keys-descending;"; done
     for heads in 8 16 32; do configs+="$tc --n 16384 --heads $heads --causal --keys-descending;"; done ;;

@@ -36,13 +36,15 @@ bool BlockSource::at_repeat() const {
          current_->blocks[mark_].repeats_template;
 }
 
-// The block's kernel and index from the mark at position_ (a program without kernels: its one block).
-void BlockSource::start_block(BlockWork& out) {
-  const auto& marks = current_->blocks;
-  const bool at_mark = mark_ < marks.size() && marks[mark_].instruction == position_;
-  if (at_mark) {
-    out.kernel = marks[mark_].kernel;
-    out.index = marks[mark_].index;
+// The block's kernel and index from the mark at position_, which it consumes (returned; null for a program
+// without kernels, whose one block has none).
+isa::BlockStart* BlockSource::start_block(BlockWork& out) {
+  auto& marks = current_->blocks;
+  isa::BlockStart* mark =
+      mark_ < marks.size() && marks[mark_].instruction == position_ ? &marks[mark_++] : nullptr;
+  if (mark) {
+    out.kernel = mark->kernel;
+    out.index = mark->index;
   } else if (!started_ && program_.kernels.empty()) {
     out.kernel = 0;
     out.index = {0, 0, 0};
@@ -56,6 +58,7 @@ void BlockSource::start_block(BlockWork& out) {
   started_ = true;
   out.segments.clear();
   out.tensor_shift.clear();
+  return mark;
 }
 
 bool BlockSource::next(BlockWork& out) {
@@ -64,17 +67,14 @@ bool BlockSource::next(BlockWork& out) {
     while (current_->instructions.empty() && !at_repeat())  // a chunk of declarations only
       if (!fetch()) return false;
   }
-  start_block(out);
-  if (at_repeat()) {
+  isa::BlockStart* mark = start_block(out);
+  if (mark && mark->repeats_template) {
     if (template_.empty()) throw std::logic_error("a thread block repeats a template before any was sent");
     out.segments = template_;
-    out.tensor_shift = current_->blocks[mark_++].tensor_shift;
+    out.tensor_shift = std::move(mark->tensor_shift);  // the chunk holds nothing else for this block
     return true;
   }
-  const bool is_template = mark_ < current_->blocks.size() &&
-                           current_->blocks[mark_].instruction == position_ &&
-                           current_->blocks[mark_].is_template;
-  if (mark_ < current_->blocks.size() && current_->blocks[mark_].instruction == position_) ++mark_;
+  const bool is_template = mark && mark->is_template;  // read before collecting: fetch may free the chunk
   const bool more = collect_segments(out);
   if (is_template) template_ = out.segments;
   return more;

@@ -36,7 +36,7 @@ class BlockSource {
  private:
   bool fetch();            // the next chunk into current_; false at the end
   bool at_repeat() const;  // current_ holds only a repeated block
-  void start_block(BlockWork& out);
+  isa::BlockStart* start_block(BlockWork& out);
   bool collect_segments(BlockWork& out);
 
   const isa::Program& program_;

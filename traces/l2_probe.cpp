@@ -19,7 +19,7 @@ std::optional<ProbeMode> find_probe_mode(std::string_view name) {
   for (auto mode :
        {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private, ProbeMode::WritePrivate,
         ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread, ProbeMode::WriteThenRead,
-        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch})
+        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -50,6 +50,10 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "scatter";
     case ProbeMode::Retouch:
       return "retouch";
+    case ProbeMode::Heads:
+      return "heads";
+    case ProbeMode::Copies:
+      return "copies";
   }
   return "?";
 }
@@ -113,6 +117,55 @@ isa::Program retouch_probe(const ProbeShape& s) {
   return b.take();
 }
 
+// One block over the first `window` chunks of every head's K and V, as validation/l2_probe.cu's heads.
+isa::Program heads_probe(const ProbeShape& s) {
+  const int64_t head_chunks = static_cast<int64_t>(s.head_bytes / kChunkBytes);
+  if (s.heads < 1 || s.heads > 4096) throw std::invalid_argument("l2 probe: heads must be 1..4096");
+  const int64_t window = static_cast<int64_t>(s.bytes / 2 / static_cast<uint64_t>(s.heads) / kChunkBytes);
+  if (window < 1 || window > head_chunks)
+    throw std::invalid_argument("l2 probe: heads needs 1 to head_bytes / 16 KiB chunks per head and tensor");
+  check_passes(s.passes);
+  Builder b("<l2-probe>");
+  int k = 0, v = 0;
+  for (const char* name : {"Q", "K", "V", "O"}) {
+    const int t = b.tensor(name, s.heads * head_chunks * kChunkRows, kRowFloats, Dtype::F32, false, 0);
+    if (name[0] == 'K') k = t;
+    if (name[0] == 'V') v = t;
+  }
+  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {1, 1, 1});
+  b.begin_block(kernel, {0, 0, 0});
+  for (int64_t pass = 0; pass < s.passes; ++pass)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t j = 0; j < window; ++j)
+        for (int t : {k, v})
+          b.emit(Opcode::Load, {b.rows_of(t, (h * head_chunks + j) * kChunkRows, kChunkRows), b.buf(buffer)});
+  return b.take();
+}
+
+// One block over `copies` blocks of `bytes`, block i at chunk i * stride_bytes / 16 KiB of tensor X, as
+// validation/l2_probe.cu's copies.
+isa::Program copies_probe(const ProbeShape& s) {
+  const int64_t count = static_cast<int64_t>(s.bytes / kChunkBytes);
+  const int64_t stride = static_cast<int64_t>(s.stride_bytes / kChunkBytes);
+  if (s.copies < 1 || s.copies > 1'000'000) throw std::invalid_argument("l2 probe: copies must be 1..10^6");
+  if (count < 1 || s.stride_bytes % kChunkBytes != 0 || stride < count)
+    throw std::invalid_argument(
+        "l2 probe: copies needs 16 KiB <= bytes <= stride, stride whole 16 KiB chunks");
+  check_passes(s.passes);
+  Builder b("<l2-probe>");
+  const int x =
+      b.tensor("X", ((s.copies - 1) * stride + count) * kChunkRows, kRowFloats, Dtype::F32, false, 0);
+  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {1, 1, 1});
+  b.begin_block(kernel, {0, 0, 0});
+  for (int64_t pass = 0; pass < s.passes; ++pass)
+    for (int64_t i = 0; i < s.copies; ++i)
+      for (int64_t j = 0; j < count; ++j)
+        b.emit(Opcode::Load, {b.rows_of(x, (i * stride + j) * kChunkRows, kChunkRows), b.buf(buffer)});
+  return b.take();
+}
+
 void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
   const bool private_slices = s.mode != ProbeMode::RmwSpread;
   const int64_t least = s.mode == ProbeMode::Rmw ? s.blocks : private_slices ? 4 * s.blocks : 1;
@@ -172,6 +225,8 @@ bool rewrites(ProbeMode mode) {
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
+  if (s.mode == ProbeMode::Heads) return heads_probe(s);
+  if (s.mode == ProbeMode::Copies) return copies_probe(s);
   if (rewrites(s.mode)) return rewrite_probe(s);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   const bool one_block = s.mode == ProbeMode::Single || s.mode == ProbeMode::WriteSingle;

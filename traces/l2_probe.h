@@ -27,19 +27,29 @@ enum class ProbeMode {
   Scatter,        // one block reads `bytes` of 128-byte lines scattered over a tensor 8 times as large
   Retouch,        // one block reads parts 0 and 1 (of `bytes` each), then `passes` times part 0 again and a
                   // new part, then part 0 once more: LRU keeps part 0 below a partition's capacity
+  Heads,          // one block reads the first bytes / (2 heads) of every head's K and V (tensors Q, K, V, O
+                  // of heads x head_bytes each), head by head, per 16 KiB chunk K then V, `passes` times:
+                  // the project's kernels' layout, whose lines fill the GPU's L2 sets less evenly
+  Copies,         // one block reads `copies` blocks of `bytes` each, block i at i * stride_bytes, `passes`
+                  // times: whether lines a power-of-two stride apart pile into the same sets
 };
 
 struct ProbeShape {
   ProbeMode mode = ProbeMode::Shared;
   uint64_t bytes = 32ull << 20;  // rounded down to whole 16 KiB chunks
   int64_t passes = 3;
-  int64_t blocks = 132;  // ignored by Single
+  int64_t blocks = 132;                // ignored by Single
+  int64_t heads = 6;                   // Heads only
+  uint64_t head_bytes = 8ull << 20;    // Heads only: one head's K (and V), whole 16 KiB chunks
+  int64_t copies = 17;                 // Copies only
+  uint64_t stride_bytes = 1ull << 21;  // Copies only: whole 16 KiB chunks, at least `bytes`
 };
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
 // tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
 // Rmw, RmwSpread, WriteThenRead, ReadThenRead: each block also stores its 4 KiB row of tensor `sink` at
 // the end, as the kernel does.
+// Heads: chunk j of head h's K is chunk h * head_bytes / 16 KiB + j of tensor K (V likewise).
 // Scatter: line i of the footprint is line 8 i + splitmix64(i) mod 8 of X; each step of 128 lines first
 // loads their 128 indices (u32) from tensor `lines`, as the kernel does.
 isa::Program l2_probe(const ProbeShape& shape);
@@ -48,7 +58,7 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // wthenread, rthenread, scatter, retouch
+                             // wthenread, rthenread, scatter, retouch, heads, copies
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

@@ -31,6 +31,16 @@
 //            8 i + splitmix64(i) mod 8) PASSES times: the sets those lines fall in are as good as random,
 //            so how many sets overflow at a given footprint depends on the L2's associativity (a
 //            contiguous buffer fills the sets evenly and hides it)
+//   heads    one block reads the first BYTES / (2 HEADS) of every head's K and V, in the order of the
+//            project's FlashAttention kernels (head by head; per 16 KiB key block K, then V), PASSES times.
+//            Q, K, V and O are allocated as the harness allocates them (HEADS x HEAD_BYTES each,
+//            HEAD_BYTES from the environment, default 8 MiB: 32,768 keys of d = 128 in fp16), so the lines
+//            land where the kernels' lines do: whether the L2 fills its sets as evenly with that layout as
+//            with one contiguous buffer (`single`)
+//   copies   one block reads COPIES blocks of BYTES each, block i at i * STRIDE (COPIES and STRIDE from the
+//            environment), PASSES times: copies that land in the same sets overflow them once more than
+//            16 of them share a set, so the misses tell over how many set groups the address bits that
+//            STRIDE sets spread them (a bit the set index ignores keeps them all in one group)
 // With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
 // every pass are written there (how far co-resident blocks drift apart); with SAMPLES=S as well, at S evenly
 // spaced points of every pass instead of its end only (whether out-of-step readers bunch up).
@@ -101,6 +111,88 @@ int run_scatter(size_t bytes, int passes, const cudaDeviceProp& prop) {
               prop.multiProcessorCount, prop.l2CacheSize);
   CHECK(cudaFree(buffer));
   CHECK(cudaFree(table));
+  CHECK(cudaFree(sink));
+  return 0;
+}
+
+// heads: K and V chunk j of head h at (h * head_chunks + j) * kChunk.
+__global__ void heads_kernel(const int4* __restrict__ k, const int4* __restrict__ v, size_t head_chunks,
+                             size_t window, int heads, int passes, unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  for (int p = 0; p < passes; ++p)
+    for (int h = 0; h < heads; ++h)
+      for (size_t j = 0; j < window; ++j) {
+        const size_t at = (h * head_chunks + j) * kThreads + threadIdx.x;
+        const int4 a = __ldcg(k + at), b = __ldcg(v + at);
+        acc ^= static_cast<unsigned>(a.x ^ a.y ^ b.z ^ b.w);
+      }
+  sink[threadIdx.x] = acc;
+}
+
+// copies: `count` chunks at chunk offset i * stride_chunks for each copy i.
+__global__ void copies_kernel(const int4* __restrict__ buffer, size_t count, size_t stride_chunks, int copies,
+                              int passes, unsigned* __restrict__ sink) {
+  unsigned acc = 0;
+  for (int p = 0; p < passes; ++p)
+    for (int i = 0; i < copies; ++i)
+      for (size_t j = 0; j < count; ++j) {
+        const int4 a = __ldcg(buffer + (i * stride_chunks + j) * kThreads + threadIdx.x);
+        acc ^= static_cast<unsigned>(a.x ^ a.w);
+      }
+  sink[threadIdx.x] = acc;
+}
+
+int run_copies(size_t bytes, int passes, const cudaDeviceProp& prop) {
+  const char* copies_text = std::getenv("COPIES");
+  const char* stride_text = std::getenv("STRIDE");
+  const int copies = copies_text ? std::atoi(copies_text) : 0;
+  const size_t stride = stride_text ? std::strtoull(stride_text, nullptr, 10) : 0;
+  const size_t count = bytes / kChunk;
+  if (copies < 1 || passes < 1 || count < 1 || stride % kChunk != 0 || stride < count * kChunk) {
+    std::fprintf(stderr, "copies: COPIES >= 1, STRIDE a multiple of 16 KiB and >= BYTES >= 16 KiB\n");
+    return 2;
+  }
+  const size_t total = (copies - 1) * stride + count * kChunk;
+  int4* buffer = nullptr;
+  unsigned* sink = nullptr;
+  CHECK(cudaMalloc(&buffer, total));
+  CHECK(cudaMalloc(&sink, kThreads * sizeof(unsigned)));
+  for (int i = 0; i < copies; ++i)
+    CHECK(cudaMemset(reinterpret_cast<char*>(buffer) + i * stride, 0x5a, count * kChunk));
+  CHECK(cudaDeviceSynchronize());
+  copies_kernel<<<1, kThreads>>>(buffer, count, stride / kChunk, copies, passes, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::printf("RESULT mode=copies:%d:%zu bytes=%zu passes=%d blocks=1 ms=0 sms=%d l2=%d\n", copies, stride,
+              copies * count * kChunk, passes, prop.multiProcessorCount, prop.l2CacheSize);
+  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(sink));
+  return 0;
+}
+
+int run_heads(size_t bytes, int passes, int heads, const cudaDeviceProp& prop) {
+  const char* head_text = std::getenv("HEAD_BYTES");
+  const size_t head_bytes = head_text ? std::strtoull(head_text, nullptr, 10) : size_t{8} << 20;
+  const size_t head_chunks = head_bytes / kChunk;
+  const size_t window = heads > 0 ? bytes / 2 / static_cast<size_t>(heads) / kChunk : 0;
+  if (heads < 1 || passes < 1 || window < 1 || window > head_chunks) {
+    std::fprintf(stderr, "heads: HEADS >= 1, 1 <= BYTES / (2 HEADS) <= HEAD_BYTES, whole 16 KiB chunks\n");
+    return 2;
+  }
+  const size_t tensor = static_cast<size_t>(heads) * head_chunks * kChunk;
+  int4 *q = nullptr, *k = nullptr, *v = nullptr, *o = nullptr;
+  unsigned* sink = nullptr;
+  for (int4** t : {&q, &k, &v, &o}) CHECK(cudaMalloc(t, tensor));
+  CHECK(cudaMalloc(&sink, kThreads * sizeof(unsigned)));
+  for (int4* t : {q, k, v, o}) CHECK(cudaMemset(t, 0x5a, tensor));
+  CHECK(cudaDeviceSynchronize());
+  heads_kernel<<<1, kThreads>>>(k, v, head_chunks, window, heads, passes, sink);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  std::printf("RESULT mode=heads:%d:%zu bytes=%zu passes=%d blocks=1 ms=0 sms=%d l2=%d\n", heads, head_bytes,
+              2 * static_cast<size_t>(heads) * window * kChunk, passes, prop.multiProcessorCount,
+              prop.l2CacheSize);
+  for (int4* t : {q, k, v, o}) CHECK(cudaFree(t));
   CHECK(cudaFree(sink));
   return 0;
 }
@@ -258,25 +350,36 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
-                 "rthenread|retouch|scatter BYTES PASSES [BLOCKS]\n");
+                 "rthenread|retouch|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
-  const int mode = mode_name == "single" ? 0 : mode_name == "shared" ? 1 : mode_name == "spread" ? 2
-                 : mode_name == "private" ? 3 : mode_name == "wprivate" ? 4 : mode_name == "wsingle" ? 5
-                 : mode_name == "rmw" ? 6 : mode_name == "rmwspread" ? 7 : mode_name == "wthenread" ? 8
-                 : mode_name == "rthenread" ? 9 : mode_name == "retouch" ? 10 : -1;
+  const int mode = mode_name == "single"      ? 0
+                   : mode_name == "shared"    ? 1
+                   : mode_name == "spread"    ? 2
+                   : mode_name == "private"   ? 3
+                   : mode_name == "wprivate"  ? 4
+                   : mode_name == "wsingle"   ? 5
+                   : mode_name == "rmw"       ? 6
+                   : mode_name == "rmwspread" ? 7
+                   : mode_name == "wthenread" ? 8
+                   : mode_name == "rthenread" ? 9
+                   : mode_name == "retouch"   ? 10
+                                              : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   if (mode_name == "scatter") return bytes >= 128 * 128 && passes >= 1 ? run_scatter(bytes, passes, prop) : 2;
+  if (mode_name == "copies") return run_copies(bytes, passes, prop);
+  if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
   if (mode == 0 || mode == 5 || mode == 10) blocks = 1;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
-  const size_t least_chunks =
-      static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4 : slices_per_block ? 1 : 0);
+  const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
+                                                             : slices_per_block     ? 1
+                                                                                    : 0);
   if (mode < 0 || bytes < kChunk || passes < 1 || blocks < 1 || bytes / kChunk < least_chunks) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;

@@ -12,6 +12,13 @@
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=retouch bash validation/run_l2_probe.sh (one SM re-reads part of its data between new parts: how
 #                                             much a hit protects a line, LRU against pseudo-LRU or FIFO)
+#   SET=heads bash validation/run_l2_probe.sh (one SM reads windows of every head's K and V as the kernels
+#                                             lay them out, beside contiguous buffers of the same size:
+#                                             whether the sets fill as evenly)
+#   SET=strides bash validation/run_l2_probe.sh (the same with 2 MiB windows at head strides of 2 to 32 MiB:
+#                                             which address bits decide how unevenly they fill)
+#   SET=copies bash validation/run_l2_probe.sh (17 to 129 copies of 64 KiB at power-of-two strides: over how
+#                                             many set groups each address bit spreads lines)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -41,7 +48,7 @@ echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:l2_probe_kernel|scatter_kernel|pair_kernel" --csv \
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:l2_probe_kernel|scatter_kernel|pair_kernel|heads_kernel|copies_kernel" --csv \
     --page raw --print-units base "$WORK/l2_probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" "$@" << 'EOF'
 import csv, io, os, sys
@@ -50,7 +57,7 @@ text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
 rows = [l for l in text.splitlines() if l.startswith('"')]
 table = list(csv.DictReader(io.StringIO("\n".join(rows))))
-row = [r for r in table if r.get("Kernel Name", "").startswith(("l2_probe_kernel", "scatter_kernel", "pair_kernel"))][0]
+row = [r for r in table if r.get("Kernel Name", "").startswith(("l2_probe_kernel", "scatter_kernel", "pair_kernel", "heads_kernel", "copies_kernel"))][0]
 fields = dict(kv.split("=") for kv in result[0].split()[1:])
 names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
@@ -121,6 +128,24 @@ elif [ "$SET" = retouch ]; then
   for s in 2 3 4 5 6 7 8 9 10 11 12 14 16; do run retouch $((s * MB)) 8; done
   for s in 4 6 8; do run retouch $((s * MB)) 2; done
   for s in 16 20 22 24 26 28 30 32; do run single $((s * MB)) 3; done
+elif [ "$SET" = heads ]; then
+  # The knee of one SM's reads: a contiguous buffer, then windows of 6, 16 and 2 heads' K and V (8 MiB heads,
+  # the 32,768-key d = 128 layout of the two-blocks rows).
+  for s in 24 26 27 28 29 30 31 32 34 36; do run single $((s * MB)) 3; done
+  for s in 24 26 27 28 29 30 31 32 34 36; do run heads $((s * MB)) 3 6; done
+  for s in 24 28 30 32 36; do run heads $((s * MB)) 3 16; done
+  for s in 24 28 30 32; do run heads $((s * MB)) 3 2; done
+elif [ "$SET" = strides ]; then
+  # 2 MiB windows (one 2 MiB page per head and tensor) at head strides of 2 (contiguous) to 32 MiB, 24 to
+  # 32 MiB in all.
+  for stride in 2 4 6 8 10 12 16 24 32; do
+    for heads in 6 7 8; do HEAD_BYTES=$((stride * MB)) run heads $((4 * heads * MB)) 3 "$heads"; done
+  done
+elif [ "$SET" = copies ]; then
+  # 16 copies fit one group of sets (16 ways): 17, 33, 65 and 129 copies overflow 1, 2, 4 and 8 groups.
+  for shift in $(seq 16 29); do
+    for copies in 17 33 65 129; do STRIDE=$((1 << shift)) COPIES=$copies run copies $((64 * 1024)) 3; done
+  done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

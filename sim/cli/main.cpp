@@ -676,7 +676,7 @@ int cmd_validate(const std::vector<std::string>& args) {
 
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
-  double mib = 32;
+  double mib = 32, head_mib = 8, stride_mib = 2;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -690,24 +690,38 @@ int cmd_probe(const std::vector<std::string>& args) {
       "(block b stores its slice of the first quarter, reads its slice of the rest, reads the first again), "
       "rthenread (as wthenread, the first quarter read), scatter (one block reads 128-byte lines scattered "
       "over 8 times the buffer: the associativity), retouch (one block reads parts 0 and 1 of --mib each, "
-      "then --passes times part 0 and a new part, then part 0: what a hit protects)")(
+      "then --passes times part 0 and a new part, then part 0: what a hit protects), heads (one block reads "
+      "the first --mib / (2 --heads) of every head's K and V, heads of --head-mib: the kernels' layout), "
+      "copies (one block reads --copies blocks of --mib, --stride-mib apart: power-of-two strides)")(
       "mib", po::value(&mib)->default_value(32), "buffer size in MiB (whole 16 KiB chunks)")(
       "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
       "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
+      "heads", po::value(&shape.heads)->default_value(6), "heads mode: heads of K and V")(
+      "head-mib", po::value(&head_mib)->default_value(8), "heads mode: one head's K (and V) in MiB")(
+      "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
+      "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
-  auto parsed = parse("probe", desc, pos, args,
-                      "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [-p key=value]");
+  auto parsed =
+      parse("probe", desc, pos, args,
+            "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
+            "[--copies 17] [--stride-mib 2] [-p key=value]");
   if (parsed.help) return 0;
   auto found = traces::find_probe_mode(mode);
   if (!found)
     throw InputError("attnsim probe", {},
                      "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                     "wthenread, rthenread, scatter or retouch");
+                     "wthenread, rthenread, scatter, retouch, heads or copies");
   if (!(mib >= 1.0 / 64 && mib <= 1 << 20))
     throw InputError("attnsim probe", {}, "--mib must be 1/64 to 2^20");
   shape.mode = *found;
   shape.bytes = static_cast<uint64_t>(mib * (1 << 20));
+  if (!(head_mib >= 1.0 / 64 && head_mib <= 1 << 20))
+    throw InputError("attnsim probe", {}, "--head-mib must be 1/64 to 2^20");
+  shape.head_bytes = static_cast<uint64_t>(head_mib * (1 << 20));
+  if (!(stride_mib >= 1.0 / 64 && stride_mib <= 1 << 20))
+    throw InputError("attnsim probe", {}, "--stride-mib must be 1/64 to 2^20");
+  shape.stride_bytes = static_cast<uint64_t>(stride_mib * (1 << 20));
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
     throw InputError(config_path, {},

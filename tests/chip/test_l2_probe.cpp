@@ -39,8 +39,19 @@ std::vector<ProbeRow> measured_rows(const std::string& file) {
     std::getline(cells, mode, ','), std::getline(cells, bytes, ','), std::getline(cells, passes, ',');
     std::getline(cells, blocks, ','), std::getline(cells, dram, ','), std::getline(cells, dram_written, ',');
     ProbeRow r;
+    // heads:HEADS:HEAD_BYTES and copies:COPIES:STRIDE name their shape in the mode column
+    const auto colon = mode.find(':');
+    if (colon != std::string::npos) {
+      const auto second = mode.find(':', colon + 1);
+      const int64_t count = std::stoll(mode.substr(colon + 1, second - colon - 1));
+      const uint64_t span = std::stoull(mode.substr(second + 1));
+      mode = mode.substr(0, colon);
+      r.shape.heads = r.shape.copies = count;
+      r.shape.head_bytes = r.shape.stride_bytes = span;
+    }
     r.shape.mode = *traces::find_probe_mode(mode);
     r.shape.bytes = std::stoull(bytes);
+    if (r.shape.mode == traces::ProbeMode::Copies) r.shape.bytes /= r.shape.copies;  // the file: all copies
     r.shape.passes = std::stoll(passes);
     r.shape.blocks = std::stoll(blocks);
     r.dram_read = std::stod(dram);
@@ -431,6 +442,45 @@ TEST(L2Probe, EightBlocksOnOnePartitionKeepTheOtherHalf) {
     ++compared;
   }
   EXPECT_EQ(compared, 4);
+}
+
+// Lines a power-of-two stride apart spread over the sets (h200_l2_probe_copies.csv, SET=copies on an
+// H200): 17 to 129 copies of 64 KiB at strides of 64 KiB to 512 MiB, three passes, are read from DRAM once
+// on the GPU (1.000-1.006 of the footprint) and in the model: no address bit from 16 to 29 is left out of
+// the set index (16 ways would overflow at 17 copies in one set group).
+TEST(L2Probe, PowerOfTwoStridesSpreadOverTheSetsAsOnTheH200) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_copies.csv")) {
+    const double footprint = static_cast<double>(r.shape.bytes * r.shape.copies);
+    EXPECT_NEAR(r.dram_read / footprint, 1.0, 0.01) << "measured, " << r.shape.copies << " copies";
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    EXPECT_NEAR(predicted / r.dram_read, 1.0, 0.01)
+        << r.shape.copies << " copies " << r.shape.stride_bytes << " B apart: simulated " << predicted;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 56);
+}
+
+// The heads probe reads the first bytes / (2 heads) of every head's K and V and nothing of Q and O; where
+// it fits (2 heads, 24 MiB), GPU and model read it from DRAM once (h200_l2_probe_heads.csv: 1.004).
+TEST(L2Probe, HeadsProbeReadsEveryHeadsWindowOfKAndV) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  traces::ProbeShape shape;
+  shape.mode = traces::ProbeMode::Heads;
+  shape.heads = 2;
+  shape.bytes = 24u << 20;
+  const ChipSummary s = simulate(machine, shape);
+  EXPECT_EQ(s.sm_l2_read.at("K"), 3u * 2u * (6u << 20));  // 3 passes over 2 heads' 6 MiB windows
+  EXPECT_EQ(s.sm_l2_read.at("V"), 3u * 2u * (6u << 20));
+  EXPECT_EQ(s.sm_l2_read.count("Q") ? s.sm_l2_read.at("Q") : 0u, 0u);
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_heads.csv"))
+    if (r.shape.mode == traces::ProbeMode::Heads && r.shape.heads == 2 && r.shape.bytes == shape.bytes) {
+      EXPECT_NEAR(static_cast<double>(total(s.dram_read)) / r.dram_read, 1.0, 0.01);
+      ++compared;
+    }
+  EXPECT_EQ(compared, 1);
 }
 
 // The H200 (h200_l2_probe_pair.csv) attaches the same 66 SMs to SM 128's partition as the H100.

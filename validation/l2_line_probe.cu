@@ -1,6 +1,7 @@
 // L2 line probe: which lines of a buffer miss when one SM re-reads it, line by line. One thread reads one
 // 4-byte word of every 128-byte line (ld.global.cg: L2 only) in a fixed order, PASSES times, and times
-// each load with clock64; the latency of every line in every pass goes to a file. Under LRU a set that
+// each load with clock64 (LANES=32 in the environment: a warp reads each whole line in one request, as the
+// kernels' loads do, and lane 0 times it); the latency of every line in every pass goes to a file. Under LRU a set that
 // more lines map to than it has ways misses all of them on every later pass, so the lines that miss in
 // pass 2 are the overflowing sets' lines, and where they lie in the address space shows how the L2's set
 // index spreads the buffer (the lines' first-pass latencies tell near-homed from far-homed lines as well:
@@ -56,14 +57,16 @@ __global__ void line_kernel(const char* __restrict__ k, const char* __restrict__
       bool is_v = false;
       const size_t offset = line_offset(i, heads, head_lines, window_lines, &is_v);
       const char* base = is_v ? v : k;
-      const unsigned* at = reinterpret_cast<const unsigned*>(base + offset) + dep;
+      const unsigned* at = reinterpret_cast<const unsigned*>(base + offset) + threadIdx.x + dep;
       const long long start = clock64();
       const unsigned value = load_cg(at);
       sink = value;  // the store waits for the load; the clock is read after it issues
+      __syncwarp();
       const long long end = clock64();
       dep = value;
       const long long eighths = (end - start) / 8;
-      out[static_cast<size_t>(p) * lines + i] = static_cast<unsigned char>(eighths > 255 ? 255 : eighths);
+      if (threadIdx.x == 0)
+        out[static_cast<size_t>(p) * lines + i] = static_cast<unsigned char>(eighths > 255 ? 255 : eighths);
     }
 }
 
@@ -118,7 +121,11 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceSynchronize());
   flush_kernel<<<264, 1024>>>(junk, junk_count, flag);
   CHECK(cudaGetLastError());
-  line_kernel<<<1, 1>>>(k, v ? v : k, lines, heads, head_lines, window_lines, passes, out);
+  // LANES=32: a warp reads the whole line in one request (as the kernels' loads do); default one word.
+  const char* lanes_text = std::getenv("LANES");
+  const int lanes = lanes_text ? std::atoi(lanes_text) : 1;
+  if (lanes < 1 || lanes > 32) return std::fprintf(stderr, "LANES must be 1..32\n"), 2;
+  line_kernel<<<1, lanes>>>(k, v ? v : k, lines, heads, head_lines, window_lines, passes, out);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   std::vector<unsigned char> host(lines * passes);

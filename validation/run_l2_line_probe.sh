@@ -5,6 +5,7 @@
 # of one SM's capacity, and windows of the kernels' head layout (6 heads at 8 and 4 MiB strides, 2 heads at
 # 8 MiB). $OUT gets <gpu>_l2_lines_<layout>_<MiB>[_h<heads>_s<stride MiB>].u8.gz (one byte per line and
 # pass: cycles / 8), <gpu>_l2_line_probe_env.txt and run.log (with each run's histogram and base addresses).
+#   LANES=32 bash validation/run_l2_line_probe.sh   (a warp reads each whole line; files end in _w32)
 #   SET=counted bash validation/run_l2_line_probe.sh   (three of those launches under ncu, whose DRAM and
 #     L2 counters say how many of the slow second-pass loads were misses; <gpu>_l2_line_probe_counted.csv)
 set -uo pipefail
@@ -19,7 +20,7 @@ write_env "$OUT/${G}_l2_line_probe_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_line_probe.cu || { echo "BUILD FAILED"; exit 1; }
 MB=$((1 << 20))
 run() {  # layout MiB [heads stride_MiB]
-  local name="${G}_l2_lines_$1_$2${3:+_h$3_s$4}"
+  local name="${G}_l2_lines_$1_$2${3:+_h$3_s$4}$([ "${LANES:-1}" = 1 ] || echo "_w$LANES")"
   HEAD_BYTES=$(( ${4:-8} * MB )) timeout 120 "$WORK/probe" "$1" $(($2 * MB)) 2 "$WORK/$name.u8" ${3:+"$3"} ||
     { echo "FAILED $*"; return; }
   gzip -c "$WORK/$name.u8" > "$OUT/$name.u8.gz"
@@ -28,16 +29,16 @@ start=$SECONDS
 if [ "${SET:-}" = counted ]; then
   METRICS=dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum
   CSV="$OUT/${G}_l2_line_probe_counted.csv"
-  echo "layout,bytes,heads,head_bytes,lines,dram_read_bytes,l2_read_sectors,lts_tex_miss_sectors,lts_fabric_sectors" > "$CSV"
-  for args in "single 26 0 8" "single 30 0 8" "heads 24 6 8"; do
+  echo "lanes,layout,bytes,heads,head_bytes,lines,dram_read_bytes,l2_read_sectors,lts_tex_miss_sectors,lts_fabric_sectors" > "$CSV"
+  for args in "single 26 0 8 1" "single 30 0 8 1" "heads 24 6 8 1" "single 26 0 8 32" "single 30 0 8 32" "heads 24 6 8 32"; do
     set -- $args
     extra=$([ "$1" = heads ] && echo "$3")
-    HEAD_BYTES=$(($4 * MB)) timeout 120 "$NCU" --metrics "$METRICS" --cache-control all -k line_kernel --csv --page raw \
+    LANES=$5 HEAD_BYTES=$(($4 * MB)) timeout 120 "$NCU" --metrics "$METRICS" --cache-control all -k line_kernel --csv --page raw \
       --print-units base "$WORK/probe" "$1" $(($2 * MB)) 2 "$WORK/x.u8" $extra > "$WORK/ncu.log" 2>&1 ||
       { echo "FAILED $args"; tail -5 "$WORK/ncu.log"; continue; }
-    python3 - "$WORK/ncu.log" "$CSV" "$1" $(($2 * MB)) "$3" $(($4 * MB)) << 'PY'
+    python3 - "$WORK/ncu.log" "$CSV" "$5" "$1" $(($2 * MB)) "$3" $(($4 * MB)) << 'PY'
 import csv, io, sys
-log, out, layout, nbytes, heads, head_bytes = sys.argv[1:7]
+log, out, lanes, layout, nbytes, heads, head_bytes = sys.argv[1:8]
 text = open(log).read()
 lines = [l for l in text.splitlines() if l.startswith("RESULT")][0].split()
 count = [kv.split("=")[1] for kv in lines if kv.startswith("lines=")][0]
@@ -46,7 +47,7 @@ row = [r for r in csv.DictReader(io.StringIO("\n".join(l for l in text.splitline
 names = ["dram__bytes_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_miss.sum", "lts__t_sectors_srcunit_ltcfabric.sum"]
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
-line = [layout, nbytes, heads, head_bytes, count] + values
+line = [lanes, layout, nbytes, heads, head_bytes, count] + values
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 PY

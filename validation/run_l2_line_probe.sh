@@ -6,6 +6,9 @@
 # 8 MiB). $OUT gets <gpu>_l2_lines_<layout>_<MiB>[_h<heads>_s<stride MiB>].u8.gz (one byte per line and
 # pass: cycles / 8), <gpu>_l2_line_probe_env.txt and run.log (with each run's histogram and base addresses).
 #   LANES=32 bash validation/run_l2_line_probe.sh   (a warp reads each whole line; files end in _w32)
+#   SET=grow bash validation/run_l2_line_probe.sh   (a warp reads the first n 128 KiB blocks of a 40 MiB
+#     buffer twice, n from 200 to 320, and which blocks turn slow as each joins: <gpu>_l2_grow*.csv, a line
+#     per n; twice more after 1 GiB and 3 GiB of other allocations, for other physical pages)
 #   SET=counted bash validation/run_l2_line_probe.sh   (three of those launches under ncu, whose DRAM and
 #     L2 counters say how many of the slow second-pass loads were misses; <gpu>_l2_line_probe_counted.csv)
 set -uo pipefail
@@ -26,6 +29,14 @@ run() {  # layout MiB [heads stride_MiB]
   gzip -c "$WORK/$name.u8" > "$OUT/$name.u8.gz"
 }
 start=$SECONDS
+if [ "${SET:-}" = grow ]; then
+  for pad in 0 1024 3072; do
+    LANES=32 PAD_MIB=$pad timeout 300 "$WORK/probe" grow $((40 * MB)) 2 "$OUT/${G}_l2_grow_pad${pad}.csv" 200 ||
+      echo "FAILED grow $pad"
+  done
+  echo "done in $((SECONDS - start)) s"
+  exit 0
+fi
 if [ "${SET:-}" = counted ]; then
   METRICS=dram__bytes_read.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum
   CSV="$OUT/${G}_l2_line_probe_counted.csv"

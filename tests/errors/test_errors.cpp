@@ -203,8 +203,20 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "sharde"}), "attnsim probe: error: ",
                      {"--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                      "wthenread, rthenread, scatter or retouch"});
+                      "wthenread, rthenread, scatter, retouch, heads or copies"});
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
+}
+
+TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--mib", "400", "--heads", "2"}),
+                     "attnsim probe: error: ", {"heads needs 1 to head_bytes / 16 KiB chunks"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--heads", "0"}),
+                     "attnsim probe: error: ", {"heads must be 1..4096"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "copies", "--mib", "4", "--stride-mib", "1"}),
+                     "attnsim probe: error: ", {"copies needs 16 KiB <= bytes <= stride"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--head-mib", "0"}),
+                     "attnsim probe: error: ", {"--head-mib"});
 }
 
 TEST_F(Cli, DisasmReportsTheSameLocation) {
@@ -501,8 +513,8 @@ TEST_F(Cli, CorePartitionsMustNameEveryCoresPartition) {
   const std::string trace = write("t.trace", ".buffer S[4][4] f32\nMASK S, 0, 0\n");
   expect_input_error(run_trace(h100, trace, {"-p", "l2.core_partitions=0121"}),
                      "-p l2.core_partitions=0121: error: l2: core_partitions: '2' is not a partition", {});
-  expect_input_error(run_trace(h100, trace, {"-p", "l2.core_partitions=0101"}), h100 + ": error: ",
-                     {"l2.core_partitions: 4 cores named, chip.cores is 132"});
+  expect_input_error(run_trace(h100, trace, {"-p", "l2.core_partitions=0101"}),
+                     h100 + ": error: ", {"l2.core_partitions: 4 cores named, chip.cores is 132"});
 }
 
 // A sweep spec's errors point at its line and column, those of the command line's own checks included.

@@ -13,9 +13,9 @@
 //   head, per 16 KiB chunk K then V (validation/l2_probe.cu's heads).
 // LAYOUT grow: one buffer of BYTES, read as `single` over its first n 128 KiB blocks for every n from HEADS
 //   (here: the first block count) to BYTES / 128 KiB, each launch after a flush: FILE gets a line per n,
-//   "n," then a digit per block, the tenths of its lines whose second-pass load took 448 cycles or more
-//   (9: 90% or more). A block whose lines all turn slow when block n joins shares the sets of block n: the
-//   blocks that turn slow together are one group of sets.
+//   "n," then a digit per block (per GRAIN_KIB of the environment, default 128), the tenths of its lines
+//   whose second-pass load took 448 cycles or more (9: 90% or more). A block whose lines all turn slow when
+//   block n joins shares the sets of block n: the blocks that turn slow together are one group of sets.
 // Otherwise FILE gets one byte per line and pass, pass by pass: min(255, cycles / 8). Every launch is
 // preceded by a flush (every SM reads a 256 MiB buffer), so the L2 holds nothing of the probe's buffers. The
 // buffers hold zeros, which the thread adds to its next address: each load waits for the one before it. The
@@ -89,6 +89,10 @@ int grow(const char* buffer, size_t lines, int passes, int lanes, size_t first_b
   const size_t last_blocks = lines / kBlockLines;
   if (passes != 2 || first_blocks < 1 || first_blocks > last_blocks)
     return std::fprintf(stderr, "grow: PASSES 2, 1 <= FIRST_BLOCKS <= BYTES / 128 KiB\n"), 2;
+  // GRAIN_KIB (default 128): the digits' granule; the blocks added stay 128 KiB.
+  const char* grain_text = std::getenv("GRAIN_KIB");
+  const size_t grain = (grain_text ? std::strtoull(grain_text, nullptr, 10) : 128) * 1024 / kLine;
+  if (grain < 1 || kBlockLines % grain != 0) return std::fprintf(stderr, "grow: GRAIN_KIB divides 128\n"), 2;
   FILE* f = std::fopen(path, "w");
   if (!f) return 1;
   std::vector<unsigned char> host(lines * 2);
@@ -100,10 +104,10 @@ int grow(const char* buffer, size_t lines, int passes, int lanes, size_t first_b
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaMemcpy(host.data(), out, count * 2, cudaMemcpyDeviceToHost));
     std::fprintf(f, "%zu,", n);
-    for (size_t b = 0; b < n; ++b) {
+    for (size_t g = 0; g < count / grain; ++g) {
       size_t slow = 0;
-      for (size_t i = b * kBlockLines; i < (b + 1) * kBlockLines; ++i) slow += host[count + i] * 8 >= 448;
-      std::fputc('0' + static_cast<int>(std::min<size_t>(9, slow * 10 / kBlockLines)), f);
+      for (size_t i = g * grain; i < (g + 1) * grain; ++i) slow += host[count + i] * 8 >= 448;
+      std::fputc('0' + static_cast<int>(std::min<size_t>(9, slow * 10 / grain)), f);
     }
     std::fputc('\n', f);
   }

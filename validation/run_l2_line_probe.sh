@@ -9,6 +9,8 @@
 #   SET=grow bash validation/run_l2_line_probe.sh   (a warp reads the first n 128 KiB blocks of a 40 MiB
 #     buffer twice, n from 200 to 320, and which blocks turn slow as each joins: <gpu>_l2_grow*.csv, a line
 #     per n; twice more after 1 GiB and 3 GiB of other allocations, for other physical pages)
+#   SET=grow16 bash validation/run_l2_line_probe.sh (the same with a digit per 16 KiB, n from 200 to 260,
+#     two placements: <gpu>_l2_grow16_pad*.csv)
 #   SET=counted bash validation/run_l2_line_probe.sh   (three of those launches under ncu, whose DRAM and
 #     L2 counters say how many of the slow second-pass loads were misses; <gpu>_l2_line_probe_counted.csv)
 set -uo pipefail
@@ -33,6 +35,15 @@ if [ "${SET:-}" = grow ]; then
   for pad in 0 1024 3072; do
     LANES=32 PAD_MIB=$pad timeout 300 "$WORK/probe" grow $((40 * MB)) 2 "$OUT/${G}_l2_grow_pad${pad}.csv" 200 ||
       echo "FAILED grow $pad"
+  done
+  echo "done in $((SECONDS - start)) s"
+  exit 0
+fi
+if [ "${SET:-}" = grow16 ]; then
+  # The same at 16 KiB granules, from 200 to 260 blocks, two placements: where each piece begins and ends.
+  for pad in 0 1024; do
+    LANES=32 PAD_MIB=$pad GRAIN_KIB=16 timeout 300 "$WORK/probe" grow $((260 * MB / 8)) 2 \
+      "$OUT/${G}_l2_grow16_pad${pad}.csv" 200 || echo "FAILED grow16 $pad"
   done
   echo "done in $((SECONDS - start)) s"
   exit 0

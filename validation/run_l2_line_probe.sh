@@ -40,10 +40,12 @@ if [ "${SET:-}" = grow ]; then
   exit 0
 fi
 if [ "${SET:-}" = grow16 ]; then
-  # The same at 16 KiB granules, from 200 to 260 blocks, two placements: where each piece begins and ends.
-  for pad in 0 1024; do
-    LANES=32 PAD_MIB=$pad GRAIN_KIB=16 timeout 300 "$WORK/probe" grow $((260 * MB / 8)) 2 \
-      "$OUT/${G}_l2_grow16_pad${pad}.csv" 200 || echo "FAILED grow16 $pad"
+  # The same at 16 KiB granules, from 200 to 260 blocks, two placements: where each piece begins and ends
+  # (GROW_FIRST, GROW_LAST and GROW_PADS change the range and the placements).
+  for pad in ${GROW_PADS:-0 1024}; do
+    LANES=32 PAD_MIB=$pad GRAIN_KIB=16 timeout 300 "$WORK/probe" grow $((${GROW_LAST:-260} * MB / 8)) 2 \
+      "$OUT/${G}_l2_grow16_pad${pad}_${GROW_FIRST:-200}_${GROW_LAST:-260}.csv" "${GROW_FIRST:-200}" ||
+      echo "FAILED grow16 $pad"
   done
   echo "done in $((SECONDS - start)) s"
   exit 0

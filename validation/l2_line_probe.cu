@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     for (size_t b = 0; b < bins.size(); ++b) std::printf(" %zu", bins[b]);
     std::printf("\n");
   }
-  for (char* t : {q, k, v, o})
+  for (char* t : {q, k, v, o, pad})
     if (t) CHECK(cudaFree(t));
   CHECK(cudaFree(junk));
   CHECK(cudaFree(flag));

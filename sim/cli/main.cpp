@@ -712,16 +712,15 @@ int cmd_probe(const std::vector<std::string>& args) {
     throw InputError("attnsim probe", {},
                      "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
                      "wthenread, rthenread, scatter, retouch, heads or copies");
-  if (!(mib >= 1.0 / 64 && mib <= 1 << 20))
-    throw InputError("attnsim probe", {}, "--mib must be 1/64 to 2^20");
+  const auto bytes_of = [](double value, const std::string& option) {
+    if (!(value >= 1.0 / 64 && value <= 1 << 20))
+      throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");
+    return static_cast<uint64_t>(value * (1 << 20));
+  };
   shape.mode = *found;
-  shape.bytes = static_cast<uint64_t>(mib * (1 << 20));
-  if (!(head_mib >= 1.0 / 64 && head_mib <= 1 << 20))
-    throw InputError("attnsim probe", {}, "--head-mib must be 1/64 to 2^20");
-  shape.head_bytes = static_cast<uint64_t>(head_mib * (1 << 20));
-  if (!(stride_mib >= 1.0 / 64 && stride_mib <= 1 << 20))
-    throw InputError("attnsim probe", {}, "--stride-mib must be 1/64 to 2^20");
-  shape.stride_bytes = static_cast<uint64_t>(stride_mib * (1 << 20));
+  shape.bytes = bytes_of(mib, "--mib");
+  shape.head_bytes = bytes_of(head_mib, "--head-mib");
+  shape.stride_bytes = bytes_of(stride_mib, "--stride-mib");
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
     throw InputError(config_path, {},

@@ -70,6 +70,8 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   const size_t slots = static_cast<size_t>(p.capacity_bytes / static_cast<uint64_t>(p.line_bytes));
   tags_ = HostTable<Tag>(slots);
   lines_ = HostTable<Line>(slots);
+  if (p.victim_orders && p.ways <= kMaxOrderedWays && p.replacement != Replacement::TreePlru)
+    victim_orders_.resize(slots / static_cast<size_t>(p.ways));
   // Four hint slots per page the L2 can hold: few live pages share a slot.
   const uint64_t hints = std::bit_ceil(std::max<uint64_t>(4 * slots / kPageLines, 2));
   record_hints_.assign(hints, 0);
@@ -131,6 +133,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
           0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
+  std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
   records_.clear();
   record_keys_.clear();
   free_records_.clear();
@@ -198,6 +201,17 @@ void L2Cache::write_to_dram(const Line& line, uint64_t line_index, uint64_t at) 
   }
 }
 
+// A set's line states and victim order are host-memory misses (megabytes of them, searched at random):
+// asking for them while the tags are searched overlaps the waits. A hit reads its way's state, a miss the
+// order and one or more ways.
+void L2Cache::prefetch_set(uint64_t first) const {
+  constexpr uint64_t kLinesPerHostLine = 64 / sizeof(Line);
+  for (uint64_t w = 0; w < static_cast<uint64_t>(params_.ways); w += kLinesPerHostLine)
+    __builtin_prefetch(&lines_[first + w]);
+  if (!victim_orders_.empty())
+    __builtin_prefetch(&victim_orders_[first / static_cast<uint64_t>(params_.ways)]);
+}
+
 // The way of a set holding `tag`, or -1.
 int64_t L2Cache::find_way(const Tag* tags, Tag tag) const {
   for (int64_t w = 0; w < params_.ways; ++w)
@@ -215,6 +229,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   const uint64_t first = first_way(partition, line_index);
   Tag* tags = &tags_[first];
   Line* ways = &lines_[first];
+  prefetch_set(first);
   const int64_t w = find_way(tags, static_cast<Tag>(line_index + 1));
   if (w >= 0) {
     if (stamps_on_hit()) ways[w].stamp = ++clock_;
@@ -223,7 +238,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     return ways[w];
   }
   hit = false;
-  int64_t victim = choose_victim(tags, ways);
+  int64_t victim = choose_victim(first, tags, ways);
   for (int64_t round = 0; round < params_.ways && tags[victim] != 0 && gets_second_chance(ways[victim]);
        ++round) {
     write_to_dram(ways[victim], tags[victim] - 1, now_);
@@ -233,7 +248,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
     // other stamps than the line-by-line path does.
     ways[victim].stamp = clock_ + 1;
     ++second_chances;
-    victim = choose_victim(tags, ways);
+    victim = choose_victim(first, tags, ways);
   }
   if (tags[victim] != 0) {
     ++evictions;
@@ -260,12 +275,21 @@ bool L2Cache::gets_second_chance(const Line& victim) const {
 }
 
 // The first invalid way, else the oldest.
-int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
+int64_t L2Cache::choose_victim(uint64_t first, const Tag* tags, const Line* ways) {
   if (params_.replacement == Replacement::TreePlru) return choose_tree_plru_victim(tags, ways);
+  for (int64_t w = 0; w < params_.ways; ++w)
+    if (tags[w] == 0) return w;
+  if (victim_orders_.empty()) return oldest_way(tags, ways);
+  const uint64_t set = first / static_cast<uint64_t>(params_.ways);
+  const int64_t victim = next_in_victim_order(set, ways);
+  return victim >= 0 ? victim : order_victims(set, tags, ways);
+}
+
+// The oldest valid way by a search of the whole set.
+int64_t L2Cache::oldest_way(const Tag* tags, const Line* ways) const {
   int64_t victim = 0;
   uint64_t oldest = UINT64_MAX;
   for (int64_t w = 0; w < params_.ways; ++w) {
-    if (tags[w] == 0) return w;
     // A line's own stamp bounds the one its record implies from below: no older than the oldest so far,
     // it cannot be the victim, and its record (a host-cache miss) need not be read.
     if (ways[w].stamp >= oldest) continue;
@@ -273,6 +297,41 @@ int64_t L2Cache::choose_victim(const Tag* tags, const Line* ways) const {
     if (stamp < oldest) victim = w, oldest = stamp;
   }
   return victim;
+}
+
+// The first line of the set's order still untouched (see VictimOrder), or -1. The way returned is evicted
+// or, given a second chance, stamped anew: touched either way, so the order resumes after it.
+int64_t L2Cache::next_in_victim_order(uint64_t set, const Line* ways) {
+  VictimOrder& order = victim_orders_[set];
+  if (!order.valid) return -1;
+  for (uint64_t place = order.next; place < static_cast<uint64_t>(params_.ways); ++place) {
+    const int64_t w = static_cast<int64_t>(order.ways >> (4 * place) & 15);
+    const Line& line = ways[w];
+    // Its own stamp past the order's clock: touched, and its record need not be read.
+    if (line.stamp > order.clock) continue;
+    if (stamp_of(line, tags_[set * static_cast<uint64_t>(params_.ways) + static_cast<uint64_t>(w)] - 1) >
+        order.clock)
+      continue;
+    order.next = place + 1;
+    return w;
+  }
+  order.valid = 0;
+  return -1;
+}
+
+// Orders the set's lines by stamp (ties: the lower way first, as oldest_way) and returns the oldest.
+int64_t L2Cache::order_victims(uint64_t set, const Tag* tags, const Line* ways) {
+  std::array<std::pair<uint64_t, uint8_t>, kMaxOrderedWays> lines;
+  const auto count = static_cast<size_t>(params_.ways);
+  for (size_t w = 0; w < count; ++w) lines[w] = {stamp_of(ways[w], tags[w] - 1), static_cast<uint8_t>(w)};
+  std::sort(lines.begin(), lines.begin() + static_cast<std::ptrdiff_t>(count));
+  VictimOrder& order = victim_orders_[set];
+  order.ways = 0;
+  for (size_t place = 0; place < count; ++place) order.ways |= uint64_t{lines[place].second} << (4 * place);
+  order.clock = clock_;
+  order.next = 1;
+  order.valid = 1;
+  return lines[0].second;
 }
 
 // Tree pseudo-LRU: each node of a binary tree over the ways points away from the half used last, so the
@@ -755,6 +814,7 @@ void L2Cache::flush() {
   for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
+  std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
   records_.clear();
   record_keys_.clear();
   free_records_.clear();

@@ -27,6 +27,9 @@
 // its first line: under LRU the first line is the one that leaves first. Every figure is the same as
 // without records (page_records: false), only faster.
 //
+// A miss's victim is the set's oldest line. Each set keeps the order of its lines from its last full search
+// (VictimOrder); until a victim has been touched since, the next one is read from it (victim_orders).
+//
 // Timing: an access books its bytes on the calendars of the partitions it touches (requests arrive out of
 // time order under temporal decoupling: bandwidth_calendar.h), pays the hit latency (plus the far-partition
 // latency when the core is attached to the other partition), and waits for its missed sectors from DRAM.
@@ -96,6 +99,8 @@ class L2Cache : public Component, public MemoryLevel {
     bool acquire_refetches = true;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
+    // Victim orders (VictimOrder, below): simulation speed only, every figure the same without them (tested).
+    bool victim_orders = true;
   };
   L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz = 1.0);
   const Params& params() const { return params_; }
@@ -173,6 +178,18 @@ class L2Cache : public Component, public MemoryLevel {
   };
   static_assert(sizeof(PageRecord) == 8);
   static constexpr uint16_t kAllLines = static_cast<uint16_t>((1u << kPageLines) - 1);
+  // A set's valid lines from oldest to newest (LRU or FIFO stamps) as of the search that ordered them, when
+  // the clock read `clock`: a way, 4 bits, per place. Stamps only grow and every stamp the set's lines get
+  // later exceeds `clock`, so the lines still at or below it are untouched and keep their order, and the
+  // oldest of them is the set's victim: most searches read a line or two instead of 16. `next`: the places
+  // before it have been taken or touched since.
+  struct VictimOrder {
+    uint64_t ways = 0;
+    uint64_t clock : 58 = 0;
+    uint64_t next : 5 = 0;
+    uint64_t valid : 1 = 0;
+  };
+  static constexpr int64_t kMaxOrderedWays = 16;
   // A page being read through a partial record: its lines from `position` on still carry the stamps of
   // `old_base`, as the line-by-line path has not reached them yet when an earlier line's miss searches a
   // set for a victim.
@@ -232,7 +249,11 @@ class L2Cache : public Component, public MemoryLevel {
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit);
   Line& find_or_allocate(int partition, uint64_t line_index, int tensor, bool& hit, Tag*& tag);
   int64_t find_way(const Tag* tags, Tag tag) const;
-  int64_t choose_victim(const Tag* tags, const Line* ways) const;
+  int64_t choose_victim(uint64_t first, const Tag* tags, const Line* ways);
+  int64_t oldest_way(const Tag* tags, const Line* ways) const;
+  int64_t next_in_victim_order(uint64_t set, const Line* ways);
+  int64_t order_victims(uint64_t set, const Tag* tags, const Line* ways);
+  void prefetch_set(uint64_t first) const;
   bool gets_second_chance(const Line& victim) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
   void limit_dirty_lines(uint64_t set, const Line& written);
@@ -257,7 +278,9 @@ class L2Cache : public Component, public MemoryLevel {
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;
-  HostTable<Line> lines_;          // same layout
+  HostTable<Line> lines_;  // same layout
+  // Per set, when there are at most kMaxOrderedWays ways and replacement is not plru.
+  std::vector<VictimOrder> victim_orders_;
   std::vector<uint8_t> attached_;  // core_partitions, parsed
   MissRuns miss_;
   std::vector<PageRecord> records_;

@@ -554,8 +554,10 @@ TEST(L2, OnlyAFarWrittenVictimIsKept) {
 // rule for the copies a store finds (copies dropped out of a page's record), atomic reads served at home,
 // acquiring reads that drop stale copies, and at 1, 2 and 4 ways (few ways: a page's own lines evict each
 // other while it is read).
-TEST(L2, PageRecordsChangeNoFigure) {
-  for (int64_t ways : {1, 2, 4})
+// Page records and victim orders are for speed: with neither, with records, and with both, every figure
+// is the same.
+TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
+  for (int64_t ways : {1, 2, 4, 16})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})
       for (auto replacement :
            {L2Cache::Replacement::Lru, L2Cache::Replacement::Fifo, L2Cache::Replacement::TreePlru}) {
@@ -564,16 +566,18 @@ TEST(L2, PageRecordsChangeNoFigure) {
         const Chance chance = ways == 1 ? Chance::All : ways == 2 ? Chance::None : Chance::FarWrites;
         const int combination = (ways == 1   ? 0
                                  : ways == 2 ? 1
-                                             : 2) +
+                                 : ways == 4 ? 2
+                                             : 3) +
                                 static_cast<int>(far) * 2 + static_cast<int>(replacement);
         const auto on_store = static_cast<L2Cache::Params::CopiesOnStore>(combination % 4);
-        std::vector<std::vector<uint64_t>> figures[2];
-        for (bool records : {false, true}) {
-          L2Cache::Params p = tiny(ways, 16 / ways * 4, 2);
+        std::vector<std::vector<uint64_t>> figures[3];
+        for (int speedups : {0, 1, 2}) {
+          L2Cache::Params p = tiny(ways, 64 / ways, 2);
           p.far_data = far;
           p.replacement = replacement;
           p.max_dirty_ways = std::max<int64_t>(1, ways - 1);
-          p.page_records = records;
+          p.page_records = speedups >= 1;
+          p.victim_orders = speedups >= 2;
           p.dirty_second_chance = chance;
           p.copies_on_store = on_store;
           p.atomics_at_home = far == L2Cache::FarData::Copy;
@@ -593,7 +597,7 @@ TEST(L2, PageRecordsChangeNoFigure) {
             done.push_back(rig.l2.access(a, static_cast<uint64_t>(i) * 50));
           }
           L2Cache& l2 = rig.l2;
-          figures[records] = {
+          figures[speedups] = {
               done,
               l2.read_hit_sectors,
               l2.read_miss_sectors,
@@ -605,7 +609,10 @@ TEST(L2, PageRecordsChangeNoFigure) {
                l2.updated_copy_sectors, l2.refetched_stale_copies}};
         }
         EXPECT_EQ(figures[0], figures[1])
-            << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
+            << "page records, " << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
+            << static_cast<int>(replacement) << ", copies_on_store " << static_cast<int>(on_store);
+        EXPECT_EQ(figures[1], figures[2])
+            << "victim orders, " << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
             << static_cast<int>(replacement) << ", copies_on_store " << static_cast<int>(on_store);
         EXPECT_GT(figures[0][6][0], 1000u);  // evictions: the records were dropped and made again
         if (chance != Chance::None && ways > 1) {

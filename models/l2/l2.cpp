@@ -18,8 +18,8 @@ bool power_of_two(int64_t x) {
   return x > 0 && (x & (x - 1)) == 0;
 }
 
-// Set bits of a sector mask. A table: without -mpopcnt, std::popcount is a library call, and the L2 counts
-// sectors several times per line.
+// Set bits of a sector mask (or of a byte of a page's line mask). A table: without -mpopcnt, std::popcount
+// is a library call, and the L2 counts sectors several times per line.
 constexpr std::array<uint8_t, 256> kSectorCount = [] {
   std::array<uint8_t, 256> t{};
   for (unsigned i = 0; i < 256; ++i)
@@ -406,10 +406,15 @@ bool L2Cache::read_recorded_page(int near, uint64_t first_line, int tensor, uint
 void L2Cache::count_page_hits(int near, uint64_t first_line, uint16_t lines, int tensor) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   uint64_t count = 0;
-  for (uint64_t k = 0; k < kPageLines; ++k) {
-    if (!(lines >> k & 1)) continue;
-    partition_bytes_[static_cast<size_t>(serving_partition(near, first_line + k))] += line_bytes;
-    ++count;
+  if (params_.far_data == FarData::Copy) {  // every line is served by the near partition
+    count = sectors(static_cast<uint8_t>(lines)) + sectors(static_cast<uint8_t>(lines >> 8));
+    partition_bytes_[static_cast<size_t>(near)] += count * line_bytes;
+  } else {
+    for (uint64_t k = 0; k < kPageLines; ++k) {
+      if (!(lines >> k & 1)) continue;
+      partition_bytes_[static_cast<size_t>(home_of_line(first_line + k))] += line_bytes;
+      ++count;
+    }
   }
   if (tensor < 0) return;
   count *= sectors_per_line_;

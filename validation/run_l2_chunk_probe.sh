@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# L2 chunk probe (validation/l2_chunk_probe.cu), in one call on the device machine:
+#   bash validation/run_l2_chunk_probe.sh   (from the repository root; $OUT comes back)
+# CHUNKS (default 32) physical 2 MiB chunks; ORDERS (default 10) orders of them, the first MAPPED (default
+# 16) mapped side by side, and for each the grow loop from FIRST (default 170) 128 KiB blocks to all of
+# them: $OUT gets <gpu>_l2_chunks_<CHUNKS>_<MAPPED>_seed<SEED>.csv, <gpu>_l2_chunk_probe_env.txt and run.log.
+#   HALVES=1 bash validation/run_l2_chunk_probe.sh   (two digits per block: its lines with address bits 11
+#     and 14 equal, then unequal; the file name ends in _halves)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/l2chunk.XXXXXX)"
+exec > >(tee -a "$OUT/run.log") 2>&1
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+write_env "$OUT/${G}_l2_chunk_probe_env.txt"
+nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_chunk_probe.cu -lcuda || { echo "BUILD FAILED"; exit 1; }
+start=$SECONDS
+chunks=${CHUNKS:-32} mapped=${MAPPED:-16} seed=${SEED:-1}
+SEED=$seed timeout 540 "$WORK/probe" "$chunks" "$mapped" "${ORDERS:-10}" "${FIRST:-170}" \
+  "$OUT/${G}_l2_chunks_${chunks}_${mapped}_seed${seed}$([ "${HALVES:-0}" = 1 ] && echo _halves).csv" ||
+  echo "FAILED chunks"
+echo "done in $((SECONDS - start)) s"

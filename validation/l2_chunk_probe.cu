@@ -7,6 +7,13 @@
 // the grow loop runs on them: a warp reads the first n 128 KiB blocks twice for every n from FIRST to
 // MAPPED x 16, and the blocks that turn slow when block n joins share its sets.
 //   l2_chunk_probe CHUNKS MAPPED ORDERS FIRST FILE
+//   l2_chunk_probe CHUNKS MAPPED pieces TESTS FILE
+// The second form maps the first MAPPED chunks in index order and runs the tests of the file TESTS, one a
+// line: a name, then pieces "chunk:block:half" (half: 0 for the lines of the 128 KiB block whose address
+// bits 11 and 14 are equal, 1 unequal; "chunk:block:b" both). A warp reads the pieces' lines in the order
+// given, twice, after a flush; FILE gets per test "name," and a digit per piece, the tenths of its lines
+// whose second-pass load took 448 cycles or more. If the pieces of one group of sets are more than its ways
+// hold, they all miss; if not, none.
 // FILE gets, per order, a line "order,c0,c1,..." (the chunks mapped, in virtual order), then the grow loop's
 // lines ("n," and a digit per GRAIN_KIB of the environment, default 128: the tenths of its lines slow in
 // the second pass). Chunks are allocated in index order, before anything else of the probe's.
@@ -15,25 +22,105 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <numeric>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "cuda_check.h"
 #include "l2_line_kernels.cuh"
 
-#define CU_CHECK(call)                                                                \
-  do {                                                                                \
-    const CUresult result_ = (call);                                                  \
-    if (result_ != CUDA_SUCCESS) {                                                    \
-      const char* what_ = nullptr;                                                    \
-      cuGetErrorString(result_, &what_);                                              \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, what_);      \
-      std::exit(2);                                                                   \
-    }                                                                                 \
+#define CU_CHECK(call)                                                           \
+  do {                                                                           \
+    const CUresult result_ = (call);                                             \
+    if (result_ != CUDA_SUCCESS) {                                               \
+      const char* what_ = nullptr;                                               \
+      cuGetErrorString(result_, &what_);                                         \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, what_); \
+      std::exit(2);                                                              \
+    }                                                                            \
   } while (0)
 
 constexpr size_t kChunk = size_t{2} << 20;
+
+// Reads the lines at `offsets` (bytes from `base`) in order, `passes` times, timing each as line_kernel.
+__global__ void list_kernel(const char* __restrict__ base, const unsigned* __restrict__ offsets, size_t lines,
+                            int passes, unsigned char* __restrict__ out) {
+  __shared__ volatile unsigned sink;
+  unsigned dep = 0;
+  for (int p = 0; p < passes; ++p)
+    for (size_t i = 0; i < lines; ++i) {
+      const unsigned* at = reinterpret_cast<const unsigned*>(base + offsets[i]) + threadIdx.x + dep;
+      const long long start = clock64();
+      const unsigned value = load_cg(at);
+      sink = value;
+      __syncwarp();
+      const long long end = clock64();
+      dep = value;
+      const long long eighths = (end - start) / 8;
+      if (threadIdx.x == 0)
+        out[static_cast<size_t>(p) * lines + i] = static_cast<unsigned char>(eighths > 255 ? 255 : eighths);
+    }
+}
+
+// The byte offsets of one piece's lines ("chunk:block:half" or "chunk:block:b"); false if malformed.
+bool piece_lines(const std::string& piece, size_t mapped, std::vector<unsigned>& offsets) {
+  size_t chunk = 0, block = 0;
+  char half = 0;
+  if (std::sscanf(piece.c_str(), "%zu:%zu:%c", &chunk, &block, &half) != 3 || chunk >= mapped ||
+      block >= 16 || (half != '0' && half != '1' && half != 'b'))
+    return false;
+  for (size_t i = 0; i < kBlockLines; ++i) {
+    const int parity = static_cast<int>((i >> 4 ^ i >> 7) & 1);  // address bits 11 and 14
+    if (half != 'b' && parity != half - '0') continue;
+    offsets.push_back(static_cast<unsigned>(chunk * kChunk + block * kBlockLines * kLine + i * kLine));
+  }
+  return true;
+}
+
+int run_pieces(const char* base, size_t mapped, const char* tests_path, const int4* junk, size_t junk_count,
+               int* flag, FILE* f) {
+  std::ifstream tests(tests_path);
+  if (!tests) return std::fprintf(stderr, "cannot read %s\n", tests_path), 2;
+  std::string line;
+  while (std::getline(tests, line)) {
+    std::istringstream words(line);
+    std::string name, piece;
+    if (!(words >> name) || name[0] == '#') continue;  // blank lines and comments
+    std::vector<unsigned> offsets;
+    std::vector<size_t> ends;
+    while (words >> piece) {
+      if (!piece_lines(piece, mapped, offsets))
+        return std::fprintf(stderr, "bad piece %s\n", piece.c_str()), 2;
+      ends.push_back(offsets.size());
+    }
+    unsigned* device_offsets = nullptr;
+    unsigned char* out = nullptr;
+    CHECK(cudaMalloc(&device_offsets, offsets.size() * sizeof(unsigned)));
+    CHECK(cudaMalloc(&out, offsets.size() * 2));
+    CHECK(cudaMemcpy(device_offsets, offsets.data(), offsets.size() * sizeof(unsigned),
+                     cudaMemcpyHostToDevice));
+    flush_kernel<<<264, 1024>>>(junk, junk_count, flag);
+    list_kernel<<<1, 32>>>(base, device_offsets, offsets.size(), 2, out);
+    CHECK(cudaGetLastError());
+    std::vector<unsigned char> host(offsets.size() * 2);
+    CHECK(cudaMemcpy(host.data(), out, host.size(), cudaMemcpyDeviceToHost));
+    std::fprintf(f, "%s,", name.c_str());
+    size_t begin = 0;
+    for (size_t end : ends) {
+      size_t slow = 0;
+      for (size_t i = begin; i < end; ++i) slow += host[offsets.size() + i] * 8 >= 448;
+      std::fputc('0' + static_cast<int>(std::min<size_t>(9, slow * 10 / (end - begin))), f);
+      begin = end;
+    }
+    std::fputc('\n', f);
+    CHECK(cudaFree(device_offsets));
+    CHECK(cudaFree(out));
+  }
+  return 0;
+}
 
 int main(int argc, char** argv) {
   if (argc < 6) {
@@ -41,8 +128,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t chunks = std::strtoull(argv[1], nullptr, 10), mapped = std::strtoull(argv[2], nullptr, 10);
-  const int orders = std::atoi(argv[3]);
-  const size_t first = std::strtoull(argv[4], nullptr, 10);
+  const bool pieces = std::string(argv[3]) == "pieces";
+  const int orders = pieces ? 1 : std::atoi(argv[3]);
+  const size_t first = pieces ? 1 : std::strtoull(argv[4], nullptr, 10);
   if (mapped < 1 || mapped > chunks || orders < 1 || first < 1 || first > mapped * 16)
     return std::fprintf(stderr, "1 <= MAPPED <= CHUNKS, ORDERS >= 1, 1 <= FIRST <= MAPPED x 16\n"), 2;
   CHECK(cudaFree(nullptr));  // the primary context, which the driver calls below use
@@ -89,8 +177,10 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemSetAccess(base, mapped * kChunk, &access, 1));
     CHECK(cudaMemset(reinterpret_cast<void*>(base), 0, mapped * kChunk));
     CHECK(cudaDeviceSynchronize());
-    const int status = grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk, junk_count, flag,
-                            out, f);
+    const int status =
+        pieces
+            ? run_pieces(reinterpret_cast<const char*>(base), mapped, argv[4], junk, junk_count, flag, f)
+            : grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk, junk_count, flag, out, f);
     if (status != 0) return status;
     std::fflush(f);
     CU_CHECK(cuMemUnmap(base, mapped * kChunk));

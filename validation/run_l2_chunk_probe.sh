@@ -6,6 +6,8 @@
 # them: $OUT gets <gpu>_l2_chunks_<CHUNKS>_<MAPPED>_seed<SEED>.csv, <gpu>_l2_chunk_probe_env.txt and run.log.
 #   HALVES=1 bash validation/run_l2_chunk_probe.sh   (two digits per block: its lines with address bits 11
 #     and 14 equal, then unequal; the file name ends in _halves)
+#   SET=pieces bash validation/run_l2_chunk_probe.sh   (the 32 chunks mapped in index order and the tests of
+#     validation/l2_chunk_tests.txt: chosen halves read twice, which miss: <gpu>_l2_chunk_pieces.csv)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
@@ -18,6 +20,12 @@ write_env "$OUT/${G}_l2_chunk_probe_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_chunk_probe.cu -lcuda || { echo "BUILD FAILED"; exit 1; }
 start=$SECONDS
 chunks=${CHUNKS:-32} mapped=${MAPPED:-16} seed=${SEED:-1}
+if [ "${SET:-}" = pieces ]; then
+  timeout 300 "$WORK/probe" "$chunks" "$chunks" pieces validation/l2_chunk_tests.txt "$OUT/${G}_l2_chunk_pieces.csv" ||
+    echo "FAILED pieces"
+  echo "done in $((SECONDS - start)) s"
+  exit 0
+fi
 SEED=$seed timeout 540 "$WORK/probe" "$chunks" "$mapped" "${ORDERS:-10}" "${FIRST:-170}" \
   "$OUT/${G}_l2_chunks_${chunks}_${mapped}_seed${seed}$([ "${HALVES:-0}" = 1 ] && echo _halves).csv" ||
   echo "FAILED chunks"

@@ -13,7 +13,8 @@
 // bits 11 and 14 are equal, 1 unequal; "chunk:block:b" both). A warp reads the pieces' lines in the order
 // given, twice, after a flush; FILE gets per test "name," and a digit per piece, the tenths of its lines
 // whose second-pass load took 448 cycles or more. If the pieces of one group of sets are more than its ways
-// hold, they all miss; if not, none.
+// hold, they all miss; if not, none. LINES_OUT=1: every line's second-pass latency (cycles / 8, a byte, in
+// the order read) also goes to FILE.NAME.u8.
 // FILE gets, per order, a line "order,c0,c1,..." (the chunks mapped, in virtual order), then the grow loop's
 // lines ("n," and a digit per GRAIN_KIB of the environment, default 128: the tenths of its lines slow in
 // the second pass). Chunks are allocated in index order, before anything else of the probe's.
@@ -81,7 +82,7 @@ bool piece_lines(const std::string& piece, size_t mapped, std::vector<unsigned>&
 }
 
 int run_pieces(const char* base, size_t mapped, const char* tests_path, const int4* junk, size_t junk_count,
-               int* flag, FILE* f) {
+               int* flag, FILE* f, const char* file_path) {
   std::ifstream tests(tests_path);
   if (!tests) return std::fprintf(stderr, "cannot read %s\n", tests_path), 2;
   std::string line;
@@ -107,6 +108,13 @@ int run_pieces(const char* base, size_t mapped, const char* tests_path, const in
     CHECK(cudaGetLastError());
     std::vector<unsigned char> host(offsets.size() * 2);
     CHECK(cudaMemcpy(host.data(), out, host.size(), cudaMemcpyDeviceToHost));
+    if (std::getenv("LINES_OUT")) {  // every line's second-pass latency (cycles / 8) to FILE.NAME.u8
+      const std::string path = std::string(file_path) + "." + name + ".u8";
+      FILE* lines = std::fopen(path.c_str(), "wb");
+      if (!lines || std::fwrite(host.data() + offsets.size(), 1, offsets.size(), lines) != offsets.size())
+        return 1;
+      std::fclose(lines);
+    }
     std::fprintf(f, "%s,", name.c_str());
     size_t begin = 0;
     for (size_t end : ends) {
@@ -177,10 +185,10 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemSetAccess(base, mapped * kChunk, &access, 1));
     CHECK(cudaMemset(reinterpret_cast<void*>(base), 0, mapped * kChunk));
     CHECK(cudaDeviceSynchronize());
-    const int status =
-        pieces
-            ? run_pieces(reinterpret_cast<const char*>(base), mapped, argv[4], junk, junk_count, flag, f)
-            : grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk, junk_count, flag, out, f);
+    const int status = pieces ? run_pieces(reinterpret_cast<const char*>(base), mapped, argv[4], junk,
+                                           junk_count, flag, f, argv[5])
+                              : grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk,
+                                     junk_count, flag, out, f);
     if (status != 0) return status;
     std::fflush(f);
     CU_CHECK(cuMemUnmap(base, mapped * kChunk));

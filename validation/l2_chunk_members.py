@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Which group of L2 sets each half block of the chunk probe's 32 chunks joins, from the oracle runs.
 
-    mkdir -p /tmp/map && tar xzf validation/data/h200_l2_chunk_map.tar.gz -C /tmp/map
-    python3 validation/l2_chunk_members.py validation/data/h200_l2_chunk_oracle.csv /tmp/map/map
+    mkdir -p /tmp/map && for t in validation/data/h200_l2_chunk_map*.tar.gz; do tar xzf $t -C /tmp/map; done
+    python3 validation/l2_chunk_members.py validation/data/h200_l2_chunk_oracle.csv /tmp/map/map /tmp/map/map3
 
 A half is a member of a group when adding it to the group's base raised the base's mean digit by 1.0 or
 more over the median of all the group's tests (bases: l2_chunk_map.py's bases.txt, and B's first 10 and
@@ -29,19 +29,21 @@ def tests(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("oracle_csv", help="l2_chunk_oracle.py's run (groups B and D)")
-    parser.add_argument("map_dir", help="l2_chunk_map.py's OUTDIR (the other groups)")
+    parser.add_argument("map_dirs", nargs="+", help="l2_chunk_map.py's OUTDIRs (the other groups)")
     args = parser.parse_args()
     by_group = collections.defaultdict(list)
-    for path in [args.oracle_csv] + sorted(glob.glob(f"{args.map_dir}/*_oracle.csv")):
+    paths = [args.oracle_csv] + [p for d in args.map_dirs for p in sorted(glob.glob(f"{d}/*_oracle.csv"))]
+    for path in paths:
         for oracle, half, mean in tests(path):
             by_group[oracle.rstrip("0123456789") if oracle[0] in "BD" else oracle].append((half, mean))
     bases = {"B": "4:10:1 5:14:1 7:0:1 8:10:1 10:12:0 12:3:1 14:9:0 16:8:1 18:6:1 18:7:1".split(),
              "D": "1:2:1 4:0:0 8:6:1 11:6:0 11:7:0 15:4:0 16:8:0 16:9:1 19:3:0 20:13:1 20:14:0 22:12:1 24:6:0".split()}
-    with open(f"{args.map_dir}/bases.txt") as f:
-        for line in f:
-            words = line.split()
-            if len(words) > 1 and words[1] == "base":
-                bases[words[0]] = words[4:]
+    for d in args.map_dirs:
+        with open(f"{d}/bases.txt") as f:
+            for line in f:
+                words = line.split()
+                if len(words) > 1 and words[1] == "base":
+                    bases[words[0]] = words[4:]
     members = collections.defaultdict(set)
     for group, results in sorted(by_group.items()):
         means = sorted(m for _, m in results)

@@ -47,6 +47,8 @@
 constexpr size_t kChunk = size_t{2} << 20;
 
 // Reads the lines at `offsets` (bytes from `base`) in order, `passes` times, timing each as line_kernel.
+// Its timed load is line_kernel's, written out again: a shared device function moved lines near the
+// 448-cycle threshold (a digit in ten by one; tried, not kept), and the data were taken with this code.
 __global__ void list_kernel(const char* __restrict__ base, const unsigned* __restrict__ offsets, size_t lines,
                             int passes, unsigned char* __restrict__ out) {
   __shared__ volatile unsigned sink;

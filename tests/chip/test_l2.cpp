@@ -547,15 +547,13 @@ TEST(L2, OnlyAFarWrittenVictimIsKept) {
   }
 }
 
-// Page records only make whole-page reads faster: a random mix of whole-page, partial and strided reads and
-// writes from cores on both partitions, through an L2 small enough to evict all the time, gives every count,
-// every completion cycle and every line's fate the same with and without them, in both far-data modes,
-// each replacement (LRU, FIFO, tree pseudo-LRU), with each of the dirty victims' second-chance rules, each
-// rule for the copies a store finds (copies dropped out of a page's record), atomic reads served at home,
-// acquiring reads that drop stale copies, and at 1, 2 and 4 ways (few ways: a page's own lines evict each
-// other while it is read).
-// Page records and victim orders are for speed: with neither, with records, and with both, every figure
-// is the same.
+// Page records make whole-page reads faster and victim orders misses: a random mix of whole-page, partial
+// and strided reads and writes from cores on both partitions, through an L2 small enough to evict all the
+// time, gives every count, every completion cycle and every line's fate the same with neither, with page
+// records, and with both, in both far-data modes, each replacement (LRU, FIFO, tree pseudo-LRU), with each
+// of the dirty victims' second-chance rules, each rule for the copies a store finds (copies dropped out of a
+// page's record), atomic reads served at home, acquiring reads that drop stale copies, and at 1, 2 and 4
+// ways (few ways: a page's own lines evict each other while it is read) and 16 (a whole victim order).
 TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
   for (int64_t ways : {1, 2, 4, 16})
     for (auto far : {L2Cache::FarData::Home, L2Cache::FarData::Copy})

@@ -8,6 +8,7 @@
 // MAPPED x 16, and the blocks that turn slow when block n joins share its sets.
 //   l2_chunk_probe CHUNKS MAPPED ORDERS FIRST FILE
 //   l2_chunk_probe CHUNKS MAPPED pieces TESTS FILE
+//   l2_chunk_probe CHUNKS MAPPED sets TARGETS FILE   (which lines share a set: run_sets below)
 // The second form maps the first MAPPED chunks in index order and runs the tests of the file TESTS, one a
 // line: a name, then pieces "chunk:block:half" (half: 0 for the lines of the 128 KiB block whose address
 // bits 11 and 14 are equal, 1 unequal; "chunk:block:b" both). A warp reads the pieces' lines in the order
@@ -32,6 +33,7 @@
 
 #include "cuda_check.h"
 #include "l2_line_kernels.cuh"
+#include "l2_set_kernels.cuh"
 
 #define CU_CHECK(call)                                                           \
   do {                                                                           \
@@ -132,13 +134,128 @@ int run_pieces(const char* base, size_t mapped, const char* tests_path, const in
   return 0;
 }
 
+// `sets` mode: the near 4 KiB blocks (a cold load of two of their lines fast), then the eviction sets and
+// members of the targets' sets (l2_set_kernels.cuh). TARGETS: a file of "chunk:line" a line (line 0-16383
+// of the chunk), or "sweepN" (set_kernel picks targets until N sets are found). FILE gets a line per set:
+// "chunk:line of the target,status,member count," then the members as chunk:line (status: set_kernel);
+// FILE.cold.u8 the cold latencies (cycles / 8) of lines 0 and 17 of every 4 KiB block.
+int run_sets(const char* base, size_t mapped, const char* targets_path, const int4* junk, size_t junk_count,
+             int* flag, FILE* f, const char* file_path) {
+  const size_t blocks = mapped * kChunk / 4096;
+  std::vector<unsigned> probe_offsets;
+  for (size_t b = 0; b < blocks; ++b)
+    for (unsigned line : {0u, 17u}) probe_offsets.push_back(static_cast<unsigned>(b * 4096 + line * kLine));
+  unsigned* device_offsets = nullptr;
+  unsigned char* cold = nullptr;
+  CHECK(cudaMalloc(&device_offsets, probe_offsets.size() * sizeof(unsigned)));
+  CHECK(cudaMalloc(&cold, probe_offsets.size()));
+  CHECK(cudaMemcpy(device_offsets, probe_offsets.data(), probe_offsets.size() * sizeof(unsigned),
+                   cudaMemcpyHostToDevice));
+  flush_kernel<<<264, 1024>>>(junk, junk_count, flag);
+  list_kernel<<<1, 32>>>(base, device_offsets, probe_offsets.size(), 1, cold);
+  CHECK(cudaGetLastError());
+  std::vector<unsigned char> latency(probe_offsets.size());
+  CHECK(cudaMemcpy(latency.data(), cold, latency.size(), cudaMemcpyDeviceToHost));
+  const std::string cold_path = std::string(file_path) + ".cold.u8";
+  FILE* cold_file = std::fopen(cold_path.c_str(), "wb");
+  if (!cold_file || std::fwrite(latency.data(), 1, latency.size(), cold_file) != latency.size()) return 1;
+  std::fclose(cold_file);
+  std::vector<unsigned short> near;
+  std::vector<int> near_index(blocks, -1);
+  for (size_t b = 0; b < blocks; ++b)
+    if (latency[2 * b] * 8 < 640 && latency[2 * b + 1] * 8 < 640) {
+      near_index[b] = static_cast<int>(near.size());
+      near.push_back(static_cast<unsigned short>(b));
+    }
+  std::printf("RESULT sets: %zu of %zu 4 KiB blocks near\n", near.size(), blocks);
+  // TARGETS "sweep N": the kernel picks its own targets until N sets are found (set_kernel).
+  std::vector<unsigned> targets;
+  int target_count = 0;
+  if (std::sscanf(targets_path, "sweep%d", &target_count) == 1) {
+    target_count = -target_count;
+  } else {
+    std::ifstream targets_file(targets_path);
+    if (!targets_file) return std::fprintf(stderr, "cannot read %s\n", targets_path), 2;
+    std::string word;
+    while (targets_file >> word) {
+      size_t chunk = 0, line = 0;
+      if (std::sscanf(word.c_str(), "%zu:%zu", &chunk, &line) != 2 || chunk >= mapped ||
+          line >= kChunk / kLine)
+        return std::fprintf(stderr, "bad target %s\n", word.c_str()), 2;
+      const size_t offset = chunk * kChunk + line * kLine;
+      const int index = near_index[offset / 4096];
+      if (index < 0) {
+        std::printf("target %s: far, skipped\n", word.c_str());
+        continue;
+      }
+      targets.push_back(static_cast<unsigned>(index) * 32 + static_cast<unsigned>(offset % 4096 / kLine));
+    }
+    target_count = static_cast<int>(targets.size());
+  }
+  const size_t sets = static_cast<size_t>(std::abs(target_count));
+  unsigned short* device_near = nullptr;
+  unsigned *device_targets = nullptr, *out = nullptr, *histogram = nullptr;
+  const size_t per_set = kMaxMembers + 3;
+  CHECK(cudaMalloc(&device_near, near.size() * sizeof(unsigned short)));
+  CHECK(cudaMalloc(&device_targets, targets.size() * sizeof(unsigned) + 4));
+  CHECK(cudaMalloc(&out, sets * per_set * sizeof(unsigned) + 4));
+  CHECK(cudaMemset(out, 0xff, sets * per_set * sizeof(unsigned) + 4));
+  CHECK(cudaMalloc(&histogram, 64 * sizeof(unsigned)));
+  CHECK(cudaMemcpy(device_near, near.data(), near.size() * sizeof(unsigned short), cudaMemcpyHostToDevice));
+  CHECK(
+      cudaMemcpy(device_targets, targets.data(), targets.size() * sizeof(unsigned), cudaMemcpyHostToDevice));
+  const size_t shared =
+      (near.size() * sizeof(unsigned short) + 15) / 16 * 16 + (near.size() * 32 + 31) / 32 * 4 + 2048 * 4;
+  // FAR_CHUNKS=n: instead of the pool, test the other partition's lines of the first n chunks (copies).
+  const char* far_text = std::getenv("FAR_CHUNKS");
+  const unsigned far_lines = far_text ? static_cast<unsigned>(std::atoi(far_text)) * (kChunk / kLine) : 0u;
+  CHECK(cudaFuncSetAttribute(set_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared)));
+  // TEST_BLOCK (default 64): pool lines a first test adds together; 1: each line alone.
+  const char* block_text = std::getenv("TEST_BLOCK");
+  const unsigned test_block = block_text ? static_cast<unsigned>(std::atoi(block_text)) : 64u;
+  flush_kernel<<<264, 1024>>>(junk, junk_count, flag);
+  set_kernel<<<1, 32, shared>>>(base, device_near, static_cast<unsigned>(near.size()), device_targets,
+                                target_count, out, histogram, test_block, std::getenv("REVERSE") != nullptr,
+                                far_lines);
+  CHECK(cudaGetLastError());
+  std::vector<unsigned> host(sets * per_set), bins(64);
+  CHECK(cudaMemcpy(host.data(), out, host.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(bins.data(), histogram, bins.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));
+  auto name = [&](unsigned p) {
+    if (p & kFarFlag) {
+      const size_t line = p & ~kFarFlag;
+      return "f" + std::to_string(line / (kChunk / kLine)) + ":" + std::to_string(line % (kChunk / kLine));
+    }
+    const size_t offset = static_cast<size_t>(near[p >> 5]) * 4096 + (p & 31) * kLine;
+    return std::to_string(offset / kChunk) + ":" + std::to_string(offset % kChunk / kLine);
+  };
+  for (size_t t = 0; t < sets; ++t) {
+    const unsigned* o = host.data() + t * per_set;
+    if (o[0] == 0xffffffffu) break;  // a sweep that ran out of targets
+    std::fprintf(f, "%s,%u,%u,", name(o[0]).c_str(), o[1], o[2]);
+    for (unsigned i = 0; i < std::min<unsigned>(o[2], kMaxMembers); ++i)
+      std::fprintf(f, "%s%s", i ? " " : "", name(o[3 + i]).c_str());
+    std::fprintf(f, "\n");
+  }
+  std::printf("RESULT sets: reload latency histogram (32-cycle bins):");
+  for (unsigned b : bins) std::printf(" %u", b);
+  std::printf("\n");
+  for (void* p :
+       {static_cast<void*>(device_offsets), static_cast<void*>(cold), static_cast<void*>(device_near),
+        static_cast<void*>(device_targets), static_cast<void*>(out), static_cast<void*>(histogram)})
+    CHECK(cudaFree(p));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 6) {
     std::fprintf(stderr, "usage: l2_chunk_probe CHUNKS MAPPED ORDERS FIRST FILE\n");
     return 2;
   }
   const size_t chunks = std::strtoull(argv[1], nullptr, 10), mapped = std::strtoull(argv[2], nullptr, 10);
-  const bool pieces = std::string(argv[3]) == "pieces";
+  const bool sets = std::string(argv[3]) == "sets";
+  const bool pieces = std::string(argv[3]) == "pieces" || sets;
   const int orders = pieces ? 1 : std::atoi(argv[3]);
   const size_t first = pieces ? 1 : std::strtoull(argv[4], nullptr, 10);
   if (mapped < 1 || mapped > chunks || orders < 1 || first < 1 || first > mapped * 16)
@@ -187,10 +304,12 @@ int main(int argc, char** argv) {
     CU_CHECK(cuMemSetAccess(base, mapped * kChunk, &access, 1));
     CHECK(cudaMemset(reinterpret_cast<void*>(base), 0, mapped * kChunk));
     CHECK(cudaDeviceSynchronize());
-    const int status = pieces ? run_pieces(reinterpret_cast<const char*>(base), mapped, argv[4], junk,
-                                           junk_count, flag, f, argv[5])
-                              : grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk,
-                                     junk_count, flag, out, f);
+    const int status = sets ? run_sets(reinterpret_cast<const char*>(base), mapped, argv[4], junk, junk_count,
+                                       flag, f, argv[5])
+                       : pieces ? run_pieces(reinterpret_cast<const char*>(base), mapped, argv[4], junk,
+                                             junk_count, flag, f, argv[5])
+                                : grow(reinterpret_cast<const char*>(base), lines, 2, 32, first, junk,
+                                       junk_count, flag, out, f);
     if (status != 0) return status;
     std::fflush(f);
     CU_CHECK(cuMemUnmap(base, mapped * kChunk));

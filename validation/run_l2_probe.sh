@@ -16,7 +16,8 @@
 #                                             lay them out, beside contiguous buffers of the same size:
 #                                             whether the sets fill as evenly)
 #   SET=strides bash validation/run_l2_probe.sh (the same with 2 MiB windows at head strides of 2 to 32 MiB:
-#                                             which address bits decide how unevenly they fill)
+#                                             which address bits decide how unevenly they fill; STRIDES:
+#                                             other strides in MiB)
 #   SET=copies bash validation/run_l2_probe.sh (17 to 129 copies of 64 KiB at power-of-two strides: over how
 #                                             many set groups each address bit spreads lines)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
@@ -138,7 +139,7 @@ elif [ "$SET" = heads ]; then
 elif [ "$SET" = strides ]; then
   # 2 MiB windows (one 2 MiB page per head and tensor) at head strides of 2 (contiguous) to 32 MiB, 24 to
   # 32 MiB in all.
-  for stride in 2 4 6 8 10 12 16 24 32; do
+  for stride in ${STRIDES:-2 4 6 8 10 12 16 24 32}; do
     for heads in 6 7 8; do HEAD_BYTES=$((stride * MB)) run heads $((4 * heads * MB)) 3 "$heads"; done
   done
 elif [ "$SET" = copies ]; then

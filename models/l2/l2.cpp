@@ -57,6 +57,16 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   if (sets_per_partition_ >= kMaxSets)
     throw std::invalid_argument(fmt::format("more than {} sets per partition", kMaxSets));
   set_divisor_magic_ = sets_per_partition_ == 1 ? 0 : UINT64_MAX / sets_per_partition_ + 1;
+  region_bits_ = std::bit_width(sets_per_partition_ - 1);
+  if ((p.home == Params::Home::AddressParity || p.set_index == Params::SetIndex::PairedRegions) &&
+      (p.partitions != 2 || p.line_bytes > 256))
+    throw std::invalid_argument(
+        "home: address_parity and set_index: paired_regions need 2 partitions and lines of "
+        "at most 256 bytes (the partner differs in address bit 8)");
+  if (p.set_index == Params::SetIndex::PairedRegions && p.home != Params::Home::AddressParity)
+    throw std::invalid_argument(
+        "set_index: paired_regions needs home: address_parity (a line's partner is "
+        "homed in the other partition)");
   sectors_per_line_ = static_cast<uint32_t>(p.line_bytes / p.sector_bytes);
   line_shift_ = std::countr_zero(static_cast<uint64_t>(p.line_bytes));
   sector_shift_ = std::countr_zero(static_cast<uint64_t>(p.sector_bytes));
@@ -151,8 +161,29 @@ void L2Cache::set_core_clock_ghz(double ghz) {
   if (params_.far_latency_ns > 0) params_.far_latency_cycles = std::llround(params_.far_latency_ns * ghz);
 }
 
+namespace {
+
+uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The address bits whose parity picks the home partition within a 2 MiB page (H200 line maps), and the
+// two a line's partner differs in (H200 eviction sets: docs/chip.md, "Sets line by line").
+constexpr uint64_t kHomeParityBits = (1u << 12) | (1u << 13) | (1u << 15) | (1u << 17) | (1u << 19);
+constexpr uint64_t kPartnerBits = (1u << 8) | (1u << 12);
+constexpr int kPartnerHomeBit = 12;
+
+}  // namespace
+
 int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
+  if (params_.home == Params::Home::AddressParity) {
+    const uint64_t addr = line_index << line_shift_;
+    return (std::popcount(addr & kHomeParityBits) + static_cast<int>(mix64(addr >> 21) & 1)) & 1;
+  }
   const uint64_t hash = (line_index * 0xD6E8FEB86659FD93ull) >> 40;
   if (power_of_two(params_.partitions))  // a mask, not a division per line
     return static_cast<int>(hash & static_cast<uint64_t>(params_.partitions - 1));
@@ -169,9 +200,29 @@ int L2Cache::serving_partition(int near, uint64_t line_index) const {
 
 // Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
 // pile into a few sets; a multiplicative hash has the same effect.
+// The pair's index (the partner's home bit dropped) mapped into its region by a seeded bijection (xor,
+// odd multiplications and xor-shifts modulo 2^region_bits_), after the regions before it.
+uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
+  uint64_t addr = line_index << line_shift_;
+  if (addr >> kPartnerHomeBit & 1) addr ^= kPartnerBits;
+  const uint64_t low = addr & ((uint64_t{1} << kPartnerHomeBit) - 1);
+  const uint64_t pair = ((addr >> (kPartnerHomeBit + 1) << kPartnerHomeBit) | low) >> line_shift_;
+  const uint64_t mask = (uint64_t{1} << region_bits_) - 1, region = pair >> region_bits_;
+  const uint64_t key = mix64(region);
+  const int half = region_bits_ / 2 + 1;
+  uint64_t v = (pair ^ key) & mask;
+  v = (v * (key >> 20 | 1)) & mask;
+  v ^= v >> half;
+  v = (v * (key >> 40 | 1)) & mask;
+  v ^= v >> half;
+  return (region << region_bits_) + v;
+}
+
 uint64_t L2Cache::set_of(uint64_t line_index) const {
   if (sets_per_partition_ == 1) return 0;  // its magic, 2^64, does not fit
-  const uint64_t hash = (line_index * 0x9E3779B97F4A7C15ull) >> 24;
+  const uint64_t hash = params_.set_index == Params::SetIndex::PairedRegions
+                            ? paired_region_index(line_index) & ((uint64_t{1} << 40) - 1)
+                            : (line_index * 0x9E3779B97F4A7C15ull) >> 24;
   const uint64_t quotient = static_cast<uint64_t>((Uint128{hash} * set_divisor_magic_) >> 64);
   return hash - quotient * sets_per_partition_;
 }
@@ -878,6 +929,21 @@ void register_l2_models() {
                      "copies of lines homed in the other (Ampere, Hopper)") == "copy"
                 ? L2Cache::FarData::Copy
                 : L2Cache::FarData::Home;
+        r.home = p.choice("home", "hashed", {"hashed", "address_parity"},
+                          "which partition is a line's home: hashed (a hash of the line), or address_parity "
+                          "(the parity of address bits 12, 13, 15, 17, 19 and of a hash of the 2 MiB page: "
+                          "the H200's, measured)") == "address_parity"
+                     ? L2Cache::Params::Home::AddressParity
+                     : L2Cache::Params::Home::Hashed;
+        r.set_index =
+            p.choice("set_index", "hashed", {"hashed", "paired_regions"},
+                     "how lines are dealt over a partition's sets: hashed (evenly, whatever the addresses), "
+                     "or paired_regions (home: address_parity): a line and its partner in the other "
+                     "partition (address bits 8 and 12 flipped) share a set index, and contiguous memory "
+                     "fills the sets evenly while pieces of it do not (the H200's, measured)") ==
+                    "paired_regions"
+                ? L2Cache::Params::SetIndex::PairedRegions
+                : L2Cache::Params::SetIndex::Hashed;
         r.max_dirty_ways =
             p.get<int64_t>("max_dirty_ways", -1, "ways",
                            "dirty lines a set may hold before the oldest is written back early; "

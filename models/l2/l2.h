@@ -97,6 +97,19 @@ class L2Cache : public Component, public MemoryLevel {
     // since the copy was filled; other loads are served by the stale copy. false: every load is served by
     // the copy.
     bool acquire_refetches = true;
+    // Which partition is a line's home. hashed: a multiplicative hash of the line index, half and half;
+    // address_parity (two partitions): the parity of address bits 12, 13, 15, 17 and 19 and of a hash of the
+    // 2 MiB page, as the H200's line maps show within a page (docs/chip.md, "Sets line by line").
+    enum class Home : uint8_t { Hashed, AddressParity };
+    Home home = Home::Hashed;
+    // How a partition's sets are dealt. hashed: a multiplicative hash of the line index. paired_regions
+    // (home: address_parity): a line and its partner (address bits 8 and 12 flipped, homed in the other
+    // partition) share a set index, so a partition's copy of the partner lands beside its own line; and
+    // regions of consecutive pairs (the smallest power of two at least the sets) are dealt over the sets in
+    // order, each region's pairs in a seeded order of its own: contiguous memory fills the sets evenly,
+    // pieces of several regions unevenly, as on the H200 (measured: docs/chip.md, "Sets line by line").
+    enum class SetIndex : uint8_t { Hashed, PairedRegions };
+    SetIndex set_index = SetIndex::Hashed;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
     // Victim orders (VictimOrder, below): simulation speed only, every figure the same without them (tested).
@@ -266,6 +279,8 @@ class L2Cache : public Component, public MemoryLevel {
   int home_of_line(uint64_t line_index) const;
   uint64_t partition_done(int near, uint64_t issue_cycle);
   uint64_t set_of(uint64_t line_index) const;
+  uint64_t paired_region_index(
+      uint64_t line_index) const;  // set_of for SetIndex::PairedRegions, before the modulo
   // First slot of the set of `partition` that holds `line_index`.
   uint64_t first_way(int partition, uint64_t line_index) const;
 
@@ -275,6 +290,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint32_t sectors_per_line_ = 4;
   int line_shift_ = 7, sector_shift_ = 5;  // log2 of line_bytes and sector_bytes (both powers of two)
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
+  int region_bits_ = 0;                    // SetIndex::PairedRegions: log2 of the pairs in a region
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;

@@ -242,6 +242,57 @@ TEST(L2, FarLinesAreCopiedIntoTheRequestersPartition) {
   EXPECT_EQ(rig.l2.read_hit_sectors[0], 8u);
 }
 
+// home: address_parity and set_index: paired_regions (the H200's, measured: docs/chip.md, "Sets line by
+// line"). A line and its partner (address bits 8 and 12 flipped) are homed in opposite partitions, flipping
+// two of the parity bits keeps the home, and the other combinations are refused.
+L2Cache::Params paired_regions(int64_t ways, int64_t sets) {
+  L2Cache::Params p = tiny(ways, sets, 2);
+  p.far_data = L2Cache::FarData::Copy;
+  p.home = L2Cache::Params::Home::AddressParity;
+  p.set_index = L2Cache::Params::SetIndex::PairedRegions;
+  return p;
+}
+
+TEST(L2, AddressParityHomesALineAndItsPartnerApart) {
+  Rig rig(paired_regions(4, 16));
+  int in_one = 0;
+  for (uint64_t addr = 0; addr < (64u << 20); addr += 4096 + kLine) {
+    const int home = rig.l2.partition_of(addr);
+    EXPECT_NE(home, rig.l2.partition_of(addr ^ (1u << 8 | 1u << 12)));
+    EXPECT_EQ(home, rig.l2.partition_of(addr ^ (1u << 13 | 1u << 19)));
+    EXPECT_EQ(home, rig.l2.partition_of(addr ^ (1u << 7 | 1u << 9 | 1u << 14)));  // not parity bits
+    in_one += home;
+  }
+  EXPECT_GT(in_one, 6000);  // of 16,130 addresses: the pages' own bit balances the partitions
+  EXPECT_LT(in_one, 10000);
+  L2Cache::Params hashed_home = paired_regions(4, 16);
+  hashed_home.home = L2Cache::Params::Home::Hashed;
+  EXPECT_THROW(L2Cache("l2_hashed_home", hashed_home), std::invalid_argument);
+  L2Cache::Params one_partition = tiny(4, 16, 1);
+  one_partition.home = L2Cache::Params::Home::AddressParity;
+  EXPECT_THROW(L2Cache("l2_one_partition", one_partition), std::invalid_argument);
+}
+
+// One core reads a contiguous buffer of exactly its partition's capacity twice. With paired regions the
+// lines and the copies of their partners tile the sets (each region of pairs covers every set once), so the
+// second pass hits throughout; a hash of each line fills some sets past their ways. Pieces of many regions
+// (the first 512 bytes of every 4 KiB, as far apart as head windows) fill them unevenly and miss.
+TEST(L2, PairedRegionsTileContiguousMemoryButNotPiecesOfIt) {
+  const int64_t ways = 4, sets = 64;
+  const uint64_t capacity = static_cast<uint64_t>(kLine * ways * sets);  // one partition's
+  auto second_pass_misses = [&](L2Cache::Params p, uint64_t piece, uint64_t stride) {
+    Rig rig(p);
+    for (int pass = 0; pass < 2; ++pass)
+      for (uint64_t a = 0; a < capacity / piece * stride; a += stride) rig.l2.access(range(a, piece), 0);
+    return rig.dram.read - capacity;
+  };
+  EXPECT_EQ(second_pass_misses(paired_regions(ways, sets), capacity, capacity), 0u);
+  L2Cache::Params hashed = paired_regions(ways, sets);
+  hashed.set_index = L2Cache::Params::SetIndex::Hashed;
+  EXPECT_GT(second_pass_misses(hashed, capacity, capacity), capacity / 10);
+  EXPECT_GT(second_pass_misses(paired_regions(ways, sets), 512, 1u << 16), capacity / 10);
+}
+
 // Writes go to the home partition, even from a far core: nothing dirty is held as a copy.
 TEST(L2, WritesGoToTheHomePartition) {
   L2Cache::Params p = two_partitions_with_copies();

@@ -171,7 +171,9 @@ uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
 }
 
 // The address bits whose parity picks the home partition within a 2 MiB page (H200 line maps), and the
-// two a line's partner differs in (H200 eviction sets: docs/chip.md, "Sets line by line").
+// two the model's partner of a line differs in: the H200's partner is a line of the other partition within
+// the same 64 KiB, 34 lines (these bits), 72, 178 or 400 away by the line (eviction sets: docs/chip.md,
+// "Sets line by line").
 constexpr uint64_t kHomeParityBits = (1u << 12) | (1u << 13) | (1u << 15) | (1u << 17) | (1u << 19);
 constexpr uint64_t kPartnerBits = (1u << 8) | (1u << 12);
 constexpr int kPartnerHomeBit = 12;
@@ -940,7 +942,7 @@ void register_l2_models() {
                      "how lines are dealt over a partition's sets: hashed (evenly, whatever the addresses), "
                      "or paired_regions (home: address_parity): a line and its partner in the other "
                      "partition (address bits 8 and 12 flipped) share a set index, and contiguous memory "
-                     "fills the sets evenly while pieces of it do not (the H200's, measured)") ==
+                     "fills the sets evenly while pieces of it do not (as the H200's, measured)") ==
                     "paired_regions"
                 ? L2Cache::Params::SetIndex::PairedRegions
                 : L2Cache::Params::SetIndex::Hashed;

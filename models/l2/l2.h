@@ -104,10 +104,11 @@ class L2Cache : public Component, public MemoryLevel {
     Home home = Home::Hashed;
     // How a partition's sets are dealt. hashed: a multiplicative hash of the line index. paired_regions
     // (home: address_parity): a line and its partner (address bits 8 and 12 flipped, homed in the other
-    // partition) share a set index, so a partition's copy of the partner lands beside its own line; and
-    // regions of consecutive pairs (the smallest power of two at least the sets) are dealt over the sets in
-    // order, each region's pairs in a seeded order of its own: contiguous memory fills the sets evenly,
-    // pieces of several regions unevenly, as on the H200 (measured: docs/chip.md, "Sets line by line").
+    // partition) share a set index, so a partition's copy of the partner lands beside its own line (on the
+    // H200 the partner is a line of the other partition within the same 64 KiB, 34, 72, 178 or 400 lines
+    // away by the line: the model takes 34 for all); and regions of consecutive pairs (the smallest power of
+    // two at least the sets) are dealt over the sets in order, each region's pairs in a seeded order of its
+    // own: contiguous memory fills the sets evenly, pieces of it do not (docs/chip.md, "Sets line by line").
     enum class SetIndex : uint8_t { Hashed, PairedRegions };
     SetIndex set_index = SetIndex::Hashed;
     // Page records (below): simulation speed only, every figure the same without them (tested).

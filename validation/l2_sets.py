@@ -1,0 +1,131 @@
+#!/usr/bin/env python3
+"""What the chunk probe's eviction sets (SET=sets bash validation/run_l2_chunk_probe.sh) show of the H200's
+L2 set index. Reads the committed files and prints the figures docs/chip.md quotes ("Sets line by line"):
+
+    python3 validation/l2_sets.py
+
+A set file has a line per set: "chunk:line of the target,status,member count," then the members (chunk:line,
+line 0-16383 of a 2 MiB chunk; "f" before a member found among the other partition's lines).
+"""
+import collections
+import gzip
+import itertools
+import math
+import os
+import tarfile
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+SETS = 15360  # one partition's: 30 MiB / (16 ways x 128 bytes)
+
+
+def read_sets(lines):
+    """{target: [members as (chunk, line, far)]} of the sets found (status 1)."""
+    sets = {}
+    for text in lines:
+        if text.startswith("order"):
+            continue
+        target, status, _, members = text.rstrip("\n").split(",", 3)
+        if status != "1":
+            continue
+        parsed = []
+        for m in members.split():
+            chunk, line = m.lstrip("f").split(":")
+            parsed.append((int(chunk), int(line), m.startswith("f")))
+        sets[target] = parsed
+    return sets
+
+
+def pool_lines(cold_gz):
+    """Lines in the pool: 32 per 4 KiB block whose two cold loads took under 640 cycles (as the probe)."""
+    cold = gzip.open(cold_gz).read()
+    return 32 * sum(1 for b in range(len(cold) // 2) if cold[2 * b] * 8 < 640 and cold[2 * b + 1] * 8 < 640)
+
+
+def translation(a, b, xor):
+    """Members of set a that, XORed with `xor`, are members of set b."""
+    other = {(c, l) for c, l, _ in b}
+    return sum((c, l ^ xor) in other for c, l, _ in a)
+
+
+def single_tests():
+    path = os.path.join(DATA, "h200_l2_sets_single.csv")
+    sets = read_sets(open(path))
+    pool = pool_lines(os.path.join(DATA, "h200_l2_sets_single_cold.u8.gz"))
+    sizes = sorted(len(m) + 1 for m in sets.values())
+    print(f"single-line tests: {len(sets)} sets of {sizes[0]}-{sizes[-1]} lines (target included); "
+          f"the pool's {pool} lines over {SETS} sets would give {pool / SETS:.1f}")
+    for t0, t1, xor in (("0:32", "0:33", 1), ("0:32", "0:36", 4), ("0:32", "0:34", 2), ("0:32", "0:40", 8)):
+        if t0 in sets and t1 in sets:
+            print(f"  set of {t1} = set of {t0} with every member XOR {xor}: "
+                  f"{translation(sets[t0], sets[t1], xor)} of {len(sets[t0])} members")
+
+
+def far_copies():
+    near = read_sets(open(os.path.join(DATA, "h200_l2_sets_single.csv")))
+    far = read_sets(open(os.path.join(DATA, "h200_l2_sets_far.csv")))
+    offsets = collections.Counter()
+    beside = total = 0
+    for target, members in far.items():
+        if target not in near:
+            continue
+        c0, l0 = map(int, target.split(":"))
+        near_lines = {(c, l) for c, l, _ in near[target]} | {(c0, l0)}
+        for c, l, _ in members:
+            total += 1
+            close = [ln ^ l for cn, ln in near_lines if cn == c and 0 < ln ^ l < 512]
+            beside += bool(close)
+            offsets.update(close)
+    sizes = [len(m) for m in far.values()]
+    print(f"far lines' copies (whole-line reads of the other partition's lines of chunks 0-31): {len(far)} sets, "
+          f"{min(sizes)}-{max(sizes)} copies each; {beside} of {total} lie within 64 KiB of a near member of the "
+          f"set (same chunk, line XOR under 512), at XOR {dict(offsets.most_common(6))}")
+
+def block_tests():
+    with tarfile.open(os.path.join(DATA, "h200_l2_sets_checks.tar.gz")) as tar:
+        runs = {os.path.basename(m.name)[:-4]: read_sets(tar.extractfile(m).read().decode().splitlines(True))
+                for m in tar.getmembers() if m.name.endswith(".csv")}
+    single = runs["single_1"]
+    for name, sets in sorted(runs.items()):
+        low = high = 0
+        for target, members in sets.items():
+            for c, _, _ in members:
+                low += c < 64
+                high += c >= 64
+        ref = sum(c < 64 for m in single.values() for c, _, _ in m), sum(c >= 64 for m in single.values() for c, _, _ in m)
+        print(f"  {name:20s}: members in chunks 0-63 {low:4d}, 64-127 {high:4d} (single_1: {ref[0]}, {ref[1]}; "
+              f"{len(sets)} sets)")
+
+
+def sweep():
+    sets = read_sets(open(os.path.join(DATA, "h200_l2_sets_sweep.csv")))
+    cells = collections.Counter()
+    pairs = collections.defaultdict(collections.Counter)
+    for target, members in sets.items():
+        c0, l0 = map(int, target.split(":"))
+        lines = [(c, l) for c, l, _ in members] + [(c0, l0)]
+        per_chunk = collections.Counter(c for c, _ in lines if c < 64)
+        for c in range(64):
+            cells[per_chunk.get(c, 0)] += 1
+        for (a, la), (b, lb) in itertools.combinations(sorted(lines), 2):
+            if a != b:
+                pairs[(a, b)][la ^ lb] += 1
+    n = sum(cells.values())
+    mean = sum(k * v for k, v in cells.items()) / n
+    poisson = [round(n * math.exp(-mean) * mean ** k / math.factorial(k)) for k in range(3)]
+    print(f"sweep (block tests, {len(sets)} sets; members in chunks 64-127 undercounted): lines a set takes from "
+          f"one chunk of 0-63: {dict(sorted(cells.items()))}, Poisson {poisson}")
+    constant = sorted((k, c.most_common(1)[0][0]) for k, c in pairs.items()
+                      if sum(c.values()) >= 20 and c.most_common(1)[0][1] == sum(c.values()))
+    print(f"  chunk pairs whose shared lines differ by one XOR constant throughout: {constant}")
+
+
+def main():
+    single_tests()
+    far_copies()
+    print("block tests against single-line tests (the same targets):")
+    block_tests()
+    sweep()
+
+
+if __name__ == "__main__":
+    main()

@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "models/common/splitmix.h"
+
 namespace attnsim {
 
 namespace {
@@ -163,13 +165,6 @@ void L2Cache::set_core_clock_ghz(double ghz) {
 
 namespace {
 
-uint64_t mix64(uint64_t x) {  // splitmix64's finaliser
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // The address bits whose parity picks the home partition within a 2 MiB page (H200 line maps), and the
 // two the model's partner of a line differs in: the H200's partner is a line of the other partition within
 // the same 64 KiB, 34 lines (these bits), 72, 178 or 400 away by the line (eviction sets: docs/chip.md,
@@ -184,7 +179,7 @@ int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
   if (params_.home == Params::Home::AddressParity) {
     const uint64_t addr = line_index << line_shift_;
-    return (std::popcount(addr & kHomeParityBits) + static_cast<int>(mix64(addr >> 21) & 1)) & 1;
+    return (std::popcount(addr & kHomeParityBits) + static_cast<int>(splitmix64_mix(addr >> 21) & 1)) & 1;
   }
   const uint64_t hash = (line_index * 0xD6E8FEB86659FD93ull) >> 40;
   if (power_of_two(params_.partitions))  // a mask, not a division per line
@@ -200,8 +195,6 @@ int L2Cache::serving_partition(int near, uint64_t line_index) const {
   return params_.far_data == FarData::Copy ? near : home_of_line(line_index);
 }
 
-// Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
-// pile into a few sets; a multiplicative hash has the same effect.
 // The pair's index (the partner's home bit dropped) mapped into its region by a seeded bijection (xor,
 // odd multiplications and xor-shifts modulo 2^region_bits_), after the regions before it.
 uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
@@ -210,7 +203,7 @@ uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
   const uint64_t low = addr & ((uint64_t{1} << kPartnerHomeBit) - 1);
   const uint64_t pair = ((addr >> (kPartnerHomeBit + 1) << kPartnerHomeBit) | low) >> line_shift_;
   const uint64_t mask = (uint64_t{1} << region_bits_) - 1, region = pair >> region_bits_;
-  const uint64_t key = mix64(region);
+  const uint64_t key = splitmix64_mix(region);
   const int half = region_bits_ / 2 + 1;
   uint64_t v = (pair ^ key) & mask;
   v = (v * (key >> 20 | 1)) & mask;
@@ -220,6 +213,8 @@ uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
   return (region << region_bits_) + v;
 }
 
+// Hashed set index: a GPU's L2 spreads addresses over sets with XOR hashes, so power-of-two strides do not
+// pile into a few sets; a multiplicative hash has the same effect.
 uint64_t L2Cache::set_of(uint64_t line_index) const {
   if (sets_per_partition_ == 1) return 0;  // its magic, 2^64, does not fit
   const uint64_t hash = params_.set_index == Params::SetIndex::PairedRegions

@@ -162,9 +162,11 @@ TEST(L2Probe, ScatteredLinesShowSixteenWays) {
 }
 
 // The H200 (60 MiB of L2, the same design): the probe measured there, against configs/h200.yaml, whose L2
-// rules came from the H100 rows. One SM's buffer and stores within 10%, except one SM at 28 and 64 MiB,
-// just past each partition's and the whole L2's capacity, where a few percent of effective capacity swing
-// the result (simulated 1.15x and 0.89x).
+// rules came from the H100 rows and whose set index from the H200's own eviction sets (paired regions).
+// One SM's buffer and stores within 10%, except one SM reading or storing 32 MiB, just past a partition's
+// capacity: there the GPU's misses rise more steeply than the model's (reads 1.744 of the footprint,
+// simulated 1.562; stores 0.204, simulated 0.180), held in bands around today's figures. With the hashed
+// index the rows at 28 and 64 MiB were the misses instead (1.15x and 0.89x).
 TEST(L2Probe, TheH200RowsFollowFromTheSameRules) {
   Machine machine(load_config(kSource + "configs/h200.yaml", {}));
   int compared = 0;
@@ -173,18 +175,20 @@ TEST(L2Probe, TheH200RowsFollowFromTheSameRules) {
   for (const ProbeRow& r : rows) {
     const bool stores =
         r.shape.mode == traces::ProbeMode::WritePrivate || r.shape.mode == traces::ProbeMode::WriteSingle;
-    const bool single = r.shape.mode == traces::ProbeMode::Single;
-    const bool cliff = single && (r.shape.bytes == 28u << 20 || r.shape.bytes == 64u << 20);
-    if ((!single && !stores) || cliff || (stores && r.dram_written < 5e6)) continue;
+    const bool one_sm =
+        r.shape.mode == traces::ProbeMode::Single || r.shape.mode == traces::ProbeMode::WriteSingle;
+    if ((r.shape.mode != traces::ProbeMode::Single && !stores) || (stores && r.dram_written < 5e6)) continue;
     const ChipSummary s = simulate(machine, r.shape);
     const double predicted = static_cast<double>(stores ? total(s.dram_written) : total(s.dram_read));
     const double measured = stores ? r.dram_written : r.dram_read;
-    EXPECT_NEAR(predicted / measured, 1.0, 0.10)
+    const bool past_capacity = one_sm && r.shape.bytes == 32u << 20;
+    EXPECT_NEAR(predicted / measured, past_capacity ? (stores ? 0.88 : 0.90) : 1.0,
+                past_capacity ? 0.03 : 0.10)
         << traces::probe_mode_name(r.shape.mode) << " " << (r.shape.bytes >> 20) << " MiB: simulated "
         << predicted << ", measured " << measured;
     ++compared;
   }
-  EXPECT_EQ(compared, 17);
+  EXPECT_EQ(compared, 19);
 }
 
 // What a hit protects (validation/data/h200_l2_probe_retouch.csv, SET=retouch on an H200): one SM reads
@@ -463,9 +467,11 @@ TEST(L2Probe, PowerOfTwoStridesSpreadOverTheSetsAsOnTheH200) {
 }
 
 // The heads probe reads the first bytes / (2 heads) of every head's K and V and nothing of Q and O; where
-// it fits (2 heads, 24 MiB), GPU and model read it from DRAM once (h200_l2_probe_heads.csv: 1.004).
+// it fits (2 heads, 24 MiB), the GPU reads it from DRAM once (h200_l2_probe_heads.csv: 1.004), and so does
+// the model with the hashed set index, which fills any lines evenly (the preset's paired regions read 1.035:
+// the windows' pieces of regions fill some sets first, as on the GPU at 28 MiB).
 TEST(L2Probe, HeadsProbeReadsEveryHeadsWindowOfKAndV) {
-  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"l2.home=hashed", "l2.set_index=hashed"}));
   traces::ProbeShape shape;
   shape.mode = traces::ProbeMode::Heads;
   shape.heads = 2;
@@ -485,10 +491,9 @@ TEST(L2Probe, HeadsProbeReadsEveryHeadsWindowOfKAndV) {
 
 // One SM reading head windows (h200_l2_probe_heads.csv, _strides.csv: 56 rows, each a buffer or K and V
 // windows of 2 to 16 heads at strides of 2 to 32 MiB, three passes): the root mean square over the rows of
-// the DRAM reads' error over the footprint. The presets' hashed sets fill any windows evenly: 0.250,
-// contiguous buffers right, windows with far too few misses. Paired regions (the H200's structure,
-// measured) 0.118. Not the presets' yet: the H100's contiguous rows at 24 MiB move away (docs/chip.md,
-// "Sets line by line"). One machine a process (SystemC), so two tests.
+// the DRAM reads' error over the footprint. A hashed set index fills any windows evenly: 0.250, contiguous
+// buffers right, windows with far too few misses. Paired regions (the H200's structure, measured; the
+// preset) 0.118. One machine a process (SystemC), so two tests.
 double head_windows_rms_error(const std::vector<std::string>& overrides) {
   Machine machine(load_config(kSource + "configs/h200.yaml", overrides));
   double sum = 0;
@@ -505,12 +510,11 @@ double head_windows_rms_error(const std::vector<std::string>& overrides) {
 }
 
 TEST(L2Probe, HashedSetsFillHeadWindowsTooEvenly) {
-  EXPECT_NEAR(head_windows_rms_error({}), 0.250, 0.005);
+  EXPECT_NEAR(head_windows_rms_error({"l2.home=hashed", "l2.set_index=hashed"}), 0.250, 0.005);
 }
 
 TEST(L2Probe, PairedRegionsFillHeadWindowsAsUnevenlyAsTheH200) {
-  EXPECT_NEAR(head_windows_rms_error({"l2.home=address_parity", "l2.set_index=paired_regions"}), 0.118,
-              0.005);
+  EXPECT_NEAR(head_windows_rms_error({}), 0.118, 0.005);
 }
 
 // The H200 (h200_l2_probe_pair.csv) attaches the same 66 SMs to SM 128's partition as the H100.

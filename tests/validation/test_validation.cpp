@@ -300,12 +300,12 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmOverHeads) {
 
 // The same sweep on an H200 (validation/data/h200_tc_two_blocks_heads.csv, 60 MiB of L2): the GPU reads 1.00,
 // 1.36, 2.22, 2.28, 2.17 times Q, K and V at 1, 3, 6, 12, 16 heads of 32,768 and 1.26, 1.34, 1.31 at 8, 16,
-// 32 of 16,384, less than on the H100 at every shape. The model reads far less again: 0.999 at one head, then
-// 0.835, 0.507, 0.529, 0.555 and 0.812, 0.771, 0.792 (all 8 rows: `attnsim validate -c configs/h200.yaml`):
-// where the H100's curve is met within 0.74-1.12, the larger L2 shows a shortfall the model has on every
-// row, as on PyTorch's causal forward there (docs/validation.md). Held here on three rows (the rest take
-// minutes): one head within 1%, 6 x 32,768 and 8 x 16,384 in bands around today's figures, and the 6 x
-// 32,768 row's block times against the GPU's.
+// 32 of 16,384, less than on the H100 at every shape. The model (all 8 rows: `attnsim validate -c
+// configs/h200.yaml`) reads 0.999 at one head, then 0.936, 0.777, 0.790, 0.949 and 0.932, 0.968, 0.987 with
+// the H200's own set index (paired regions: windows of K and V of several heads fill some sets first); with a
+// hashed index, which fills them evenly, it kept far more: 0.835, 0.507, 0.529, 0.555 and 0.812, 0.771,
+// 0.792. Held here on three rows (the rest take minutes): one head within 1%, 6 x 32,768 and 8 x 16,384 in
+// bands around today's figures, and the 6 x 32,768 row's block times against the GPU's.
 TEST(Validation, TensorCoreFlash2TwoBlocksPerSmOverHeadsOnTheH200) {
   const std::string data = kRoot + "/validation/data/h200_tc_two_blocks_heads.csv";
   std::vector<Measurement> rows;
@@ -319,8 +319,8 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmOverHeadsOnTheH200) {
     const std::string what = fmt::format("n={} heads={}", m.n, m.heads);
     EXPECT_NEAR(row.predicted_read / m.l1_read_bytes, 1.0, 0.005) << what;
     const double ratio = row.predicted_dram_read / m.dram_read_bytes;
-    const double low = m.heads == 1 ? 0.99 : m.heads == 6 ? 0.45 : 0.75;
-    const double high = m.heads == 1 ? 1.01 : m.heads == 6 ? 0.57 : 0.87;
+    const double low = m.heads == 1 ? 0.99 : m.heads == 6 ? 0.72 : 0.88;
+    const double high = m.heads == 1 ? 1.01 : m.heads == 6 ? 0.84 : 0.98;
     EXPECT_GT(ratio, low) << what;
     EXPECT_LT(ratio, high) << what;
     if (m.heads != 6) continue;

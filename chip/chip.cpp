@@ -422,10 +422,7 @@ void Chip::conductor() {
       error_ = std::current_exception();
     }
     // At the end, the dirty lines still in L2 are counted as the last kernel's (not written to DRAM).
-    if (l2_) {
-      const std::vector<uint64_t> dirty = l2_->dirty_bytes_per_tensor();
-      for (size_t t = 0; t < dirty.size(); ++t) l2_->flushed_dirty_bytes[t] += dirty[t];
-    }
+    if (l2_) l2_->record_kernel_end();
     cycles_ = end;
     for (auto& core : cores_) {
       core->sram().set_elapsed(cycles_);

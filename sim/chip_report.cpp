@@ -38,6 +38,7 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
       s.l2_read_hit[name] = l2->read_hit_sectors[t] * sector;
       s.l2_read_miss[name] = l2->read_miss_sectors[t] * sector;
       s.dirty_at_kernel_end[name] = l2->flushed_dirty_bytes[t];
+      s.resident_at_kernel_end[name] = l2->resident_bytes_at_kernel_end[t];
     }
   }
   if (l2) s.l2_lookup_read_miss_sectors = l2->lookup_read_miss_sectors;
@@ -152,7 +153,8 @@ nlohmann::json chip_summary_json(const ChipSummary& s) {
                         {"dram_bytes_written", total(s.dram_written)},
                         {"dram_bytes_read_per_tensor", s.dram_read},
                         {"dram_bytes_written_per_tensor", s.dram_written},
-                        {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end}};
+                        {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end},
+                        {"l2_resident_bytes_at_kernel_end_per_tensor", s.resident_at_kernel_end}};
   if (s.has_issue) out["warp_instructions"] = s.warp_instructions;
   if (s.energy) out["energy"] = s.energy->to_json();
   return out;

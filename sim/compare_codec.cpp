@@ -34,10 +34,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(KernelReport, name, grid, blocks, blocks_per_
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(BlockRecord, launch, index, core, start_cycle, end_cycle)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChipSummary, cores, cycles, seconds, instructions, has_l2, sm_l2_read,
                                    sm_l2_written, l2_read_hit, l2_read_miss, dram_read, dram_written,
-                                   dirty_at_kernel_end, kernels, blocks, min_blocks_per_core,
-                                   max_blocks_per_core, mxu_flops, vpu_element_ops, has_issue, issue_limits,
-                                   warp_instructions, max_issue_busy_cycles, block_sram_bytes, quantum_cycles,
-                                   l2_flushed_between_kernels, energy)
+                                   dirty_at_kernel_end, resident_at_kernel_end, kernels, blocks,
+                                   min_blocks_per_core, max_blocks_per_core, mxu_flops, vpu_element_ops,
+                                   has_issue, issue_limits, warp_instructions, max_issue_busy_cycles,
+                                   block_sram_bytes, quantum_cycles, l2_flushed_between_kernels, energy)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RuleChoice, rule, block_q, block_k, fits, reasoning)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CompareRow, schedule, block_q, block_k, planner, plan, rules, error,
                                    bytes_read, bytes_written, hbm_read, hbm_written, sram_peak, mxu_flops,

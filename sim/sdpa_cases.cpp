@@ -184,13 +184,17 @@ Measurement cudnn_backward_measurement(Measurement m) {
 // bytes a step and 38,912 a block (19 registers of 512 threads), exact on all six rows; of the local loads
 // (about 136 KB a step) the L1 serves most, and what misses it, 0.77-1.48 of any two-term fit, is taken
 // here as the least-squares fit over the six, 20,576 a step and 35,104 a block (to 32-byte sectors;
-// 0.90-1.09 of each row's). The 64 x 64 kernel (162 registers) spills nothing.
+// 0.90-1.09 of each row's). The 64 x 64 kernel (162 registers) spills nothing. The thread's local memory is
+// its stack frame, 136 bytes in PyTorch's sm_90 build (cuobjdump -res-usage, validation/data/
+// h200_memeff_stack.txt), more than the spills of one step: after the kernel an H200's L2 holds the whole
+// frame of every slot that ran a block (4.1 of 4.4 MiB at 1 x 1 x 8192, validation/data/
+// h200_memeff_residency.csv), so the block's row of `local` is the frame.
 struct MemEfficientSpill {
   const char* kernel;
-  int64_t store_per_step, store_per_block, load_per_step, load_per_block;
+  int64_t store_per_step, store_per_block, load_per_step, load_per_block, frame_per_thread;
 };
 constexpr MemEfficientSpill kMemEfficientSpills[] = {
-    {"fmha_cutlassB_f16_aligned_128x128_k128_seqaligned_sm80", 38912, 38912, 20576, 35104},
+    {"fmha_cutlassB_f16_aligned_128x128_k128_seqaligned_sm80", 38912, 38912, 20576, 35104, 136},
 };
 
 // The memory-efficient backward as flash2-bwd's as_mem_efficient program: its one attention kernel, grid
@@ -212,6 +216,7 @@ Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficient
       m.spill_bytes_per_block = spill.store_per_block;
       m.spill_load_bytes_per_step = spill.load_per_step;
       m.spill_load_bytes_per_block = spill.load_per_block;
+      m.spill_frame_bytes = spill.frame_per_thread * 32 * kernel.tiles.warps;
     }
   return m;
 }

@@ -336,6 +336,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_bytes_per_step = m.spill_bytes_per_step;
     shape.spill_load_bytes_per_step = m.spill_load_bytes_per_step;
     shape.spill_load_bytes_per_block = m.spill_load_bytes_per_block;
+    shape.spill_frame_bytes = m.spill_frame_bytes;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); }, 1 << 16, chip);
@@ -452,6 +453,7 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     }
     row.predicted_dram_read_by_tensor = c.dram_read;
     row.predicted_dram_written_by_tensor = c.dram_written;
+    row.predicted_l2_resident_by_tensor = c.resident_at_kernel_end;
     row.predicted_read_by_tensor = c.sm_l2_read;
     if (machine.issue()) {
       row.predicted_warp_instructions = row.predicted_ldmatrix = 0;
@@ -758,13 +760,14 @@ std::string validation_csv(const ValidationSummary& s) {
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
-      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors\n";
+      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,l2_resident_end_pred_by_"
+      "tensor\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{},{},{}"
+        "{},,{},{},{},{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
@@ -773,11 +776,12 @@ std::string validation_csv(const ValidationSummary& s) {
         joined(m.kernel_cycles()), by_tensor(r.predicted_read_by_tensor),
         by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
-        count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors));
+        count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
+        by_tensor(r.predicted_l2_resident_by_tensor));
   }
   for (const auto& m : s.not_simulated)
-    out +=
-        fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,\n", measurement_cells(m, false), csv_cell(m.not_simulated));
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,\n", measurement_cells(m, false),
+                       csv_cell(m.not_simulated));
   return out;
 }
 

@@ -50,6 +50,7 @@ struct Measurement {
   bool reload_k = false;
   // flash2-bwd as_mem_efficient: spill bytes per step (stored, loaded) and loaded per block (BackwardShape).
   int64_t spill_bytes_per_step = 0, spill_load_bytes_per_step = 0, spill_load_bytes_per_block = 0;
+  int64_t spill_frame_bytes = 0;  // the block's local memory (stack frame x threads), BackwardShape
   // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
   // simulated program prefetches too (AttentionShape::double_buffer): forward schedules and flash2-bwd.
   bool double_buffer = false;
@@ -97,6 +98,7 @@ struct ValidationRow {
   double predicted_l2_fabric_sectors = -1;            // whole-chip configs with an L2
   // Whole-chip configs: DRAM bytes per tensor (which tensors miss the L2), and the SM <-> L2 reads.
   std::map<std::string, uint64_t> predicted_dram_read_by_tensor, predicted_dram_written_by_tensor;
+  std::map<std::string, uint64_t> predicted_l2_resident_by_tensor;  // valid in L2 when the kernels ended
   std::map<std::string, uint64_t> predicted_read_by_tensor;
   double predicted_warp_instructions = -1;  // whole-chip configs with an issue: section, all cores
   double predicted_ldmatrix = -1;           // among them, the products' ldmatrix

@@ -539,17 +539,20 @@ struct MemEffPlan {
   std::vector<Block> qblocks, kblocks;
   int local = -1, spill = -1;  // the spills' rows in memory and their buffer (with spill bytes)
   int64_t local_rows = 0;      // block b spills to row b mod local_rows, its hardware slot's
+  int64_t local_words = 0;     // a row's width: the frame, or the widest spill
 };
 
 // The spills move through a 1 KB buffer: at d = 128 the tiles leave no more SRAM (the kernel spills from
 // registers, which the model's DMA cannot reach).
 constexpr int64_t kSpillChunkWords = 256;
 
-// `bytes` of block b's spills stored to, or loaded from, its row of `local`.
-void emit_mem_efficient_spill(Gen& g, const MemEffPlan& p, int64_t block, int64_t bytes, bool store) {
+// `bytes` of block b's spills stored to, or loaded from, its row of `local`: its first bytes, or its last.
+void emit_mem_efficient_spill(Gen& g, const MemEffPlan& p, int64_t block, int64_t bytes, bool store,
+                              bool at_end = false) {
+  const int64_t first = at_end ? p.local_words - bytes / 4 : 0;
   for (int64_t col = 0; col < bytes / 4; col += kSpillChunkWords) {
     const int64_t words = std::min(kSpillChunkWords, bytes / 4 - col);
-    const Operand memory = g.b.slice(p.local, block % p.local_rows, 1, col, words);
+    const Operand memory = g.b.slice(p.local, block % p.local_rows, 1, first + col, words);
     const Operand buffer = g.b.buf(p.spill, 1, words);
     if (store)
       g.emit(Opcode::Store, {buffer, memory});
@@ -566,9 +569,12 @@ void declare_mem_efficient_spills(const BackwardShape& s, Builder& b, MemEffPlan
     if (x < 0 || x % 4 != 0) throw std::invalid_argument("spill bytes: multiples of 4, not negative");
     most = std::max(most, x);
   }
+  if (s.spill_frame_bytes < 0 || s.spill_frame_bytes % 4 != 0)
+    throw std::invalid_argument("spill frame bytes: a multiple of 4, not negative");
   if (most == 0) return;
   p.local_rows = spill_slot_rows(s, p.kblocks.size());
-  p.local = b.tensor("local", p.local_rows, most / 4, kAcc, false, 0);
+  p.local_words = std::max(most, s.spill_frame_bytes) / 4;
+  p.local = b.tensor("local", p.local_rows, p.local_words, kAcc, false, 0);
   p.spill = b.buffer("spill", 1, std::min(kSpillChunkWords, most / 4), kAcc);
 }
 
@@ -673,7 +679,7 @@ void emit_mem_efficient_block(const BackwardShape& s, Gen& g, const MemEffPlan& 
   g.emit(Opcode::Mov, {b.buf(m.dv, c), b.buf(m.vj, c)});
   g.emit(Opcode::Store, {b.buf(m.kdq, c), g.rows(p.t.dk, h, kb)});
   g.emit(Opcode::Store, {b.buf(m.vj, c), g.rows(p.t.dv, h, kb)});
-  emit_mem_efficient_spill(g, p, block, s.spill_bytes_per_block, true);
+  emit_mem_efficient_spill(g, p, block, s.spill_bytes_per_block, true, true);
 }
 
 isa::Program mem_efficient(const BackwardShape& s, Gen& g) {

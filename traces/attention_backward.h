@@ -96,6 +96,11 @@ struct BackwardShape : AttentionShape {
   // 128 x 128 kernel's: its dK_j and dV_j accumulators alone take the 128 registers a thread may have at 512
   // threads. Multiples of 4; a property of the compiled kernel, not of the algorithm (spill_rows as above).
   int64_t spill_bytes_per_step = 0, spill_load_bytes_per_step = 0, spill_load_bytes_per_block = 0;
+  // With as_mem_efficient: the local memory a block's threads own (the compiled kernel's stack frame x its
+  // threads), when more than the spills above touch: the per-step stores and every reload take the frame's
+  // first bytes, the block's own spill stores its last, so the block's row of `local` is the whole frame, as
+  // the GPU keeps it (validation/data/h200_memeff_residency.csv). 0: the row is as wide as the widest spill.
+  int64_t spill_frame_bytes = 0;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -108,6 +108,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add_vector(&flushed_dirty_bytes, &tensor_names, "dirty_bytes_at_kernel_end", "bytes",
                     "dirty bytes still in L2 when a kernel ended (written back by the flush between kernels, "
                     "or left at the end; Nsight Compute counts neither as the kernel's DRAM writes)");
+  stats_.add_vector(&resident_bytes_at_kernel_end, &tensor_names, "resident_bytes_at_kernel_end", "bytes",
+                    "bytes valid in L2 when a kernel ended, a line in both partitions counted once (summed "
+                    "over kernels; validation/run_memeff_residency.sh measures it on a GPU)");
   stats_.add(&evictions, "evictions", "lines", "valid lines replaced");
   stats_.add(&fabric_read_sectors, "fabric_read_sectors", "sectors",
              "sectors a partition fetched from the other (their home) to fill a copy (far_data: copy)");
@@ -138,7 +141,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
     throw std::invalid_argument(fmt::format("{}: more than {} tensors", name(), INT16_MAX));
   tensor_names = names;
   for (auto* v : {&read_sectors, &write_sectors, &read_hit_sectors, &read_miss_sectors, &write_hit_sectors,
-                  &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes})
+                  &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes, &resident_bytes_at_kernel_end})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
       eager_writebacks = second_chances = invalidated_copies = updated_copy_sectors = refetched_stale_copies =
@@ -862,9 +865,30 @@ std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
   return out;
 }
 
+std::vector<uint64_t> L2Cache::resident_bytes_per_tensor() const {
+  std::unordered_map<uint64_t, std::pair<int16_t, uint8_t>> valid;  // line index -> tensor, sectors
+  for (size_t i = 0; i < lines_.size(); ++i) {
+    const Line& l = lines_[i];
+    if (!tags_[i] || !l.valid || l.tensor < 0) continue;
+    auto [it, fresh] = valid.try_emplace(tags_[i] - 1, l.tensor, l.valid);
+    if (!fresh) it->second.second |= l.valid;
+  }
+  std::vector<uint64_t> out(tensor_names.size(), 0);
+  for (const auto& [line, state] : valid)
+    out[state.first] += sectors(state.second) * static_cast<uint64_t>(params_.sector_bytes);
+  return out;
+}
+
+void L2Cache::record_kernel_end() {
+  const std::vector<uint64_t> dirty = dirty_bytes_per_tensor(), resident = resident_bytes_per_tensor();
+  for (size_t t = 0; t < dirty.size(); ++t) {
+    flushed_dirty_bytes[t] += dirty[t];
+    resident_bytes_at_kernel_end[t] += resident[t];
+  }
+}
+
 void L2Cache::flush() {
-  const std::vector<uint64_t> dirty = dirty_bytes_per_tensor();
-  for (size_t t = 0; t < dirty.size(); ++t) flushed_dirty_bytes[t] += dirty[t];
+  record_kernel_end();
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});

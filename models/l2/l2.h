@@ -131,6 +131,10 @@ class L2Cache : public Component, public MemoryLevel {
   void flush();
   // Dirty bytes now in L2 per tensor (not yet written to DRAM).
   std::vector<uint64_t> dirty_bytes_per_tensor() const;
+  // Bytes of each tensor now valid in L2, a line held by both partitions counted once.
+  std::vector<uint64_t> resident_bytes_per_tensor() const;
+  // At a kernel's end: adds what is dirty and what is resident to the ledgers below.
+  void record_kernel_end();
 
   uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
   uint64_t last_accepted_cycle() const override { return accepted_; }
@@ -149,6 +153,7 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<uint64_t> write_hit_sectors, write_miss_sectors;
   std::vector<uint64_t> writeback_bytes;      // dirty sectors evicted to DRAM during kernels, per tensor
   std::vector<uint64_t> flushed_dirty_bytes;  // dirty sectors written back by flush() between kernels
+  std::vector<uint64_t> resident_bytes_at_kernel_end;  // valid sectors when kernels ended, per tensor
   uint64_t evictions = 0;
   uint64_t far_accesses = 0;
   uint64_t fabric_read_sectors = 0;       // copies fetched from the home partition (far_data: copy)

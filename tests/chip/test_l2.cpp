@@ -173,6 +173,22 @@ TEST(L2, FlushCountsDirtyBytesWithoutSendingThemToDram) {
   EXPECT_EQ(rig.dram.read, 1024u);
 }
 
+// What the L2 holds when a kernel ends, per tensor: sectors valid anywhere, a far line and its copy counted
+// once (validation/run_memeff_residency.sh measures the same on a GPU: a read of the tensor afterwards
+// reaches DRAM only for what is not held). Recorded at the flush between kernels, then gone.
+TEST(L2, AKernelsEndRecordsWhatEachTensorHasResident) {
+  Rig rig(two_partitions_with_copies());
+  rig.l2.reset({"A", "B"});
+  const uint64_t far = first_line_homed_in(rig.l2, 1);  // homed in partition 1: core 0 keeps a copy
+  rig.l2.access(MemAccess{0, far * kLine, 1, kLine, kLine, false, 0}, 0);
+  rig.l2.access(MemAccess{1, (far + 1) * kLine, 1, 40, 40, true, 0}, 0);  // B: two sectors of another line
+  EXPECT_EQ(rig.l2.resident_bytes_per_tensor(), (std::vector<uint64_t>{kLine, 2 * kSector}));
+  rig.l2.flush();
+  EXPECT_EQ(rig.l2.resident_bytes_at_kernel_end, (std::vector<uint64_t>{kLine, 2 * kSector}));
+  EXPECT_EQ(rig.l2.flushed_dirty_bytes, (std::vector<uint64_t>{0, 2 * kSector}));
+  EXPECT_EQ(rig.l2.resident_bytes_per_tensor(), (std::vector<uint64_t>{0, 0}));
+}
+
 TEST(L2, AHitTakesTheHitLatencyAndAMissWaitsForDram) {
   Rig rig(tiny(4, 16));
   EXPECT_EQ(rig.l2.access(range(0, 64), 100), 100u + 10u + 1000u);  // miss: DRAM answers 1000 after 110

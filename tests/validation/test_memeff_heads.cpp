@@ -105,17 +105,22 @@ TEST(MemEfficientHeadsCsv, SpillReloadsHitAndTheCsvNamesEachTensor) {
   s.rows.push_back(row);
   const std::string csv = validation_csv(s);
   EXPECT_NE(csv.find(",dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
-                     "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors\n"),
+                     "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
+                     "l2_resident_end_pred_by_tensor\n"),
             std::string::npos);
   EXPECT_NE(csv.find(fmt::format("dQaccum={}", reads.at("dQaccum"))), std::string::npos) << csv;
   // Sectors between the partitions (copies filled, far stores), predicted and measured (ltcfabric).
   EXPECT_GT(row.predicted_l2_fabric_sectors, 0);
   EXPECT_GT(row.measured.l2_fabric_sectors, 0);
-  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f}\n", row.predicted_l2_lookup_read_miss_sectors,
+  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f},{:.0f},{:.0f},", row.predicted_l2_lookup_read_miss_sectors,
                                  row.measured.l2_lookup_miss_sectors, row.predicted_l2_fabric_sectors,
                                  row.measured.l2_fabric_sectors)),
             std::string::npos)
       << csv;
+  // Then what each tensor had in L2 when the kernel ended: everything fits at one head.
+  ASSERT_TRUE(row.predicted_l2_resident_by_tensor.count("dQaccum"));
+  EXPECT_NE(csv.find(fmt::format("dQaccum={}", row.predicted_l2_resident_by_tensor.at("dQaccum"))),
+            std::string::npos);
 }
 #endif
 

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# What the L2 holds of each tensor when PyTorch's memory-efficient backward ends (memeff_residency_probe.py),
+# in one call on the device machine:
+#   bash validation/run_memeff_residency.sh   (from the repository root; $OUT comes back)
+# $OUT gets <gpu>_memeff_residency.csv (summarize_residency.py: one row per read, its absent fraction),
+# <gpu>_memeff_residency_raw.csv (ncu --page raw, one row per residency read, in the PROBE lines' order),
+# <gpu>_memeff_residency_run.log (the PROBE lines) and <gpu>_memeff_residency_env.txt. CASES, FWD_CASES
+# (b,h,n,d,causal ...) and STRIDE pass through to the script. About 25 s on an H200.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+OUT="${OUT:-$PWD/validation/out}"
+mkdir -p "$OUT"
+WORK="$(mktemp -d /tmp/memeffres.XXXXXX)"
+# shellcheck source=validation/device_env.sh
+source validation/device_env.sh
+ENV="$OUT/${G}_memeff_residency_env.txt"
+write_env "$ENV"
+python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"
+nvcc -O2 -arch=sm_90 -shared -Xcompiler -fPIC -o "$WORK/residency.so" validation/memeff_residency_read.cu || exit 1
+# One metric, one pass: with the L2 lookup counters added ncu replays the read and, restoring memory between
+# passes, leaves nothing of the backward in L2 (every tensor then reads as absent).
+METRICS=dram__bytes_read.sum
+echo "ncu --cache-control none --clock-control base --metrics $METRICS" | tee -a "$ENV"
+"$NCU" --cache-control none --clock-control base --profile-from-start off -k regex:residency \
+  --metrics "$METRICS" -o "$WORK/residency" \
+  python3 validation/memeff_residency_probe.py "$WORK/residency.so" > "$OUT/${G}_memeff_residency_run.log" 2>&1
+rc=$?
+"$NCU" -i "$WORK/residency.ncu-rep" --csv --page raw --print-units base > "$OUT/${G}_memeff_residency_raw.csv"
+python3 validation/summarize_residency.py "$ENV" "$OUT/${G}_memeff_residency_run.log" \
+  "$OUT/${G}_memeff_residency_raw.csv" > "$OUT/${G}_memeff_residency.csv" || rc=1
+grep -v '^==PROF==' "$OUT/${G}_memeff_residency_run.log" | cut -c1-400
+grep -c -- '- 1 pass' "$OUT/${G}_memeff_residency_run.log"
+exit $rc

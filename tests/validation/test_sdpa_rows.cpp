@@ -105,9 +105,10 @@ bool known_read_miss(const SdpaRow& r) {
   return memory_efficient_backward(r) && (r.n == 16384 || r.d == 128);
 }
 
-// The memory-efficient backward at d = 128 reads 0.35-0.76 of the measured DRAM bytes (0.38-0.78 when the L2
-// kept every dirty victim, 0.34-0.73 when it kept none), not explained; measured again in two more
-// processes within 9%. The
+// The memory-efficient backward at d = 128 reads 0.39-0.79 of the measured DRAM bytes (0.38-0.76 before its
+// local row became its stack frame; 0.38-0.78 when the L2 kept every dirty victim, 0.34-0.73 when it kept
+// none), not explained; measured again in two more processes within 9%. After the kernel an H200's L2 holds
+// far less of its tensors than the model's past one wave (docs/validation.md). The
 // GPU reads as much from DRAM causal as not (6.31 and 6.27 GB at 1x8x32768x128) with half the steps, so its
 // excess grows with blocks, not steps; the spills are measured (the model stores and loads what Nsight
 // Compute counts), and doubling their footprint moves the model's DRAM reads by 0.03. The model sits at
@@ -115,7 +116,7 @@ bool known_read_miss(const SdpaRow& r) {
 // 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). With O replaced by dO (the D
 // prologue then reads lines the main loop reads too) the GPU reads 370 MB less at 1 x 16 x 8,192 causal,
 // 100 MB less without the mask; the model reads O 1.5 times (49 MB; docs/validation.md, "over heads").
-// Held above 0.35 (the 1 x 8 x 32,768 causal row is at 0.352).
+// Held above 0.35 (the 1 x 8 x 32,768 causal row is at 0.387).
 bool known_dram_shortfall(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 128;
 }

@@ -866,17 +866,22 @@ std::vector<uint64_t> L2Cache::dirty_bytes_per_tensor() const {
 }
 
 std::vector<uint64_t> L2Cache::resident_bytes_per_tensor() const {
-  std::unordered_map<uint64_t, std::pair<int16_t, uint8_t>> valid;  // line index -> tensor, sectors
+  std::vector<uint64_t> held(tensor_names.size(), 0);
+  const uint64_t ways = static_cast<uint64_t>(params_.ways);
   for (size_t i = 0; i < lines_.size(); ++i) {
     const Line& l = lines_[i];
     if (!tags_[i] || !l.valid || l.tensor < 0) continue;
-    auto [it, fresh] = valid.try_emplace(tags_[i] - 1, l.tensor, l.valid);
-    if (!fresh) it->second.second |= l.valid;
+    uint8_t valid = l.valid;
+    const uint64_t line_index = tags_[i] - 1;
+    const int home = home_of_line(line_index);
+    if (static_cast<int>(i / ways / sets_per_partition_) != home) {  // a copy: its home's sectors count there
+      const uint64_t first = first_way(home, line_index);
+      const int64_t way = find_way(&tags_[first], tags_[i]);
+      if (way >= 0) valid &= static_cast<uint8_t>(~lines_[first + static_cast<uint64_t>(way)].valid);
+    }
+    held[static_cast<size_t>(l.tensor)] += sectors(valid) * static_cast<uint64_t>(params_.sector_bytes);
   }
-  std::vector<uint64_t> out(tensor_names.size(), 0);
-  for (const auto& [line, state] : valid)
-    out[state.first] += sectors(state.second) * static_cast<uint64_t>(params_.sector_bytes);
-  return out;
+  return held;
 }
 
 void L2Cache::record_kernel_end() {

@@ -13,7 +13,10 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/memeffres.XXXXXX)"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-ENV="$OUT/${G}_memeff_residency_env.txt"
+# PROBE_SCRIPT=validation/l2_write_priority_probe.py runs that probe instead (files <gpu>_l2_write_priority*).
+PROBE_SCRIPT="${PROBE_SCRIPT:-validation/memeff_residency_probe.py}"
+case "$PROBE_SCRIPT" in *write_priority*) PREFIX="${G}_l2_write_priority" ;; *) PREFIX="${G}_memeff_residency" ;; esac
+ENV="$OUT/${PREFIX}_env.txt"
 write_env "$ENV"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"
 nvcc -O2 -arch=sm_90 -shared -Xcompiler -fPIC -o "$WORK/residency.so" validation/memeff_residency_read.cu || exit 1
@@ -23,11 +26,11 @@ METRICS=dram__bytes_read.sum
 echo "ncu --cache-control none --clock-control base --metrics $METRICS" | tee -a "$ENV"
 "$NCU" --cache-control none --clock-control base --profile-from-start off -k regex:residency \
   --metrics "$METRICS" -o "$WORK/residency" \
-  python3 validation/memeff_residency_probe.py "$WORK/residency.so" > "$OUT/${G}_memeff_residency_run.log" 2>&1
+  python3 "$PROBE_SCRIPT" "$WORK/residency.so" > "$OUT/${PREFIX}_run.log" 2>&1
 rc=$?
-"$NCU" -i "$WORK/residency.ncu-rep" --csv --page raw --print-units base > "$OUT/${G}_memeff_residency_raw.csv"
-python3 validation/summarize_residency.py "$ENV" "$OUT/${G}_memeff_residency_run.log" \
-  "$OUT/${G}_memeff_residency_raw.csv" > "$OUT/${G}_memeff_residency.csv" || rc=1
-grep -v '^==PROF==' "$OUT/${G}_memeff_residency_run.log" | cut -c1-400
-grep -c -- '- 1 pass' "$OUT/${G}_memeff_residency_run.log"
+"$NCU" -i "$WORK/residency.ncu-rep" --csv --page raw --print-units base > "$OUT/${PREFIX}_raw.csv"
+python3 validation/summarize_residency.py "$ENV" "$OUT/${PREFIX}_run.log" "$OUT/${PREFIX}_raw.csv" \
+  > "$OUT/${PREFIX}.csv" || rc=1
+grep -v '^==PROF==' "$OUT/${PREFIX}_run.log" | cut -c1-400
+grep -c -- '- 1 pass' "$OUT/${PREFIX}_run.log"
 exit $rc

@@ -35,6 +35,8 @@ std::vector<std::string> split_csv(std::string line) {
   return out;
 }
 
+}  // namespace
+
 double nrmse(const std::vector<double>& predicted, const std::vector<double>& measured) {
   double sum_sq = 0, mean = 0;
   for (size_t i = 0; i < measured.size(); ++i) {
@@ -67,6 +69,8 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   }
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
+
+namespace {
 
 // The smallest of the occupancy limits per launch ("4/32/4": one value per launch, or one for all);
 // blocks_per_sm is the CUDA occupancy calculator's figure for the launch (validation/kernels_tc.cu).

@@ -144,4 +144,10 @@ std::string validation_csv(const ValidationSummary& summary);
 // harness's TIMES files give them for the GPU.
 std::string validation_block_times_csv(const ValidationSummary& summary);
 
+// The summary's error figures, for tests that gather rows from several processes: RMSE over the mean of the
+// measured values, mean absolute percentage error (a fraction), Pearson's r.
+double nrmse(const std::vector<double>& predicted, const std::vector<double>& measured);
+double mape(const std::vector<double>& predicted, const std::vector<double>& measured);
+double pearson(const std::vector<double>& x, const std::vector<double>& y);
+
 }  // namespace attnsim

@@ -12,62 +12,34 @@
 // (a ctest fixture that needs these tests) holds the time error over all rows.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/validation/sdpa_rows.h"
 
 namespace attnsim {
 namespace {
 
 const std::string kRoot = ATTNSIM_SOURCE_DIR;
 
-struct SdpaRow {
-  std::string backend, pass;
-  int64_t batch, heads, n, d;
-  bool causal;
-};
-
-void PrintTo(const SdpaRow& r, std::ostream* os) {
-  *os << r.backend << " " << r.pass << " " << r.batch << "x" << r.heads << " n=" << r.n << " d=" << r.d
-      << (r.causal ? " causal" : "");
-}
-
 std::vector<SdpaRow> simulated_sdpa_rows() {
-  const std::vector<std::array<int64_t, 4>> shapes = {{1, 16, 4096, 64},  {4, 16, 4096, 64},
-                                                      {8, 32, 2048, 128}, {1, 16, 8192, 128},
-                                                      {1, 16, 16384, 64}, {1, 8, 32768, 128}};
-  const std::vector<std::array<const char*, 2>> kernels = {
-      {"FLASH_ATTENTION", "fwd"}, {"FLASH_ATTENTION", "bwd"},     {"CUDNN_ATTENTION", "fwd"},
-      {"CUDNN_ATTENTION", "bwd"}, {"EFFICIENT_ATTENTION", "fwd"}, {"EFFICIENT_ATTENTION", "bwd"}};
   std::vector<SdpaRow> out;
-  for (const auto& [backend, pass] : kernels)
-    for (const auto& [b, h, n, d] : shapes)
-      for (bool causal : {false, true}) {
-        const SdpaRow row{backend, pass, b, h, n, d, causal};
-        // The memory-efficient backward's 12 rows (5 minutes of one core) run under the label `long`
-        // (sdpa_long_row_tests, built from this file), so the default suite stays short.
-        const bool long_row = row.backend == "EFFICIENT_ATTENTION" && row.pass == "bwd";
+  for (const SdpaRow& row : all_sdpa_rows()) {
+    // The memory-efficient backward's 12 rows (5 minutes of one core) run under the label `long`
+    // (sdpa_long_row_tests, built from this file), so the default suite stays short.
+    const bool long_row = row.backend == "EFFICIENT_ATTENTION" && row.pass == "bwd";
 #ifdef ATTNSIM_SDPA_LONG_ROWS
-        if (long_row) out.push_back(row);
+    if (long_row) out.push_back(row);
 #else
-        if (!long_row) out.push_back(row);
+    if (!long_row) out.push_back(row);
 #endif
-      }
+  }
   return out;
-}
-
-std::string sdpa_row_name(const ::testing::TestParamInfo<SdpaRow>& info) {
-  const SdpaRow& r = info.param;
-  return r.backend.substr(0, r.backend.find('_')) + "_" + r.pass + "_" + std::to_string(r.batch) + "x" +
-         std::to_string(r.heads) + "x" + std::to_string(r.n) + "x" + std::to_string(r.d) +
-         (r.causal ? "_causal" : "");
 }
 
 // Issue 7's open misses: PyTorch's causal forward at d = 128 reads 0.79-0.89 of the measured DRAM bytes
@@ -146,8 +118,7 @@ class SdpaRowOnTheWholeChip : public ::testing::TestWithParam<SdpaRow> {};
 TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   const SdpaRow& want = GetParam();
   const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
-  const std::string label =
-      want.backend + " " + want.pass + " " + std::to_string(want.batch) + "x" + std::to_string(want.heads);
+  const std::string label = want.label();
   std::vector<Measurement> rows;
   for (const Measurement& m : read_measurements(data))
     if (m.label == label && m.n == want.n && m.d == want.d && m.causal == want.causal) rows.push_back(m);
@@ -191,7 +162,7 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
               row.predicted_read / row.measured.l1_read_bytes,
               row.predicted_write / row.measured.l1_write_bytes, dram,
               row.predicted_ns / row.measured.time_ns);
-  leave_time(sdpa_row_name(::testing::TestParamInfo<SdpaRow>(want, 0)), row);
+  leave_time(sdpa_row_name(want), row);
 }
 
 #ifndef ATTNSIM_SDPA_LONG_ROWS
@@ -233,7 +204,7 @@ TEST(SdpaMemEfficientBackward, WithoutAcquireEveryLoadIsServedByTheStaleCopy) {
 #endif
 
 INSTANTIATE_TEST_SUITE_P(H100, SdpaRowOnTheWholeChip, ::testing::ValuesIn(simulated_sdpa_rows()),
-                         sdpa_row_name);
+                         sdpa_test_name);
 
 }  // namespace
 }  // namespace attnsim

@@ -9,16 +9,15 @@
 // `long`: about six minutes of one core in all.
 #include <gtest/gtest.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <ostream>
 #include <string>
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/validation/sdpa_rows.h"
 
 namespace attnsim {
 namespace {
@@ -26,44 +25,18 @@ namespace {
 const std::string kRoot = ATTNSIM_SOURCE_DIR;
 const std::string kData = kRoot + "/validation/data/h200_sdpa_cases.csv";
 
-struct SdpaRow {
-  std::string backend, pass;
-  int64_t batch, heads, n, d;
-  bool causal;
-};
-
 bool memeff_backward_d128(const SdpaRow& r) {
   return r.backend == "EFFICIENT_ATTENTION" && r.pass == "bwd" && r.d == 128;
 }
 
 std::vector<SdpaRow> h200_rows() {
-  const std::vector<std::array<int64_t, 4>> shapes = {{1, 16, 4096, 64},  {4, 16, 4096, 64},
-                                                      {8, 32, 2048, 128}, {1, 16, 8192, 128},
-                                                      {1, 16, 16384, 64}, {1, 8, 32768, 128}};
-  const std::vector<std::array<const char*, 2>> kernels = {
-      {"FLASH_ATTENTION", "fwd"}, {"FLASH_ATTENTION", "bwd"},     {"CUDNN_ATTENTION", "fwd"},
-      {"CUDNN_ATTENTION", "bwd"}, {"EFFICIENT_ATTENTION", "fwd"}, {"EFFICIENT_ATTENTION", "bwd"}};
   std::vector<SdpaRow> out;
-  for (const auto& [backend, pass] : kernels)
-    for (const auto& [b, h, n, d] : shapes)
-      for (bool causal : {false, true})
-        if (const SdpaRow row{backend, pass, b, h, n, d, causal}; !memeff_backward_d128(row))
-          out.push_back(row);
+  for (const SdpaRow& row : all_sdpa_rows())
+    if (!memeff_backward_d128(row)) out.push_back(row);
   return out;
 }
 
-std::string row_name(const SdpaRow& r) {
-  return r.backend.substr(0, r.backend.find('_')) + "_" + r.pass + "_" + std::to_string(r.batch) + "x" +
-         std::to_string(r.heads) + "x" + std::to_string(r.n) + "x" + std::to_string(r.d) +
-         (r.causal ? "_causal" : "");
-}
-
 #ifndef ATTNSIM_SDPA_H200_TOTALS
-void PrintTo(const SdpaRow& r, std::ostream* os) {
-  *os << r.backend << " " << r.pass << " " << r.batch << "x" << r.heads << " n=" << r.n << " d=" << r.d
-      << (r.causal ? " causal" : "");
-}
-
 // The rows outside 10% on the H200, each held in a band around its figure as of 2026-11-29: the 1 x 8 x
 // 32,768 x 128 rows of FlashAttention-2's causal forward (0.824: on the H100 its three causal d = 128 rows
 // miss too), of FlashAttention-2's and cuDNN's backward without the mask (0.898, 0.888) and of the
@@ -81,8 +54,7 @@ class SdpaRowOnTheH200 : public ::testing::TestWithParam<SdpaRow> {};
 
 TEST_P(SdpaRowOnTheH200, DramReadsWithinTenPercent) {
   const SdpaRow& want = GetParam();
-  const std::string label =
-      want.backend + " " + want.pass + " " + std::to_string(want.batch) + "x" + std::to_string(want.heads);
+  const std::string label = want.label();
   std::vector<Measurement> rows;
   for (const Measurement& m : read_measurements(kData))
     if (m.label == label && m.n == want.n && m.d == want.d && m.causal == want.causal) rows.push_back(m);
@@ -99,14 +71,13 @@ TEST_P(SdpaRowOnTheH200, DramReadsWithinTenPercent) {
   std::printf("DRAM read %.3f%s\n", dram, known ? " (known miss)" : "");
   const std::filesystem::path dir = ATTNSIM_SDPA_H200_DIR;
   std::filesystem::create_directories(dir);
-  std::ofstream out(dir / (row_name(want) + ".txt"));
+  std::ofstream out(dir / (sdpa_row_name(want) + ".txt"));
   out.precision(17);
   out << row.predicted_dram_read << " " << row.measured.dram_read_bytes << "\n";
   ASSERT_TRUE(out.good()) << dir;
 }
 
-INSTANTIATE_TEST_SUITE_P(H200, SdpaRowOnTheH200, ::testing::ValuesIn(h200_rows()),
-                         [](const ::testing::TestParamInfo<SdpaRow>& info) { return row_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(H200, SdpaRowOnTheH200, ::testing::ValuesIn(h200_rows()), sdpa_test_name);
 #else
 // Over the 66 rows, from the files this build's row tests left (older ones refused: a stale run cannot pass).
 TEST(SdpaH200, DramReadsNrmseAtMostATenthAndPearsonAtLeast098) {
@@ -114,7 +85,7 @@ TEST(SdpaH200, DramReadsNrmseAtMostATenthAndPearsonAtLeast098) {
   const auto built = std::filesystem::last_write_time(ATTNSIM_SDPA_H200_ROW_TESTS);
   std::vector<double> predicted, measured;
   for (const SdpaRow& r : h200_rows()) {
-    const std::filesystem::path file = dir / (row_name(r) + ".txt");
+    const std::filesystem::path file = dir / (sdpa_row_name(r) + ".txt");
     ASSERT_TRUE(std::filesystem::exists(file)) << file << ": ctest runs the row tests first";
     ASSERT_GE(std::filesystem::last_write_time(file), built) << file << " is older than the row tests";
     std::ifstream in(file);

@@ -764,8 +764,8 @@ std::string validation_csv(const ValidationSummary& s) {
       "time_pred_ns,time_meas_ns,time_ratio,clock_ghz,warp_instructions_pred,ldmatrix_pred,"
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
-      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,l2_resident_end_pred_by_"
-      "tensor\n";
+      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
+      "l2_resident_end_pred_by_tensor\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;

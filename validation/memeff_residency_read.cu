@@ -55,3 +55,19 @@ extern "C" int launch_local(int write, int blocks, int smem_bytes, void* sink) {
   kernel<<<blocks, 512, smem_bytes>>>(kFrameWords, static_cast<unsigned*>(sink));
   return static_cast<int>(cudaGetLastError());
 }
+
+// Which SMs a context may use (memeff_sms_probe.py, green contexts of num_sms SMs): each block writes the SM
+// it ran on, in launch order, so the first distinct ones are the block scheduler's order of filling them.
+__global__ void record_smid(unsigned* out) {
+  if (threadIdx.x == 0) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    out[blockIdx.x] = sm;
+  }
+}
+
+extern "C" int launch_smids(int blocks, int smem_bytes, void* out) {
+  cudaFuncSetAttribute(record_smid, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+  record_smid<<<blocks, 512, smem_bytes>>>(static_cast<unsigned*>(out));
+  return static_cast<int>(cudaGetLastError());
+}

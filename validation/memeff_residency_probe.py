@@ -5,7 +5,9 @@
 # --profile-from-start off -k regex:residency_read, that read's DRAM bytes over the bytes it read are the
 # share of the tensor's lines no longer in L2. The f32 dQ workspace and D (delta), which the call allocates
 # and frees, are found in PyTorch's allocator history of the call just before each read, by size. Lines:
-# "PROBE case target address bytes stride" in the order ncu profiles the reads.
+# "PROBE case target address bytes stride" in the order ncu profiles the reads. SMS=S runs the backward in
+# a CUDA green context of S SMs, so that fewer heads run at a time (cases named ..._sS); the reads of tensors
+# run on every SM, and local memory is not read (ncu failed to profile the local kernels in the context).
 import ctypes, os, sys
 import torch
 
@@ -40,6 +42,23 @@ def evict():  # reads the 512 MiB junk buffer: what earlier calls left leaves th
 
 
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
+SUBSET = int(os.environ.get("SMS", "0"))
+if SUBSET:
+    _gc = torch.cuda.green_contexts.GreenContext
+    try:
+        GREEN = _gc.create(num_sms=SUBSET, device_id=0)
+    except TypeError:  # the signature was positional in 2.10
+        GREEN = _gc.create(SUBSET, 0)
+
+
+def in_subset(fn):  # runs fn in the green context, if any
+    if not SUBSET:
+        return fn()
+    GREEN.set_context()
+    try:
+        return fn()
+    finally:
+        GREEN.pop_context()
 FRAME = 34 * 4 * 512  # bytes of local memory a 512-thread block of the local kernels reads
 ONE_PER_SM, FOUR_PER_SM = 150 << 10, 0  # dynamic shared memory: one block of 512 threads per SM, or four
 
@@ -81,13 +100,14 @@ for label in ("after_sum", "first_read", "second_read", "after_fill", "after_fil
           flush=True)
 # Local memory: frames written by one block per SM, read back by one block per SM (the same slots) and by four
 # (every warp slot of the SM).
-for label, smem in (("local_one_per_sm", ONE_PER_SM), ("local_four_per_sm", FOUR_PER_SM)):
+LOCAL_READS = () if SUBSET else (("local_one_per_sm", ONE_PER_SM), ("local_four_per_sm", FOUR_PER_SM))
+for label, smem in LOCAL_READS:
     evict()
     assert lib.launch_local(1, SMS, ONE_PER_SM, sink.data_ptr()) == 0
     print(f"PROBE control {read_local(label, smem)}", flush=True)
 for spec in CASES.split():
     b, h, n, d, causal = (int(x) for x in spec.split(","))
-    name = f"{b}x{h}x{n}x{d}_c{causal}"
+    name = f"{b}x{h}x{n}x{d}_c{causal}" + (f"_s{SUBSET}" if SUBSET else "")
     # Q, K, V as SDPA passes them (b, h, n, d) storage seen as (b, n, h, d); O from the forward; dO made
     # contiguous (b, n, h, d) as SDPA's copy before the kernel does.
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16).transpose(1, 2) for _ in range(3))
@@ -96,7 +116,7 @@ for spec in CASES.split():
 
     def backward():
         evict()
-        return op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)
+        return in_subset(lambda: op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False))
 
     def output_storages(grads):  # dQ, dK, dV: (address, bytes) of their storages (one, if they share it)
         storages = [(t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()) for t in grads[:3]]
@@ -139,7 +159,7 @@ for spec in CASES.split():
         stride = STRIDE if nbytes >= (4 << 20) else 1
         read(addr, nbytes, stride)
         print(f"PROBE {name} {label} {addr:#x} {nbytes} {stride}", flush=True)
-    for label, smem in (("local_one_per_sm", ONE_PER_SM), ("local_four_per_sm", FOUR_PER_SM)):
+    for label, smem in LOCAL_READS:
         call()
         print(f"PROBE {name} {read_local(label, smem)}", flush=True)
     del q, k, v, do, out, lse, grads

@@ -5,7 +5,7 @@
 # $OUT gets <gpu>_memeff_residency.csv (summarize_residency.py: one row per read, its absent fraction),
 # <gpu>_memeff_residency_raw.csv (ncu --page raw, one row per residency read, in the PROBE lines' order),
 # <gpu>_memeff_residency_run.log (the PROBE lines) and <gpu>_memeff_residency_env.txt. CASES, FWD_CASES
-# (b,h,n,d,causal ...) and STRIDE pass through to the script. About 25 s on an H200.
+# (b,h,n,d,causal ...), STRIDE and SMS pass through to the script. About 25 s on an H200.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
@@ -16,6 +16,8 @@ source validation/device_env.sh
 # PROBE_SCRIPT=validation/l2_write_priority_probe.py runs that probe instead (files <gpu>_l2_write_priority*).
 PROBE_SCRIPT="${PROBE_SCRIPT:-validation/memeff_residency_probe.py}"
 case "$PROBE_SCRIPT" in *write_priority*) PREFIX="${G}_l2_write_priority" ;; *) PREFIX="${G}_memeff_residency" ;; esac
+# SMS=S: the backward on S SMs (a green context; memeff_residency_probe.py), files <gpu>_memeff_residency_sS*.
+[ -n "${SMS:-}" ] && PREFIX="${PREFIX}_s$SMS"
 ENV="$OUT/${PREFIX}_env.txt"
 write_env "$ENV"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"

@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/memeffsms.XXXXXX)"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-PREFIX="${G}_memeff_sms"
+PREFIX="${G}_memeff_sms${TAG:-}"  # TAG: a suffix for a repeat run's files
 ENV="$OUT/${PREFIX}_env.txt"
 write_env "$ENV"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"

@@ -1,0 +1,123 @@
+// PyTorch's memory-efficient backward on 16 to 132 SMs of an H200 (validation/data/h200_memeff_sms_cases.csv:
+// validation/run_memeff_sms.sh runs the same call in CUDA green contexts of fewer SMs, so that fewer heads
+// run at a time while the tensors, their addresses and the grid stay the same). Each row is simulated on as
+// many cores, each attached to the L2 partition its SM is (the row's core_partitions, from the SET=pair
+// probe). Up to 64 SMs the model reads what the GPU reads (within 3%); from 96 SMs on the GPU reads more and
+// more than the model does, and the model's dips where waves hold whole heads (96 and 128 SMs at n = 8,192)
+// are not on the GPU (docs/validation.md, "The memory-efficient backward on fewer SMs"). One row runs in the
+// default suite, the others (minutes) under the label `long`.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/validate.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kRoot = ATTNSIM_SOURCE_DIR;
+const std::string kData = kRoot + "/validation/data/h200_memeff_sms_cases.csv";
+
+struct SmsRow {
+  int64_t batch, heads, n, d;
+  bool causal;
+  int sms;
+  double dram_low, dram_high;  // the predicted / measured DRAM reads held in this band
+};
+
+void PrintTo(const SmsRow& r, std::ostream* os) {
+  *os << r.batch << "x" << r.heads << "x" << r.n << "x" << r.d << (r.causal ? " causal" : "") << " on "
+      << r.sms << " SMs";
+}
+
+// Within 3% where the model reads what the GPU does; the others in bands around what the model reads as of
+// 2026-11-30 (0.694, 0.780, 0.627, 0.598, 0.753, 0.829, 0.611: a regression guard while the shortfall is
+// unexplained; a change that moves a row out of its band must say why).
+std::vector<SmsRow> sms_rows() {
+  std::vector<SmsRow> rows = {{8, 32, 2048, 128, false, 64, 0.97, 1.03}};
+#ifdef ATTNSIM_MEMEFF_SMS_LONG
+  rows = {{1, 16, 8192, 128, false, 16, 0.97, 1.03},  {1, 16, 8192, 128, false, 64, 0.97, 1.03},
+          {1, 16, 8192, 128, false, 128, 0.62, 0.80}, {1, 16, 8192, 128, false, 132, 0.70, 0.90},
+          {1, 16, 8192, 128, true, 64, 0.97, 1.03},   {1, 16, 8192, 128, true, 128, 0.55, 0.75},
+          {1, 16, 8192, 128, true, 132, 0.52, 0.72},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
+          {8, 32, 2048, 128, false, 128, 0.68, 0.85}, {8, 32, 2048, 128, false, 132, 0.75, 0.92},
+          {1, 16, 16384, 64, false, 16, 0.97, 1.03},  {1, 16, 16384, 64, false, 132, 0.97, 1.03},
+          {1, 8, 32768, 128, false, 16, 0.55, 0.70}};
+#endif
+  return rows;
+}
+
+std::string sms_row_name(const ::testing::TestParamInfo<SmsRow>& info) {
+  const SmsRow& r = info.param;
+  return std::to_string(r.batch) + "x" + std::to_string(r.heads) + "x" + std::to_string(r.n) + "x" +
+         std::to_string(r.d) + (r.causal ? "_causal" : "") + "_on_" + std::to_string(r.sms);
+}
+
+// The row's own columns that the measurement reader does not keep: SM count and partitions, by CSV line.
+std::map<int, std::map<std::string, std::string>> extra_columns() {
+  std::ifstream in(kData);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  std::stringstream hs(line);
+  for (std::string cell; std::getline(hs, cell, ',');) header.push_back(cell);
+  std::map<int, std::map<std::string, std::string>> out;
+  for (int number = 2; std::getline(in, line); ++number) {
+    std::stringstream ls(line);
+    size_t column = 0;
+    for (std::string cell; std::getline(ls, cell, ',') && column < header.size(); ++column)
+      if (header[column] == "sms" || header[column] == "core_partitions") out[number][header[column]] = cell;
+  }
+  return out;
+}
+
+ValidationRow simulate(const SmsRow& want, std::string& partitions) {
+  const auto extra = extra_columns();
+  std::vector<Measurement> rows;
+  for (const Measurement& m : read_measurements(kData)) {
+    const auto& cols = extra.at(m.line);
+    if (m.label ==
+            "EFFICIENT_ATTENTION bwd " + std::to_string(want.batch) + "x" + std::to_string(want.heads) &&
+        m.n == want.n && m.d == want.d && m.causal == want.causal &&
+        cols.at("sms") == std::to_string(want.sms)) {
+      rows.push_back(m);
+      partitions = cols.at("core_partitions");
+    }
+  }
+  EXPECT_EQ(rows.size(), 1u);
+  if (rows.size() != 1) return {};
+  EXPECT_EQ(partitions.size(), static_cast<size_t>(want.sms));
+  const ValidationSummary s =
+      validate(kRoot + "/configs/h200.yaml", kData, rows,
+               {"chip.cores=" + std::to_string(want.sms), "l2.core_partitions=" + partitions});
+  EXPECT_EQ(s.rows.size(), 1u);
+  return s.rows.empty() ? ValidationRow{} : s.rows[0];
+}
+
+class MemEfficientSms : public ::testing::TestWithParam<SmsRow> {};
+
+// SM<-L2 reads as on the whole chip (within 1.5%: the spill loads' fit); DRAM reads in the row's band.
+TEST_P(MemEfficientSms, DramReadsInTheirBand) {
+  const SmsRow& want = GetParam();
+  std::string partitions;
+  const ValidationRow row = simulate(want, partitions);
+  ASSERT_GT(row.measured.dram_read_bytes, 0);
+  EXPECT_NEAR(row.predicted_read / row.measured.l1_read_bytes, 1.0, 0.015);
+  const double dram = row.predicted_dram_read / row.measured.dram_read_bytes;
+  EXPECT_GT(dram, want.dram_low);
+  EXPECT_LT(dram, want.dram_high);
+  std::printf("%d SMs (%s): DRAM read %.3f, DRAM write %.3f, time %.3f\n", want.sms, partitions.c_str(), dram,
+              row.predicted_dram_written / row.measured.dram_write_bytes,
+              row.predicted_ns / row.measured.time_ns);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, MemEfficientSms, ::testing::ValuesIn(sms_rows()), sms_row_name);
+
+}  // namespace
+}  // namespace attnsim

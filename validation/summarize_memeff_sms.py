@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Rows for attnsim validate from run_memeff_sms.sh: each profiled backward (RAW_CSV, ncu --page raw
 # --print-units base, in the PROBE lines' order of RUN_LOG) as a copy of the same case's row of BASE_CSV (the
-# full-chip SDPA measurement, whose kernel, grid, block and shared memory it shares) with the measured bytes,
+# full-chip SDPA measurement, whose kernel, grid, block and shared memory it shares; for a case not measured
+# there, a row of the same kernel with its shape and grid) with the measured bytes,
 # time and SM count replaced, the provenance of ENV, and three columns of its own: sms, sm_ids (the SMs in the
 # order blocks landed) and core_partitions (for -p l2.core_partitions: each of those SMs' L2 partition, 0 for
 # SM 128's, read from PAIR_CSV, the SET=pair probe of the same GPU: 80 MiB of DRAM reads where an SM shares
@@ -35,6 +36,19 @@ def partitions(pair_path):
     return out
 
 
+def base_row(base_rows, b, h, n, d, c):
+    """The full-chip row of the same case; else one of the same kernel (d, causal) with the shape and the
+    grid (a block per key block, head and batch) set to this case's."""
+    rows = [r for r in base_rows if r["backend"] == "EFFICIENT_ATTENTION" and r["pass"] == "bwd"]
+    same = [r for r in rows if (r["batch"], r["heads"], r["n"], r["d"], r["causal"]) == (b, h, n, d, c)]
+    if same:
+        return dict(same[0])
+    base = dict(next(r for r in rows if (r["d"], r["causal"]) == (d, c)))
+    scale = int(b) * int(h) * int(n) / (int(base["batch"]) * int(base["heads"]) * int(base["n"]))
+    base.update(batch=b, heads=h, n=n, main_grid_size=str(round(int(base["main_grid_size"]) * scale)))
+    return base
+
+
 def main(env_path, log_path, raw_path, base_path, pair_path):
     env = dict(line.split(": ", 1) for line in open(env_path).read().splitlines() if ": " in line)
     probes = [line.split() for line in open(log_path) if line.startswith("PROBE ")]
@@ -50,12 +64,10 @@ def main(env_path, log_path, raw_path, base_path, pair_path):
     out.writeheader()
     for probe, row in zip(probes, data):
         b, h, n, d, c = re.fullmatch(r"(\d+)x(\d+)x(\d+)x(\d+)_c(\d)", probe[1]).groups()
-        base = next(r for r in base_rows if r["backend"] == "EFFICIENT_ATTENTION" and r["pass"] == "bwd" and
-                    (r["batch"], r["heads"], r["n"], r["d"], r["causal"]) == (b, h, n, d, c))
-        new = dict(base)
+        new = base_row(base_rows, b, h, n, d, c)
         new.update(gpu=env["gpu"], driver=env["driver"], cuda=env["cuda (nvcc)"], ncu=env["ncu"],
                    torch=env["torch"].split()[0], date=env["date"][:10], kernels="1", attention_kernels="1",
-                   kernel_names=base["main_kernel"])
+                   kernel_names=new["main_kernel"])
         for col, (metric, scale) in MEASURED.items():
             value = str(int(float(row[header.index(metric)].replace(",", "")) * scale))
             new[col] = new["attn_" + col] = value

@@ -4,7 +4,8 @@
 #   bash validation/run_l2_probe_green.sh   (from the repository root; $OUT comes back)
 # Each launch under ncu --cache-control all --clock-control base; $OUT gets <gpu>_l2_probe_green.csv (one
 # row per launch as run_l2_probe.sh's, blocks one per SM of the context, plus sms), _env.txt and _run.log.
-# RUNS: "mode MiB passes" lines; SMS: the context's SMs (16); TAG: a suffix for the files.
+# RUNS: "mode MiB passes [blocks]" lines (blocks: one per SM of the context unless given); SMS: the context's
+# SMs (16); TAG: a suffix for the files.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
@@ -24,16 +25,21 @@ RUNS="${RUNS:-$(for m in 8 16 24 28 32 40 48 64; do echo "shared $m 3"; done; fo
 echo "ncu --cache-control all --clock-control base --metrics $METRICS; SMS=$SMS" >> "$OUT/${PREFIX}_env.txt"
 CSV="$OUT/${PREFIX}.csv"
 echo "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_miss_sectors,lts_fabric_sectors,time_ns,sms" > "$CSV"
-while read -r mode mib passes; do
+while read -r mode mib passes blocks; do
   [ -z "$mode" ] && continue
   log="$WORK/ncu.log"
+  rm -f "$WORK/times.csv"
+  # With blocks given, each block's SM too (l2_probe's TIMES: a timestamp store per pass besides the reads).
+  [ -n "${blocks:-}" ] && export TIMES="$WORK/times.csv" || unset TIMES
   SMID_LIB="$WORK/smid.so" SMS=$SMS timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base \
     -k regex:l2_probe_kernel --csv --page raw --print-units base \
-    python3 validation/l2_probe_green.py "$WORK/l2_probe.so" "$mode" $((mib << 20)) "$passes" "$SMS" > "$log" 2>&1
+    python3 validation/l2_probe_green.py "$WORK/l2_probe.so" "$mode" $((mib << 20)) "$passes" "${blocks:-$SMS}" > "$log" 2>&1
   grep -E '^(RESULT|GREEN|SMIDS)' "$log" | tee -a "$OUT/${PREFIX}_run.log"
-  python3 - "$log" "$CSV" "$mode" $((mib << 20)) "$passes" "$SMS" << 'PY'
+  [ -f "$WORK/times.csv" ] && echo "BLOCK_SMS $(tail -n +2 "$WORK/times.csv" | cut -d, -f2 | tr '\n' ' ')" |
+    tee -a "$OUT/${PREFIX}_run.log"
+  python3 - "$log" "$CSV" "$mode" $((mib << 20)) "$passes" "$SMS" "${blocks:-$SMS}" << 'PY'
 import csv, io, sys
-log, out, mode, nbytes, passes, sms = sys.argv[1:7]
+log, out, mode, nbytes, passes, sms, launched = sys.argv[1:8]
 rows = [l for l in open(log).read().splitlines() if l.startswith('"')]
 table = list(csv.DictReader(io.StringIO("\n".join(rows))))
 if len(table) < 2:
@@ -41,7 +47,7 @@ if len(table) < 2:
 r = table[1]  # table[0]: units
 num = lambda k: int(float(r[k].replace(",", "")))
 with open(out, "a") as f:
-    blocks = 1 if mode in ("single", "wsingle", "retouch") else sms  # l2_probe runs these on one block
+    blocks = 1 if mode in ("single", "wsingle", "retouch") else launched  # l2_probe runs these on one block
     f.write(",".join(map(str, [mode, nbytes, passes, blocks, num("dram__bytes_read.sum"), num("dram__bytes_write.sum"),
                                num("lts__t_sectors_srcunit_tex_op_read.sum"), num("lts__t_sectors_srcunit_tex_lookup_miss.sum"),
                                num("lts__t_sectors_srcunit_ltcfabric.sum"), num("gpu__time_duration.sum"), sms])) + "\n")

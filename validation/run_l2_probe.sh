@@ -10,6 +10,7 @@
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
+#   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
 #   SET=retouch bash validation/run_l2_probe.sh (one SM re-reads part of its data between new parts: how
 #                                             much a hit protects a line, LRU against pseudo-LRU or FIFO)
 #   SET=heads bash validation/run_l2_probe.sh (one SM reads windows of every head's K and V as the kernels
@@ -123,6 +124,10 @@ elif [ "$SET" = pair ]; then
     [ "$sm" = 128 ] && continue
     PAIR="128,$sm" run pair $((40 * MB)) 3
   done
+elif [ "$SET" = pairs ]; then
+  # The pair probe for chosen pairs (PAIRS="A,B C,D ..."): whether two SMs that each share SM 128's partition
+  # share one with each other (a green context's SMs 0 and 2 read 40 MiB as if on two: docs/chip.md).
+  for pair in ${PAIRS:-0,2 0,1 0,16 2,18 0,4 4,6 128,0 128,2 128,4}; do PAIR="$pair" run pair $((40 * MB)) 3; done
 elif [ "$SET" = retouch ]; then
   # Part 0 read again between new parts: LRU keeps it below a partition's capacity, a pseudo-LRU or FIFO
   # loses it. Parts of 2 to 16 MiB, 8 rounds; 2 rounds at three sizes; single-SM streams for the capacity.

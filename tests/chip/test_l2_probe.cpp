@@ -668,12 +668,13 @@ TEST(L2Probe, LocalMemoryIsReusedSlotBySlot) {
 }
 
 // Probes confined to 16 or 32 SMs (validation/data/h200_l2_probe_green*.csv: run_l2_probe_green.sh runs the
-// probe in CUDA green contexts; a block per SM). The 16 SMs are all on SM 128's partition by the SET=pair
-// probe (two SMs at a time), yet run together they behave as if half were on each: with the presets'
-// attachment (core % 2) every row is within 7% of the measured DRAM reads but two, shared reads of 28 MiB
-// (the GPU misses before its capacity, 0.78) and a buffer every SM rewrites in turn at 32 MiB (the model's
-// dirty limit cycling, 3.42); with all 16 attached to one partition the model reads 2.00 passes' worth where
-// the GPU reads 3.00 (shared) or 1.12 (private) at 40 MiB (docs/chip.md, "Sixteen SMs of a green context").
+// probe in CUDA green contexts; a block per SM). The SET=pair probe of 2026-11-28 put the 16 SMs all on SM
+// 128's partition, yet they read as if half were on each, as the pairs probe of 2026-11-30 finds SMs 0 and 2
+// to be: which partition an SM number has differs from GPU to GPU. With the presets' attachment (core % 2)
+// every row is within 7% of the measured DRAM reads but two, shared reads of 28 MiB (the GPU misses before
+// its capacity, 0.78) and a buffer every SM rewrites in turn at 32 MiB (the model's dirty limit cycling,
+// 3.42); with all 16 attached to one partition the model reads 2.00 passes' worth where the GPU reads 3.00
+// (shared) or 1.12 (private) at 40 MiB (docs/chip.md, "Sixteen SMs of a green context").
 double green_ratio(Machine& machine, const ProbeRow& r) {
   return static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
 }

@@ -5,8 +5,9 @@
 # there, a row of the same kernel with its shape and grid) with the measured bytes,
 # time and SM count replaced, the provenance of ENV, and three columns of its own: sms, sm_ids (the SMs in the
 # order blocks landed) and core_partitions (for -p l2.core_partitions: each of those SMs' L2 partition, 0 for
-# SM 128's, read from PAIR_CSV, the SET=pair probe of the same GPU: 80 MiB of DRAM reads where an SM shares
-# SM 128's partition, 42 where not).
+# SM 128's, read from PAIR_CSV, a SET=pair probe: 80 MiB of DRAM reads where an SM shares SM 128's partition,
+# 42 where not; which partition an SM number has differs from GPU to GPU, so it holds only if PAIR_CSV was
+# measured on the GPU of RUN_LOG: docs/chip.md, "Sixteen SMs of a green context").
 #   python3 validation/summarize_memeff_sms.py ENV RUN_LOG RAW_CSV BASE_CSV PAIR_CSV > <gpu>_memeff_sms_cases.csv
 import csv
 import re

@@ -742,5 +742,52 @@ TEST(L2Probe, ThirtyTwoSmsOfAGreenContext) {
   EXPECT_EQ(compared, 2);
 }
 
+// The same rows with the attachment measured on the GPU they ran on (validation/data/
+// h200_l2_probe_pair_gpu2921.csv, SET=pair on 2026-11-30; the green contexts' SMs from the SMIDS lines of the
+// run logs): the 32-SM context is 8 SMs on SM 128's partition and 24 on the other, and private 40 MiB reads
+// 1.37 passes' worth where the GPU read 1.38 (core % 2: 1.12); the 16 SMs are 8 on each.
+std::string green_partitions(const std::string& run_log, size_t sms) {
+  const std::set<int> with_128 = sms_sharing_128("h200_l2_probe_pair_gpu2921.csv");
+  std::ifstream in(kSource + "validation/data/" + run_log);
+  std::string line, partitions;
+  while (partitions.empty() && std::getline(in, line)) {
+    if (line.rfind("SMIDS ", 0) != 0) continue;
+    std::stringstream ids(line.substr(6));
+    size_t count = 0;
+    ids >> count;
+    for (int sm = 0; partitions.size() < count && ids >> sm;) partitions += with_128.count(sm) ? '0' : '1';
+  }
+  EXPECT_EQ(partitions.size(), sms);
+  return partitions;
+}
+
+TEST(L2Probe, ThirtyTwoSmsOnTheirGpusAttachment) {
+  const std::string partitions = green_partitions("h200_l2_probe_green_private32_run.log", 32);
+  EXPECT_EQ(std::count(partitions.begin(), partitions.end(), '0'), 8);
+  Machine machine(
+      load_config(kSource + "configs/h200.yaml", {"chip.cores=32", "l2.core_partitions=" + partitions}));
+  int compared = 0;
+  for (const ProbeRow& r : green_rows(32)) {
+    EXPECT_NEAR(green_ratio(machine, r), 1.0, 0.03) << green_name(r) << " MiB";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2);
+}
+
+TEST(L2Probe, SixteenSmsOnTheirGpusAttachment) {
+  const std::string partitions = green_partitions("h200_l2_probe_green_private_run.log", 16);
+  EXPECT_EQ(partitions, "0000000011111111");
+  Machine machine(
+      load_config(kSource + "configs/h200.yaml", {"chip.cores=16", "l2.core_partitions=" + partitions}));
+  int compared = 0;
+  for (const ProbeRow& r : green_rows(16)) {
+    if (r.shape.bytes != 40u << 20) continue;  // shared, private, rmw, single: 1.00, 0.92, 0.83, 1.00
+    const double ratio = green_ratio(machine, r);
+    EXPECT_NEAR(ratio, 1.0, r.shape.mode == traces::ProbeMode::Rmw ? 0.20 : 0.10) << green_name(r);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 5);
+}
+
 }  // namespace
 }  // namespace attnsim

@@ -5,12 +5,11 @@
 import ctypes, os, sys
 import torch
 
+import green_context
+
 lib = ctypes.CDLL(sys.argv[1])
 sms = int(os.environ.get("SMS", "16"))
-try:
-    ctx = torch.cuda.green_contexts.GreenContext.create(num_sms=sms, device_id=0)
-except TypeError:  # positional in 2.10
-    ctx = torch.cuda.green_contexts.GreenContext.create(sms, 0)
+ctx = green_context.create(sms)
 ctx.set_context()
 if os.environ.get("SMID_LIB"):  # which SMs the context has, in the order blocks land (memeff_residency_read.cu)
     smid = ctypes.CDLL(os.environ["SMID_LIB"])

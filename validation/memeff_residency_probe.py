@@ -11,6 +11,8 @@
 import ctypes, os, sys
 import torch
 
+import green_context
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.launch_residency_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
 lib.launch_local.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
@@ -44,11 +46,7 @@ def evict():  # reads the 512 MiB junk buffer: what earlier calls left leaves th
 SMS = torch.cuda.get_device_properties(0).multi_processor_count
 SUBSET = int(os.environ.get("SMS", "0"))
 if SUBSET:
-    _gc = torch.cuda.green_contexts.GreenContext
-    try:
-        GREEN = _gc.create(num_sms=SUBSET, device_id=0)
-    except TypeError:  # the signature was positional in 2.10
-        GREEN = _gc.create(SUBSET, 0)
+    GREEN = green_context.create(SUBSET)
 
 
 def in_subset(fn):  # runs fn in the green context, if any

@@ -7,6 +7,8 @@
 import ctypes, os, sys
 import torch
 
+import green_context
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.launch_smids.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 op_f = torch.ops.aten._efficient_attention_forward
@@ -14,14 +16,6 @@ op_b = torch.ops.aten._efficient_attention_backward
 CASES = os.environ.get("CASES", "1,16,8192,128,0 1,16,8192,128,1 8,32,2048,128,0 1,8,32768,128,0 1,16,16384,64,0")
 SMS = [int(s) for s in os.environ.get("SMS", "16 32 48 64 80 96 112 128 0").split()]  # 0: no green context
 ALL = torch.cuda.get_device_properties(0).multi_processor_count
-GC = torch.cuda.green_contexts.GreenContext
-
-
-def green(sms):  # the API's signature moved between releases: positional in 2.10, keyword-only later
-    try:
-        return GC.create(num_sms=sms, device_id=0)
-    except TypeError:
-        return GC.create(sms, 0)
 
 
 def smids(blocks):  # SMs of the current context, as a block scheduler fills them (one block per SM at a time)
@@ -37,7 +31,7 @@ def smids(blocks):  # SMs of the current context, as a block scheduler fills the
 
 
 torch.manual_seed(0)
-contexts = {s: green(s) for s in SMS if s}
+contexts = {s: green_context.create(s) for s in SMS if s}
 for spec in CASES.split():
     b, h, n, d, causal = (int(x) for x in spec.split(","))
     name = f"{b}x{h}x{n}x{d}_c{causal}"

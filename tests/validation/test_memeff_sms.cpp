@@ -9,10 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <fstream>
-#include <map>
 #include <ostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -59,40 +56,16 @@ std::string sms_row_name(const ::testing::TestParamInfo<SmsRow>& info) {
          std::to_string(r.d) + (r.causal ? "_causal" : "") + "_on_" + std::to_string(r.sms);
 }
 
-// The row's own columns that the measurement reader does not keep: SM count and partitions, by CSV line.
-std::map<int, std::map<std::string, std::string>> extra_columns() {
-  std::ifstream in(kData);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> header;
-  std::stringstream hs(line);
-  for (std::string cell; std::getline(hs, cell, ',');) header.push_back(cell);
-  std::map<int, std::map<std::string, std::string>> out;
-  for (int number = 2; std::getline(in, line); ++number) {
-    std::stringstream ls(line);
-    size_t column = 0;
-    for (std::string cell; std::getline(ls, cell, ',') && column < header.size(); ++column)
-      if (header[column] == "sms" || header[column] == "core_partitions") out[number][header[column]] = cell;
-  }
-  return out;
-}
-
-ValidationRow simulate(const SmsRow& want, std::string& partitions) {
-  const auto extra = extra_columns();
+// The row of the case on `want.sms` SMs (its main_sm_count, which the measurement reader keeps).
+ValidationRow simulate(const SmsRow& want) {
   std::vector<Measurement> rows;
-  for (const Measurement& m : read_measurements(kData)) {
-    const auto& cols = extra.at(m.line);
+  for (const Measurement& m : read_measurements(kData))
     if (m.label ==
             "EFFICIENT_ATTENTION bwd " + std::to_string(want.batch) + "x" + std::to_string(want.heads) &&
-        m.n == want.n && m.d == want.d && m.causal == want.causal &&
-        cols.at("sms") == std::to_string(want.sms)) {
+        m.n == want.n && m.d == want.d && m.causal == want.causal && m.sm_count == want.sms)
       rows.push_back(m);
-      partitions = cols.at("core_partitions");
-    }
-  }
   EXPECT_EQ(rows.size(), 1u);
   if (rows.size() != 1) return {};
-  EXPECT_EQ(partitions.size(), static_cast<size_t>(want.sms));
   const ValidationSummary s =
       validate(kRoot + "/configs/h200.yaml", kData, rows, {"chip.cores=" + std::to_string(want.sms)});
   EXPECT_EQ(s.rows.size(), 1u);
@@ -104,15 +77,14 @@ class MemEfficientSms : public ::testing::TestWithParam<SmsRow> {};
 // SM<-L2 reads as on the whole chip (within 1.5%: the spill loads' fit); DRAM reads in the row's band.
 TEST_P(MemEfficientSms, DramReadsInTheirBand) {
   const SmsRow& want = GetParam();
-  std::string partitions;
-  const ValidationRow row = simulate(want, partitions);
+  const ValidationRow row = simulate(want);
   ASSERT_GT(row.measured.dram_read_bytes, 0);
   EXPECT_NEAR(row.predicted_read / row.measured.l1_read_bytes, 1.0, 0.015);
   const double dram = row.predicted_dram_read / row.measured.dram_read_bytes;
   EXPECT_GT(dram, want.dram_low);
   EXPECT_LT(dram, want.dram_high);
-  std::printf("%d SMs (by the pair probe's partitions %s): DRAM read %.3f, DRAM write %.3f, time %.3f\n",
-              want.sms, partitions.c_str(), dram, row.predicted_dram_written / row.measured.dram_write_bytes,
+  std::printf("%d SMs: DRAM read %.3f, DRAM write %.3f, time %.3f\n", want.sms, dram,
+              row.predicted_dram_written / row.measured.dram_write_bytes,
               row.predicted_ns / row.measured.time_ns);
 }
 

@@ -679,14 +679,14 @@ double green_ratio(Machine& machine, const ProbeRow& r) {
   return static_cast<double>(total(simulate(machine, r.shape).dram_read)) / r.dram_read;
 }
 
-std::vector<ProbeRow> green_rows(int64_t blocks) {
+// The rows measured in the green context of `sms` SMs (a block per SM, or one block: `single`).
+std::vector<ProbeRow> green_rows(int sms) {
+  const std::vector<std::string> files =
+      sms == 16 ? std::vector<std::string>{"h200_l2_probe_green.csv", "h200_l2_probe_green_private.csv"}
+                : std::vector<std::string>{"h200_l2_probe_green_private32.csv"};
   std::vector<ProbeRow> rows;
-  for (const char* file :
-       {"h200_l2_probe_green.csv", "h200_l2_probe_green_private.csv", "h200_l2_probe_green_private32.csv"})
-    for (const ProbeRow& r : measured_rows(file))
-      if (r.shape.blocks == blocks ||
-          (blocks == 16 && r.shape.blocks == 1 && std::string(file).find("32") == std::string::npos))
-        rows.push_back(r);
+  for (const std::string& file : files)
+    for (const ProbeRow& r : measured_rows(file)) rows.push_back(r);
   return rows;
 }
 

@@ -107,13 +107,14 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
   footprint_ = cores_.front()->sram().allocated_bytes;
   for (size_t c = 0; c < cores_.size(); ++c) {
     ChipCore& core = *cores_[c];
-    TileUnits units{&core.sram(),     &core.dma(), core.mxu(),  core.vpu(),
-                    core.tile_regs(), memory_,     core.issue()};
+    TileUnits units{&core.sram(),     &core.dma(), core.mxu(),   core.vpu(),
+                    core.tile_regs(), memory_,     core.issue(), &locks_};
     state_[c].tile = std::make_unique<TileCore>(units, tensors_, static_cast<int>(c));
     state_[c].tile->reset_units();
     state_[c].slots.clear();
     core.blocks_run = core.busy_until = 0;
   }
+  locks_.clear();
   source_ = std::make_unique<BlockSource>(program);
   have_lookahead_ = source_done_ = false;
   kernel_ = -1;
@@ -258,6 +259,12 @@ void Chip::step(int core, Slot& slot) {
     slot.position = slot.work.segments[slot.segment].begin;
     return prepare(core, slot);
   }
+  if (slot.ctx.locks_held > 0)
+    throw InputError(
+        program_->file, {},
+        fmt::format("thread block ({}, {}, {}) ended holding {} LOCK(s): a block waiting for them "
+                    "would wait forever (UNLOCK each lock it takes)",
+                    slot.work.index[0], slot.work.index[1], slot.work.index[2], slot.ctx.locks_held));
   slot.busy = false;
   slot.free_at = slot.ctx.end;
   if (record_blocks_)
@@ -267,6 +274,25 @@ void Chip::step(int core, Slot& slot) {
   ChipCore& c = *cores_[core];
   c.busy_until = std::max(c.busy_until, slot.ctx.end);
   kernel_reports_.back().end_cycle = std::max(kernel_reports_.back().end_cycle, slot.ctx.end);
+}
+
+// A quantum in which no core ran an instruction: if every resident block waits at LOCK, none will ever
+// release a lock, and the program is in error (a LOCK with no UNLOCK, or two blocks each holding what the
+// other waits for).
+void Chip::check_lock_deadlock() {
+  size_t waiting = 0, resident = 0;
+  for (CoreState& s : state_)
+    for (Slot& slot : s.slots) {
+      if (!slot.busy) continue;
+      ++resident;
+      if (slot.next.op == isa::Opcode::Lock && s.tile->start_time(slot.next, slot.ready) == LockTable::kHeld)
+        ++waiting;
+    }
+  if (resident > 0 && waiting == resident)
+    throw InputError(program_->file, {},
+                     fmt::format("deadlock: all {} resident thread blocks wait at LOCK for locks that only "
+                                 "they hold",
+                                 resident));
 }
 
 // Whether the running kernel has blocks not yet handed out.
@@ -394,10 +420,12 @@ void Chip::conductor() {
       start_kernel(0);
       while (kernel_ >= 0 && !error_) {
         limit_ = (epoch + 1) * quantum;
+        const uint64_t executed = instructions_;
         release_all(epoch);
         fill_waiting_slots();
         ++quanta_;
         if (error_) break;
+        if (instructions_ == executed) check_lock_deadlock();
         ++epoch;
         if (kernel_finished()) {
           // The kernel's fixed cost (Nsight Compute's duration of an empty kernel) counts after its last
@@ -414,6 +442,7 @@ void Chip::conductor() {
         const uint64_t settled = epoch * quantum;
         if (noc_) noc_->forget_before(settled);
         if (l2_) l2_->forget_before(settled);
+        locks_.set_floor(settled);
         if (BandwidthCalendar* c = hbm_.calendar()) c->forget_before(settled);
         const sc_core::sc_time target = time_of_cycle(run_start, settled);
         if (target > sc_core::sc_time_stamp()) sc_core::wait(target - sc_core::sc_time_stamp());

@@ -161,6 +161,7 @@ class Chip : public Component {
   };
 
   void conductor();
+  void check_lock_deadlock();
   void core_thread(int core);
   void run_quantum(int core, uint64_t limit);
   void release(int core);
@@ -191,6 +192,7 @@ class Chip : public Component {
   std::vector<CoreState> state_;
   std::vector<int> release_order_;  // reused every quantum
   std::vector<TensorState> tensors_;
+  LockTable locks_;  // LOCK's spin locks, shared by the cores
 
   const isa::Program* program_ = nullptr;
   std::unique_ptr<BlockSource> source_;

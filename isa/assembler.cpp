@@ -710,7 +710,8 @@ class Assembler {
       c.fail(inst.loc, std::string(spec.mnemonic) + " takes " + std::to_string(spec.operand_count) +
                            " operands, " + std::to_string(given) + " given (" + std::string(spec.semantics) +
                            ")");
-    bool tile_form = false;
+    // An instruction without operands (FENCE) takes the program's form: tiles once it declares a buffer.
+    bool tile_form = inst.operand_count == 0 && !program_.buffers.empty();
     for (const auto& operand : inst.operands()) tile_form = tile_form || operand.kind == Operand::Kind::Tile;
     if (tile_form) {
       check_tile_form(c, inst);
@@ -918,6 +919,22 @@ class Assembler {
         if (tile(1).out_rows() != tile(0).out_rows() || tile(1).out_cols() != 1)
           c.fail(at(1), op + ": the destination must be " + std::to_string(tile(0).out_rows()) +
                             "x1, found " + shape(1));
+        break;
+      case Opcode::Lock:
+      case Opcode::Unlock:
+        want_kind(0, Operand::Kind::Tile, "a tensor slice (the lock's word in memory)");
+        if (tile(0).is_buffer) c.fail(at(0), op + " takes a lock in memory, not a buffer");
+        if (tile(0).transpose || tile(0).out_rows() != 1)
+          c.fail(at(0),
+                 op + ": the lock is one row of a tensor (its first element names it), found " + shape(0));
+        if (inst.op == Opcode::Lock) {
+          want_kind(1, Operand::Kind::Immediate,
+                    "an integer (cycles between attempts, after each round trip)");
+          if (inst.operand(1).flat < 0 || inst.operand(1).flat > (int64_t{1} << 32))
+            c.fail(at(1), op + " backoff: 0 to 2^32 cycles");
+        }
+        break;
+      case Opcode::Fence:
         break;
       case Opcode::Mask:
         want_buffer(0, false);

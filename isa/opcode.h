@@ -24,9 +24,12 @@ enum class Opcode : uint8_t {
   RowMax,
   RowSum,
   Mask,
-  StoreAdd
+  StoreAdd,
+  Lock,
+  Unlock,
+  Fence
 };
-inline constexpr int kOpcodeCount = 15;
+inline constexpr int kOpcodeCount = 18;
 
 // What each operand position must be in the scalar form (tile-only opcodes have no scalar form).
 enum class OperandRole : uint8_t { Reg, Mem, None };
@@ -108,6 +111,26 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
      "tile)",
      2,
      {OperandRole::None, OperandRole::None},
+     true},
+    // A spin lock in memory (the memory-efficient backward's lock per dQ tile): LOCK takes it by atomic
+    // compare-and-swap at the word's L2 home, trying again every round trip plus `backoff` cycles (the
+    // kernel's __nanosleep) while another thread block holds it; UNLOCK releases it by a store. The tile's
+    // first element names the lock; its bytes are what each attempt moves. Values are left as they are.
+    {Opcode::Lock,
+     "LOCK",
+     "LOCK m, backoff: wait until the lock at m is free and take it (atomic compare-and-swap, tried again "
+     "every round trip + backoff cycles)",
+     2,
+     {OperandRole::None, OperandRole::None},
+     true},
+    {Opcode::Unlock, "UNLOCK", "UNLOCK m: release the lock at m (a store)", 1, {OperandRole::None}, true},
+    // CUDA's __threadfence: the block's later instructions wait until its stores have reached memory and
+    // the barrier's own round trip is over.
+    {Opcode::Fence,
+     "FENCE",
+     "FENCE: wait until this block's stores have reached memory, then a memory barrier's round trip",
+     0,
+     {},
      true},
 }};
 

@@ -13,6 +13,9 @@ std::string unit_of(const isa::Program& program, const isa::Instruction& inst) {
     case isa::Opcode::Load:
     case isa::Opcode::Store:
     case isa::Opcode::StoreAdd:
+    case isa::Opcode::Lock:
+    case isa::Opcode::Unlock:
+    case isa::Opcode::Fence:
       return tile ? "dma" : "dram";
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:

@@ -71,6 +71,11 @@ class Gen {
     const int64_t all = b.p.tensors[tensor].shape.back();
     return slice(tensor, h * s_.n * all, r.start, r.rows, col0, cols, all);
   }
+  // Row `row` of head h of a tensor of `rows` rows a head (the memory-efficient backward's locks).
+  Operand row_of(int tensor, int64_t h, int64_t rows, int64_t row) {
+    const int64_t cols = b.p.tensors[tensor].shape.back();
+    return slice(tensor, h * rows * cols, row, 1, 0, cols, cols);
+  }
   void emit(Opcode op, std::initializer_list<Operand> operands) { b.emit(op, operands); }
   // acc = x y on the first tile of a sum (MAC_Z), acc += x y after it (MAC).
   void mac(bool first, Operand x, Operand y, Operand acc) {
@@ -535,6 +540,7 @@ MemEffBuffers declare_mem_efficient_buffers(Builder& b, const BackwardShape& s) 
 struct MemEffPlan {
   Common t;
   int d = -1, acc = -1, kernel = -1;
+  int lock = -1;  // a lock per dQ tile of the workspace (with more than one key block)
   MemEffBuffers buf{};
   std::vector<Block> qblocks, kblocks;
   int local = -1, spill = -1;  // the spills' rows in memory and their buffer (with spill bytes)
@@ -606,9 +612,16 @@ std::vector<size_t> mem_efficient_order(const BackwardShape& s, const MemEffPlan
   return out;
 }
 
-// dQ_i += dS K_j through the f32 workspace, as the kernel adds it under the tile's lock: load the tile,
-// add, store it back. The head's last block (in launch order) to visit query block i stores dQ_i in the
-// storage dtype instead. With one key block the kernel keeps no workspace: the product is dQ_i.
+// The kernel's __nanosleep(40) between a lock's attempts, in cycles at the H200's SM clock under load
+// (1.38 GHz measured with the profile, validation/data/h200_memeff_profile_env.txt).
+constexpr int64_t kLockBackoffCycles = 55;
+
+// dQ_i += dS K_j through the f32 workspace, as the kernel adds it under the tile's lock (AtomicLock):
+// take the lock, __threadfence, load the tile, add, store it back, __threadfence, release. The head's last
+// block (in launch order) to visit query block i stores dQ_i in the storage dtype instead; the kernel's
+// last adder (found by an atomic counter at run time, not modelled) keeps the lock and skips the second
+// fence, the model's releases it as every other. With one key block the kernel keeps no workspace and no
+// lock: the product is dQ_i.
 void emit_mem_efficient_dq(const BackwardShape& s, Gen& g, const MemEffPlan& p, int64_t h, size_t i,
                            size_t j) {
   Builder& b = g.b;
@@ -616,10 +629,20 @@ void emit_mem_efficient_dq(const BackwardShape& s, Gen& g, const MemEffPlan& p, 
   const Block &qb = p.qblocks[i], &kb = p.kblocks[j];
   const int64_t r = qb.rows, c = kb.rows;
   const bool split = p.kblocks.size() > 1;
-  if (split) g.emit(Opcode::Load, {g.rows(p.acc, h, qb), b.buf(m.dqw, r)});
+  const int64_t tiles = static_cast<int64_t>(p.qblocks.size());
+  if (split) {
+    g.emit(Opcode::Lock,
+           {g.row_of(p.lock, h, tiles, static_cast<int64_t>(i)), Operand::imm(kLockBackoffCycles)});
+    g.emit(Opcode::Fence, {});
+    g.emit(Opcode::Load, {g.rows(p.acc, h, qb), b.buf(m.dqw, r)});
+  }
   g.mac(!split, b.buf(m.pds, r, c), b.buf(m.kdq, c), b.buf(m.dqw, r));
   const bool last = j + 1 == p.kblocks.size() || !visible(s.causal, qb, p.kblocks[j + 1]);
   g.emit(Opcode::Store, {b.buf(m.dqw, r), g.rows(last ? p.t.dq : p.acc, h, qb)});
+  if (split) {
+    g.emit(Opcode::Fence, {});
+    g.emit(Opcode::Unlock, {g.row_of(p.lock, h, tiles, static_cast<int64_t>(i))});
+  }
 }
 
 // One step (query block i) of key block j's block, in the kernel's order (processBlockIJ): S, P; dV;
@@ -696,6 +719,13 @@ isa::Program mem_efficient(const BackwardShape& s, Gen& g) {
   p.buf = declare_mem_efficient_buffers(b, s);
   p.qblocks = blocks_of(s.n, s.block_q);
   p.kblocks = blocks_of(s.n, s.block_k);
+  // A lock word per dQ tile, in its own 32-byte sector (the kernel's sits in the 16 bytes before its
+  // tile's f32 values): what each attempt of its compare-and-swap and its release move.
+  if (p.kblocks.size() > 1) {
+    p.lock = b.tensor("dQlock", static_cast<int64_t>(p.qblocks.size()), 8, kAcc, false, 0);
+    if (s.heads > 1)
+      b.p.tensors[static_cast<size_t>(p.lock)].shape = {s.heads, static_cast<int64_t>(p.qblocks.size()), 8};
+  }
   declare_mem_efficient_spills(s, b, p);
   p.kernel = b.kernel("mem_efficient_bwd", {static_cast<int64_t>(p.kblocks.size()), s.heads, 1}, false,
                       s.warps, s.warp_rows);

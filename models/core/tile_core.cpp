@@ -81,6 +81,11 @@ bool is_memory_op(isa::Opcode op) {
   return op == isa::Opcode::Load || op == isa::Opcode::Store || op == isa::Opcode::StoreAdd;
 }
 
+// LOCK, UNLOCK and FENCE: the DMA engine's, without SRAM.
+bool is_ordering_op(isa::Opcode op) {
+  return op == isa::Opcode::Lock || op == isa::Opcode::Unlock || op == isa::Opcode::Fence;
+}
+
 }  // namespace
 
 TileCore::TileCore(const TileUnits& units, std::vector<TensorState>& tensors, int core_id)
@@ -95,6 +100,7 @@ void TileCore::require_unit(const isa::Program& program, const void* unit, const
 void TileCore::reset_units() {
   mxu_busy_since_ = mxu_free_ = vpu_free_ = 0;
   per_opcode_.fill(0);
+  own_locks_.clear();
   units_.dma->reset();
   if (units_.issue) units_.issue->reset();
   // Each run's unit counters are its own (a machine may run several programs in one process).
@@ -252,9 +258,11 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
                        "scalar operands cannot be mixed into a tile program (this trace declares .buffer)");
   if (inst.op == isa::Opcode::MacZ || inst.op == isa::Opcode::Mac)
     require_unit(program, units_.mxu, "mxu");
-  else if (!is_memory_op(inst.op))
+  else if (!is_memory_op(inst.op) && !is_ordering_op(inst.op))
     require_unit(program, units_.vpu, "vpu");
   d.op = inst.op;
+  d.program = &program;
+  d.loc = inst.loc;
   d.group = inst.group;
   d.count = inst.operand_count;
   int imm = 0;
@@ -299,6 +307,14 @@ TileView TileCore::view(const TileOperand& o, BlockContext& ctx) {
 uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) const {
   const size_t dst_index = d.destination();
   uint64_t ready = ctx.next_issue[d.group];
+  // A GPU's warps reach __threadfence (and the __syncthreads before a lock) having issued everything
+  // before it: the block's earlier instructions are done, its stores arrived.
+  if (d.op == isa::Opcode::Fence) return std::max({ready, ctx.end, ctx.stores_done});
+  if (d.op == isa::Opcode::Lock) ready = std::max(ready, ctx.end);
+  if (d.op == isa::Opcode::Lock && locks().holder(lock_word(d).addr) == &ctx)
+    throw InputError(d.program->file, d.loc,
+                     "LOCK of a lock this thread block already holds: it would wait "
+                     "for itself forever (UNLOCK it first)");
   for (size_t k = 0; k < d.count; ++k) {
     const TileOperand& o = d.ops[k];
     if (o.storage < 0) continue;  // immediate
@@ -322,6 +338,14 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready) const {
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:
       return std::max(ready, mxu_free_);
+    case isa::Opcode::Lock: {
+      const uint64_t free = locks().free_at(lock_word(d).addr);
+      return free == LockTable::kHeld ? free : std::max(units_.dma->earliest_start(ready), free);
+    }
+    case isa::Opcode::Unlock:
+      return units_.dma->earliest_start(ready);
+    case isa::Opcode::Fence:
+      return ready;
     default:
       return std::max(ready, vpu_free_);
   }
@@ -344,6 +368,15 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:
       step = matrix_op(d, ctx, ready, values);
+      break;
+    case isa::Opcode::Lock:
+      step = lock_op(d, ctx, ready);
+      break;
+    case isa::Opcode::Unlock:
+      step = unlock_op(d, ctx, ready);
+      break;
+    case isa::Opcode::Fence:
+      step = fence_op(d, ctx, ready);
       break;
     default:
       step = vector_op(d, ctx, ready, values);
@@ -399,7 +432,10 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
     yield_mxu(span, count);
     t.done = std::max(t.done, span.done);
   }
-  if (is_store) ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
+  if (is_store) {
+    ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
+    ctx.stores_done = std::max(ctx.stores_done, t.done);
+  }
   if (values) {
     const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
     if (accumulate)
@@ -411,6 +447,77 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   // full: the group goes on once the data have left the core.
   const bool held = is_store && units_.issue && units_.issue->params().stores_hold_issue;
   return {t.start, t.done, t.done, held ? std::max(t.left, t.start + 1) : 0};
+}
+
+// The lock's word: the first row of LOCK's or UNLOCK's tile, at its tensor's address.
+MemAccess TileCore::lock_word(const TileDecoded& d) const {
+  const TileOperand& mem = d.ops[0];
+  const TensorState& tensor = tensors_[mem.storage];
+  const uint64_t elem = static_cast<uint64_t>(dtype_bytes(tensor.dtype));
+  MemAccess word;
+  word.tensor = mem.storage;
+  word.addr = tensor.base + static_cast<uint64_t>(mem.offset) * elem;
+  word.rows = 1;
+  word.row_bytes = static_cast<uint64_t>(mem.cols) * elem;
+  word.stride_bytes = word.row_bytes;
+  word.core = id_;
+  return word;
+}
+
+// A spin lock's acquire: compare-and-swap at the word's home until it succeeds. While another block holds
+// the lock the core's chip does not issue this (start_time: kHeld); once released, the attempt that
+// follows succeeds. The failed attempts are those that fit in the wait, one every round trip plus the
+// backoff: they move their bytes too. The block goes on when the successful one's old value is back.
+TileCore::Step TileCore::lock_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready) {
+  DmaEngine& dma = *units_.dma;
+  LockTable& table = locks();
+  const MemAccess word = lock_word(d);
+  const uint64_t free = table.free_at(word.addr);
+  if (free == LockTable::kHeld) throw std::logic_error("LOCK issued while its lock is held");
+  uint64_t start = std::max(dma.earliest_start(ready), free);
+  const bool waited = free > ready;
+  if (waited) start = std::max(start, table.floor());
+  const DmaEngine::Timing t = dma.submit_atomic(start, word, *units_.memory, *units_.sram);
+  uint64_t attempts = 1;
+  if (waited) {
+    const uint64_t period = std::max<uint64_t>(1, t.done - t.start + static_cast<uint64_t>(d.imm[0]));
+    const uint64_t failed = (start - ready + period - 1) / period;
+    dma.record_failed_atomics(start, word, failed, *units_.memory);
+    attempts += failed;
+    dma.lock_wait_cycles += start - ready;
+  }
+  dma.lock_attempts += attempts;
+  ++dma.lock_acquisitions;
+  table.take(word.addr, &ctx);
+  ++ctx.locks_held;
+  return {t.start, t.done, t.done, t.done};
+}
+
+// The release: a store of the word; the lock is free once it has arrived.
+TileCore::Step TileCore::unlock_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready) {
+  LockTable& table = locks();
+  MemAccess word = lock_word(d);
+  if (table.holder(word.addr) != &ctx)
+    throw InputError(d.program->file, d.loc, "UNLOCK of a lock this thread block does not hold");
+  word.is_write = true;
+  const DmaEngine::Timing t = units_.dma->submit_release(ready, word, *units_.memory, *units_.sram);
+  table.release(word.addr, t.done);
+  --ctx.locks_held;
+  ctx.tensor_written[static_cast<size_t>(word.tensor)] =
+      std::max(ctx.tensor_written[static_cast<size_t>(word.tensor)], t.done);
+  ctx.stores_done = std::max(ctx.stores_done, t.done);
+  return {t.start, t.done, t.done, 0};
+}
+
+// __threadfence: ready once the block's stores have arrived (ready_time); its own round trip follows, and
+// the group's next instruction waits for it.
+TileCore::Step TileCore::fence_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready) {
+  DmaEngine& dma = *units_.dma;
+  const uint64_t turn = ctx.next_issue[d.group];
+  ++dma.fences;
+  dma.fence_wait_cycles += ready > turn ? ready - turn : 0;
+  const uint64_t done = ready + static_cast<uint64_t>(dma.params().fence_cycles);
+  return {ready, done, done, done};
 }
 
 TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {

@@ -9,6 +9,7 @@
 
 #include "isa/program.h"
 #include "models/common/memory_level.h"
+#include "models/core/lock_table.h"
 #include "models/dma/dma.h"
 #include "models/issue/issue.h"
 #include "models/mxu/mxu.h"
@@ -27,6 +28,7 @@ struct TileUnits {
   TileRegisterFile* tile_regs = nullptr;
   MemoryLevel* memory = nullptr;  // what LOAD, STORE and STORE_ADD reach: HBM, or the chip's L2
   IssueUnit* issue = nullptr;     // a GPU core's warp schedulers; absent: no issue limit
+  LockTable* locks = nullptr;     // LOCK's locks, shared by a chip's cores; absent: the core's own
 };
 
 // A tensor in the backing store shared by all cores: its layout in memory and (unless timing-only) values.
@@ -64,10 +66,16 @@ struct TileDecoded {
   uint8_t group = 0;  // its instruction group: which in-order stream of the block it issues from
   std::array<TileOperand, 4> ops;
   std::array<int64_t, 2> imm{};
-  // The operand written: the memory slice of STORE and STORE_ADD, MASK's tile, else the last operand.
+  const isa::Program* program = nullptr;  // for errors found when it runs (LOCK, UNLOCK)
+  SourceLoc loc{};
+  // The operand written: the memory slice of STORE and STORE_ADD, MASK's tile, the lock of LOCK and UNLOCK
+  // (FENCE has none), else the last operand.
   size_t destination() const {
     if (op == isa::Opcode::Store || op == isa::Opcode::StoreAdd) return 1;
-    return op == isa::Opcode::Mask ? 0 : static_cast<size_t>(count - 1);
+    if (op == isa::Opcode::Mask || op == isa::Opcode::Lock || op == isa::Opcode::Unlock ||
+        op == isa::Opcode::Fence)
+      return 0;
+    return static_cast<size_t>(count - 1);
   }
 };
 
@@ -79,6 +87,8 @@ struct BlockContext {
   std::array<uint64_t, isa::kInstructionGroups> next_issue{};
   uint64_t end = 0;
   uint64_t stalls = 0;
+  uint64_t stores_done = 0;  // when its stores so far have all arrived (what FENCE waits for)
+  int32_t locks_held = 0;
   bool rolled_k_loops = false;       // the block's kernel steps through products' k in rolled loops
   int64_t warps = 0, warp_rows = 0;  // how its warps share a product's output (isa::KernelDecl::warps)
 };
@@ -136,6 +146,11 @@ class TileCore {
   uint64_t mma_delay_at_start(const TileDecoded& d, uint64_t start, uint64_t cycles, double count) const;
   void yield_mxu(const IssueUnit::Span& span, double instructions);
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
+  Step lock_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready);
+  Step unlock_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready);
+  Step fence_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready);
+  MemAccess lock_word(const TileDecoded& d) const;
+  LockTable& locks() const { return units_.locks ? *units_.locks : own_locks_; }
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   void vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op);
@@ -149,6 +164,7 @@ class TileCore {
   uint64_t mxu_free_ = 0;
   uint64_t vpu_free_ = 0;
   std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};
+  mutable LockTable own_locks_;  // a single core's (a program run alone)
 };
 
 }  // namespace attnsim

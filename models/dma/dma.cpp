@@ -14,6 +14,9 @@ DmaEngine::DmaEngine(sc_core::sc_module_name instance, const Params& params)
   if (params_.queue_depth < 1)
     throw std::invalid_argument(
         fmt::format("{}: queue_depth must be >= 1, found {}", name(), params_.queue_depth));
+  if (params_.fence_cycles < 0)
+    throw std::invalid_argument(
+        fmt::format("{}: fence_cycles must be >= 0, found {}", name(), params_.fence_cycles));
   if (params_.setup_cycles < 0)
     throw std::invalid_argument(
         fmt::format("{}: setup_cycles must be >= 0, found {}", name(), params_.setup_cycles));
@@ -30,6 +33,15 @@ DmaEngine::DmaEngine(sc_core::sc_module_name instance, const Params& params)
       &queue_full_stall_cycles, "queue_full_stall_cycles", "cycles",
       "cycles transfers waited for a free queue slot after their operands were ready, summed over transfers");
   stats_.add(&busy_cycles, "busy_cycles", "cycles", "cycles with at least one transfer in flight");
+  stats_.add(&lock_acquisitions, "lock_acquisitions", "locks", "LOCKs taken (spin locks in memory)");
+  stats_.add(&lock_attempts, "lock_attempts", "atomics",
+             "compare-and-swaps of LOCK, the failed ones (while another block held the lock) included");
+  stats_.add(&lock_wait_cycles, "lock_wait_cycles", "cycles",
+             "from each LOCK's readiness until its lock was free, summed");
+  stats_.add(&fences, "fences", "instructions", "FENCEs (memory barriers)");
+  stats_.add(
+      &fence_wait_cycles, "fence_wait_cycles", "cycles",
+      "from each FENCE's turn until the block's stores had arrived, summed (fence_cycles not included)");
   stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
   stats_.add_formula(
       [this] {
@@ -49,6 +61,7 @@ void DmaEngine::reset() {
   in_flight_.clear();
   busy_until_ = 0;
   transfers = bytes_loaded = bytes_stored = queue_full_stall_cycles = busy_cycles = elapsed_cycles = 0;
+  lock_acquisitions = lock_attempts = lock_wait_cycles = fences = fence_wait_cycles = 0;
   sram_bytes_per_tensor.clear();
 }
 
@@ -75,6 +88,32 @@ DmaEngine::Timing DmaEngine::submit_accumulate(uint64_t ready_cycle, const Trans
   return submit_kind(ready_cycle, transfer, Kind::Accumulate, memory, sram);
 }
 
+DmaEngine::Timing DmaEngine::submit_atomic(uint64_t ready_cycle, const Transfer& transfer,
+                                           MemoryLevel& memory, Sram& sram) {
+  return submit_kind(ready_cycle, transfer, Kind::Atomic, memory, sram);
+}
+
+void DmaEngine::record_failed_atomics(uint64_t cycle, const Transfer& transfer, uint64_t count,
+                                      MemoryLevel& memory) {
+  if (count == 0) return;
+  MemAccess spins = transfer;  // the same word `count` times: one access of `count` rows, stride 0
+  spins.rows = count;
+  spins.stride_bytes = 0;
+  spins.is_write = false;
+  spins.atomic_read = true;
+  memory.access(spins, cycle);
+  spins.is_write = true;
+  spins.atomic_read = false;
+  memory.access(spins, cycle);
+  bytes_loaded += spins.bytes();
+  bytes_stored += spins.bytes();
+}
+
+DmaEngine::Timing DmaEngine::submit_release(uint64_t ready_cycle, const Transfer& transfer,
+                                            MemoryLevel& memory, Sram& sram) {
+  return submit_kind(ready_cycle, transfer, Kind::Release, memory, sram);
+}
+
 DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind,
                                          MemoryLevel& memory, Sram& sram) {
   // Slots whose transfer has finished by ready_cycle are free again.
@@ -88,7 +127,7 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
   const uint64_t bytes = transfer.rows * transfer.row_bytes;
   const uint64_t issue = start + static_cast<uint64_t>(params_.setup_cycles);
   uint64_t hbm_done = 0;
-  if (kind == Kind::Accumulate) {
+  if (kind == Kind::Accumulate || kind == Kind::Atomic) {
     // Read the old tile, then write the sum: two accesses, both issued now and in that order, so the
     // memory level books the read's bytes first and the write's after them (the single core's HBM
     // channels serve one after the other; a chip's L2 fetches a missing line for the read, before the
@@ -106,8 +145,10 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
   } else {
     hbm_done = memory.access(transfer, issue);
   }
-  // The SRAM side streams alongside the HBM side through one port; whichever is slower decides.
-  const uint64_t done = std::max(hbm_done, issue + sram.access_cycles(bytes));
+  // The SRAM side streams alongside the HBM side through one port; whichever is slower decides. A lock's
+  // word comes from and goes to a register.
+  const bool through_sram = kind != Kind::Atomic && kind != Kind::Release;
+  const uint64_t done = std::max(hbm_done, issue + (through_sram ? sram.access_cycles(bytes) : 0));
 
   switch (kind) {
     case Kind::Load:
@@ -123,9 +164,16 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
       bytes_loaded += bytes;
       bytes_stored += bytes;
       break;
+    case Kind::Atomic:
+      bytes_loaded += bytes;
+      bytes_stored += bytes;
+      break;
+    case Kind::Release:
+      bytes_stored += bytes;
+      break;
   }
   transfers += 1;
-  if (transfer.tensor >= 0) {
+  if (transfer.tensor >= 0 && through_sram) {
     const auto t = static_cast<size_t>(transfer.tensor);
     if (t >= sram_bytes_per_tensor.size()) sram_bytes_per_tensor.resize(t + 1, 0);
     sram_bytes_per_tensor[t] += bytes;
@@ -152,6 +200,9 @@ void register_dma_models() {
         params.setup_cycles =
             p.get<int64_t>("setup_cycles", d.setup_cycles, "cycles",
                            "fixed cost per transfer before its first HBM request", 0, 1 << 30);
+        params.fence_cycles = p.get<int64_t>(
+            "fence_cycles", d.fence_cycles, "cycles",
+            "a FENCE's (__threadfence's) own round trip, after the block's stores have arrived", 0, 1 << 30);
         return std::make_unique<DmaEngine>(instance, params);
       });
 }

@@ -20,6 +20,7 @@ class DmaEngine : public Component {
   struct Params {
     int64_t queue_depth = 8;
     int64_t setup_cycles = 0;
+    int64_t fence_cycles = 0;  // a memory barrier's own round trip, after the block's stores arrived
   };
   using Transfer = MemAccess;  // is_write: SRAM -> memory (STORE)
   struct Timing {
@@ -41,6 +42,14 @@ class DmaEngine : public Component {
   // for the old values to come back to the core). `transfer.is_write` is ignored. Counted in both
   // bytes_loaded and bytes_stored.
   Timing submit_accumulate(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  // One attempt of a lock's compare-and-swap (LOCK): an atomic at the word's home, its old value back to
+  // the core; no SRAM bytes. Counted in bytes_loaded and bytes_stored as STORE_ADD is.
+  Timing submit_atomic(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  // `count` failed attempts of a lock's compare-and-swap, issued together at `cycle` (their bytes; the wait
+  // they fill is the LOCK's): no queue slot, no time of their own.
+  void record_failed_atomics(uint64_t cycle, const Transfer& transfer, uint64_t count, MemoryLevel& memory);
+  // A lock's release (UNLOCK): a store from a register, no SRAM bytes.
+  Timing submit_release(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
   // The cycle a transfer ready at `ready_cycle` would get a queue slot.
   uint64_t earliest_start(uint64_t ready_cycle) const;
   void reset();
@@ -52,12 +61,17 @@ class DmaEngine : public Component {
   uint64_t queue_full_stall_cycles = 0;  // waiting for a free slot
   uint64_t busy_cycles = 0;              // cycles with at least one transfer in flight
   uint64_t elapsed_cycles = 0;
+  uint64_t lock_acquisitions = 0;  // LOCKs taken
+  uint64_t lock_attempts = 0;      // compare-and-swaps, failed ones included
+  uint64_t lock_wait_cycles = 0;   // from a LOCK's readiness until the lock was free
+  uint64_t fences = 0;
+  uint64_t fence_wait_cycles = 0;  // from a FENCE's turn until the block's stores had arrived
   // SRAM bytes the transfers moved, by tensor index (LOAD: written into SRAM; STORE, STORE_ADD: read out),
   // so the SRAM's energy can be charged to tensors (models/common/energy.h).
   std::vector<uint64_t> sram_bytes_per_tensor;
 
  private:
-  enum class Kind : uint8_t { Load, Store, Accumulate };
+  enum class Kind : uint8_t { Load, Store, Accumulate, Atomic, Release };
   Timing submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind, MemoryLevel& memory,
                      Sram& sram);
 

@@ -345,6 +345,9 @@ void Sequencer::execute_numeric() {
         case isa::Opcode::RowSum:
         case isa::Opcode::Mask:
         case isa::Opcode::StoreAdd:
+        case isa::Opcode::Lock:
+        case isa::Opcode::Unlock:
+        case isa::Opcode::Fence:
           throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
       }
       regs[d.dst] = round_to<D>(result);
@@ -443,6 +446,9 @@ void Sequencer::execute_symbolic() {
         case isa::Opcode::RowSum:
         case isa::Opcode::Mask:
         case isa::Opcode::StoreAdd:
+        case isa::Opcode::Lock:
+        case isa::Opcode::Unlock:
+        case isa::Opcode::Fence:
           throw std::logic_error("tile-only opcode on the scalar path");  // the decoder rejects them
       }
       if (d.dst >= 0) {

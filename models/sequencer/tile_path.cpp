@@ -116,6 +116,11 @@ void Sequencer::execute_tiles() {
       keep_quantum(step.start, i + 1);
     }
   }
+  if (ctx.locks_held > 0)
+    throw InputError(program_->file, {},
+                     std::to_string(ctx.locks_held) +
+                         " LOCK(s) never released: UNLOCK each lock the program "
+                         "takes");
   per_opcode_ = core.per_opcode();
   stall_cycles_ = ctx.stalls;
   sync(ctx.end);

@@ -903,8 +903,10 @@ std::string mem_eff_case_name(const ::testing::TestParamInfo<MemEffCase>& info) 
 // ones from the block holding row k0 on, n - floor(k0 / Br) Br rows. Every block reads the head's O and
 // dO and writes all n values of D (f32); per visit it reads L_i and D_i, Q_i twice (S, dK), dO_i twice (dV,
 // dP), V_j and K_j once (dQ), K_j once more (S) with reload_k, else once per block; it reads the f32 dQ
-// tile and writes it back, except that the last visit of each query row writes dQ (f16) instead. With one
-// key block there is no f32 tile at all. dK_j and dV_j are written once.
+// tile and writes it back, except that the last visit of each query row writes dQ (f16) instead, under the
+// tile's lock: one compare-and-swap (its 32-byte sector read and written; one core never waits) and a
+// release store per visit. With one key block there is no f32 tile and no lock. dK_j and dV_j are written
+// once.
 Ledger mem_efficient_expected(const BackwardShape& s) {
   const int64_t n = s.n, d = s.d, br = s.block_q, bc = s.block_k, e = 2, f = 4;
   const int64_t tr = ceil_div(n, br), tc = ceil_div(n, bc);
@@ -942,6 +944,10 @@ Ledger mem_efficient_expected(const BackwardShape& s) {
                {"dQ", u(n * d * e)},
                {"dK", u(n * d * e)},
                {"dV", u(n * d * e)}};
+  if (tc > 1) {
+    l.read["dQlock"] = u(32 * visits);
+    l.written["dQlock"] = u(64 * visits);
+  }
   l.matmuls = u(5 * visits);  // S, dV, dP, dQ, dK
   l.exps = u(visits);
   return l;
@@ -981,7 +987,8 @@ INSTANTIATE_TEST_SUITE_P(
 // at d = 64 (K_j kept) SM<-L2 reads 2N (D's O and dO in every block) + (8 + 1/16) per step (Q, dO twice,
 // K, V once, the f32 dQ tile as 2; L and D) x N steps + 1 (K_j once per block) = 10.0625 N + 1, writes
 // 2N - 1 (f32 tiles, the last of each f16) + N / 32 (D) + 2 (dK, dV); causal N (N + 1) / 2 steps over
-// N blocks. At d = 128 (128 x 128, K_j reloaded) 9 + 1/32 per step and D N / 64.
+// N blocks. At d = 128 (128 x 128, K_j reloaded) 9 + 1/32 per step and D N / 64. Each step's lock moves 32
+// bytes to the core and 64 from it (a compare-and-swap and a release).
 class MemEfficientSpills : public ::testing::TestWithParam<bool> {};
 
 class MemEfficientFigures : public ::testing::TestWithParam<std::tuple<int64_t, bool>> {};
@@ -991,17 +998,19 @@ TEST_P(MemEfficientFigures, KernelFiguresInUnitsOfQ) {
   const int64_t tile = d, n = 8 * tile;
   const double steps = causal ? 8 * 9 / 2.0 : 64.0, blocks = 8, per_step = d == 64 ? 8.0625 : 9.03125;
   const double reads = 2 * blocks + per_step * steps / blocks + (d == 64 ? 1 : 0);
-  const double writes = (2 * steps - blocks) / blocks + blocks * 4.0 / (2 * static_cast<double>(d)) + 2;
   BackwardShape s = mem_efficient_shape(n, d, tile, tile, causal, 1, d == 128);
+  const double q = static_cast<double>(n * d * 2);
+  const double lock_reads = 32 * steps / q, lock_writes = 64 * steps / q;
+  const double writes =
+      (2 * steps - blocks) / blocks + blocks * 4.0 / (2 * static_cast<double>(d)) + 2 + lock_writes;
   s.skip_forward_values = true;
   RunOptions o = on("h100-sm");
   o.timing_only = true;
   RunResult r = run_program(traces::backward_program(BackwardSchedule::Flash2, s), o);
-  const double q = static_cast<double>(n * d * 2);
   uint64_t read = 0, written = 0;
   for (const auto& [name, bytes] : r.hbm_bytes_read) read += bytes;
   for (const auto& [name, bytes] : r.hbm_bytes_written) written += bytes;
-  EXPECT_DOUBLE_EQ(static_cast<double>(read) / q, reads);
+  EXPECT_DOUBLE_EQ(static_cast<double>(read) / q, reads + lock_reads);
   EXPECT_DOUBLE_EQ(static_cast<double>(written) / q, writes);
 }
 

@@ -416,6 +416,42 @@ TEST(StoreAdd, OperandErrors) {
   expect_error(decl + "STORE_ADD t, x[0:1, 0:8]\n", 5, 14, {"STORE_ADD: shapes differ (2x8 and 1x8)"});
 }
 
+// ---- LOCK, UNLOCK, FENCE: a spin lock in memory and a memory barrier (tile form only) ----
+
+TEST(Locks, LockTakesARowAndABackoffUnlockTheRowFenceNothing) {
+  Program p = asm_text(
+      ".tensor l[2][4][8] f32\n.buffer t[1][8] f32\nLOCK l[1, 2, 0:8], 55\nFENCE\n"
+      "unlock l[1, 2, 0:8]\n");
+  ASSERT_EQ(p.instructions.size(), 3u);
+  EXPECT_EQ(p.instructions[0].op, Opcode::Lock);
+  EXPECT_EQ(p.instructions[1].op, Opcode::Fence);
+  EXPECT_EQ(p.instructions[2].op, Opcode::Unlock);
+  EXPECT_EQ(p.instructions[1].operand_count, 0);
+  const TileRef& word = p.tiles[p.instructions[0].operand(0).tensor];
+  EXPECT_EQ(word.offset, 32);  // plane 1 of [4][8]
+  EXPECT_EQ(word.row0, 2);
+  EXPECT_EQ(word.rows, 1);
+  EXPECT_EQ(word.cols, 8);
+  EXPECT_EQ(p.instructions[0].operand(1).flat, 55);
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find("LOCK l[1, 2:3, 0:8], 55"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nFENCE\n"), std::string::npos) << text;
+  EXPECT_EQ(disassemble(asm_text(text)), text);
+}
+
+TEST(Locks, OperandErrors) {
+  const std::string decl = ".tensor l[4][8] f32\n.tensor a[4]\n.buffer t[1][8]\n";
+  expect_error(decl + "LOCK t, 1\n", 4, 6, {"LOCK takes a lock in memory, not a buffer"});
+  expect_error(decl + "LOCK l[0:2, 0:8], 1\n", 4, 6, {"the lock is one row", "2x8"});
+  expect_error(decl + "LOCK l[0, 0:8]\n", 4, 1, {"LOCK takes 2 operands, 1 given"});
+  expect_error(decl + "LOCK l[0, 0:8], -1\n", 4, 17, {"backoff: 0 to 2^32 cycles"});
+  expect_error(decl + "LOCK l[0, 0:8], t\n", 4, 17, {"an integer (cycles between attempts"});
+  expect_error(decl + "UNLOCK l[0:2, 0:8]\n", 4, 8, {"UNLOCK: the lock is one row"});
+  expect_error(decl + "FENCE t\n", 4, 1, {"FENCE takes 0 operands, 1 given"});
+  // Without a buffer the program is in the scalar form, which has no memory barrier.
+  expect_error(".tensor a[4]\nFENCE\n", 2, 1, {"FENCE works on tiles"});
+}
+
 }  // namespace
 // "Did you mean": the closest name by edit distance, separators and case forgiven, nothing for a far word.
 TEST(DidYouMean, OpcodesRegistersTensorsAndChecks) {

@@ -35,7 +35,8 @@ void PrintTo(const SmsRow& r, std::ostream* os) {
 
 // Within 3% where the model reads what the GPU does; the others in bands around what the model reads as of
 // 2026-11-30 (0.729, 0.799, 0.667, 0.651, 0.762, 0.849, 0.849: a regression guard while the shortfall is
-// unexplained; a change that moves a row out of its band must say why).
+// unexplained; a change that moves a row out of its band must say why). The d = 64 row on 132 SMs read 0.968
+// once the program took each dQ tile's lock (2026-11-30; 0.98-1.01 before): its band starts at 0.96.
 std::vector<SmsRow> sms_rows() {
   std::vector<SmsRow> rows = {{8, 32, 2048, 128, false, 64, 0.97, 1.03}};
 #ifdef ATTNSIM_MEMEFF_SMS_LONG
@@ -44,7 +45,7 @@ std::vector<SmsRow> sms_rows() {
           {1, 16, 8192, 128, true, 64, 0.97, 1.03},   {1, 16, 8192, 128, true, 128, 0.60, 0.74},
           {1, 16, 8192, 128, true, 132, 0.58, 0.72},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
           {8, 32, 2048, 128, false, 128, 0.69, 0.84}, {8, 32, 2048, 128, false, 132, 0.77, 0.93},
-          {1, 16, 16384, 64, false, 16, 0.97, 1.03},  {1, 16, 16384, 64, false, 132, 0.97, 1.03},
+          {1, 16, 16384, 64, false, 16, 0.97, 1.03},  {1, 16, 16384, 64, false, 132, 0.96, 1.03},
           {1, 8, 32768, 128, false, 16, 0.77, 0.93}};
 #endif
   return rows;

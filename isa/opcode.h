@@ -124,11 +124,12 @@ inline constexpr std::array<OpcodeInfo, kOpcodeCount> kOpcodes = {{
      {OperandRole::None, OperandRole::None},
      true},
     {Opcode::Unlock, "UNLOCK", "UNLOCK m: release the lock at m (a store)", 1, {OperandRole::None}, true},
-    // CUDA's __threadfence: the block's later instructions wait until its stores have reached memory and
-    // the barrier's own round trip is over.
+    // CUDA's __threadfence: the block's later instructions wait until its earlier ones are done (its stores
+    // have reached memory) and the barrier's own round trip is over.
     {Opcode::Fence,
      "FENCE",
-     "FENCE: wait until this block's stores have reached memory, then a memory barrier's round trip",
+     "FENCE: wait until this block's earlier instructions are done (its stores reached memory), then a "
+     "memory barrier's round trip",
      0,
      {},
      true},

@@ -309,7 +309,7 @@ uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) con
   uint64_t ready = ctx.next_issue[d.group];
   // A GPU's warps reach __threadfence (and the __syncthreads before a lock) having issued everything
   // before it: the block's earlier instructions are done, its stores arrived.
-  if (d.op == isa::Opcode::Fence) return std::max({ready, ctx.end, ctx.stores_done});
+  if (d.op == isa::Opcode::Fence) return std::max(ready, ctx.end);
   if (d.op == isa::Opcode::Lock) ready = std::max(ready, ctx.end);
   if (d.op == isa::Opcode::Lock && locks().holder(lock_word(d).addr) == &ctx)
     throw InputError(d.program->file, d.loc,
@@ -434,7 +434,6 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   }
   if (is_store) {
     ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
-    ctx.stores_done = std::max(ctx.stores_done, t.done);
   }
   if (values) {
     const Dtype to_dtype = is_store ? tensors_[d.ops[1].storage].dtype : ctx.buffers[d.ops[1].storage].dtype;
@@ -505,12 +504,11 @@ TileCore::Step TileCore::unlock_op(const TileDecoded& d, BlockContext& ctx, uint
   --ctx.locks_held;
   ctx.tensor_written[static_cast<size_t>(word.tensor)] =
       std::max(ctx.tensor_written[static_cast<size_t>(word.tensor)], t.done);
-  ctx.stores_done = std::max(ctx.stores_done, t.done);
   return {t.start, t.done, t.done, 0};
 }
 
-// __threadfence: ready once the block's stores have arrived (ready_time); its own round trip follows, and
-// the group's next instruction waits for it.
+// __threadfence: ready once the block's earlier instructions are done, its stores arrived (ready_time); its
+// own round trip follows, and the group's next instruction waits for it.
 TileCore::Step TileCore::fence_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready) {
   DmaEngine& dma = *units_.dma;
   const uint64_t turn = ctx.next_issue[d.group];

@@ -87,7 +87,6 @@ struct BlockContext {
   std::array<uint64_t, isa::kInstructionGroups> next_issue{};
   uint64_t end = 0;
   uint64_t stalls = 0;
-  uint64_t stores_done = 0;  // when its stores so far have all arrived (what FENCE waits for)
   int32_t locks_held = 0;
   bool rolled_k_loops = false;       // the block's kernel steps through products' k in rolled loops
   int64_t warps = 0, warp_rows = 0;  // how its warps share a product's output (isa::KernelDecl::warps)

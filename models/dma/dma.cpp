@@ -39,9 +39,10 @@ DmaEngine::DmaEngine(sc_core::sc_module_name instance, const Params& params)
   stats_.add(&lock_wait_cycles, "lock_wait_cycles", "cycles",
              "from each LOCK's readiness until its lock was free, summed");
   stats_.add(&fences, "fences", "instructions", "FENCEs (memory barriers)");
-  stats_.add(
-      &fence_wait_cycles, "fence_wait_cycles", "cycles",
-      "from each FENCE's turn until the block's stores had arrived, summed (fence_cycles not included)");
+  stats_.add(&fence_wait_cycles, "fence_wait_cycles", "cycles",
+             "from each FENCE's turn until the block's earlier instructions had finished (its stores "
+             "arrived), summed "
+             "(fence_cycles not included)");
   stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
   stats_.add_formula(
       [this] {

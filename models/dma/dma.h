@@ -65,7 +65,7 @@ class DmaEngine : public Component {
   uint64_t lock_attempts = 0;      // compare-and-swaps, failed ones included
   uint64_t lock_wait_cycles = 0;   // from a LOCK's readiness until the lock was free
   uint64_t fences = 0;
-  uint64_t fence_wait_cycles = 0;  // from a FENCE's turn until the block's stores had arrived
+  uint64_t fence_wait_cycles = 0;  // from a FENCE's turn until the block's earlier work was done
   // SRAM bytes the transfers moved, by tensor index (LOAD: written into SRAM; STORE, STORE_ADD: read out),
   // so the SRAM's energy can be charged to tensors (models/common/energy.h).
   std::vector<uint64_t> sram_bytes_per_tensor;

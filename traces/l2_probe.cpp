@@ -16,10 +16,10 @@ constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) 
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode :
-       {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private, ProbeMode::WritePrivate,
-        ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread, ProbeMode::WriteThenRead,
-        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies})
+  for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
+                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
+                    ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch,
+                    ProbeMode::Heads, ProbeMode::Copies, ProbeMode::Stale})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -54,6 +54,8 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "heads";
     case ProbeMode::Copies:
       return "copies";
+    case ProbeMode::Stale:
+      return "stale";
   }
   return "?";
 }
@@ -114,6 +116,29 @@ isa::Program retouch_probe(const ProbeShape& s) {
   read(0, 2 * part);
   for (int64_t pass = 0; pass < s.passes; ++pass) read(0, part), read((2 + pass) * part, part);
   read(0, part);
+  return b.take();
+}
+
+// Every block reads the hot part, then the buffer after it (validation/l2_probe.cu's stale).
+isa::Program stale_probe(const ProbeShape& s) {
+  const int64_t hot = static_cast<int64_t>(s.hot_bytes / kChunkBytes);
+  const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
+  if (chunks < 1) throw std::invalid_argument("l2 probe: bytes must be at least one 16 KiB chunk");
+  check_counts(s.passes, s.blocks);
+  check_passes(s.hot_passes);
+  Builder b("<l2-probe>");
+  const int x = b.tensor("X", (hot + chunks) * kChunkRows, kRowFloats, Dtype::F32, false, 0);
+  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  const int kernel = b.kernel("l2_probe", {s.blocks, 1, 1});
+  const auto read = [&](int64_t first_chunk, int64_t count) {
+    for (int64_t c = first_chunk; c < first_chunk + count; ++c)
+      b.emit(Opcode::Load, {b.rows_of(x, c * kChunkRows, kChunkRows), b.buf(buffer)});
+  };
+  for (int64_t block = 0; block < s.blocks; ++block) {
+    b.begin_block(kernel, {block, 0, 0});
+    for (int64_t pass = 0; pass < s.hot_passes; ++pass) read(0, hot);
+    for (int64_t pass = 0; pass < s.passes; ++pass) read(hot, chunks);
+  }
   return b.take();
 }
 
@@ -226,6 +251,7 @@ bool rewrites(ProbeMode mode) {
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
+  if (s.mode == ProbeMode::Stale) return stale_probe(s);
   if (s.mode == ProbeMode::Heads) return heads_probe(s);
   if (s.mode == ProbeMode::Copies) return copies_probe(s);
   if (rewrites(s.mode)) return rewrite_probe(s);

@@ -22,6 +22,11 @@
 //            times reads part 0 again and a part it has not read yet, then part 0 once more: LRU keeps part
 //            0 (always used more recently than the part read before the last), a pseudo-LRU loses some of it
 //            each round (how many DRAM reads beyond the buffer's size tell the replacement apart)
+//   stale    BLOCKS blocks (default 1) each read a hot part of HOT_BYTES (environment) HOT_PASSES times, then
+//            the buffer of BYTES that follows it PASSES times, never the hot part again, all from offset 0:
+//            under LRU the dead hot part, now the oldest, goes first when the buffer needs room; a policy
+//            that protects lines by their past hits (RRIP's kind) keeps it and lets the buffer's own lines
+//            evict each other (DRAM reads beyond HOT_BYTES + BYTES)
 //   pair     (PAIR="A,B" in the environment) the first block to land on SM A reads the buffer's first half
 //            PASSES times, the first on SM B its second half; every other block leaves at once (BLOCKS
 //            default 8 per SM, so that both SMs get one). Whether A and B are attached to the same L2
@@ -247,6 +252,15 @@ __device__ void retouch_mode(int4* buffer, size_t chunks, int passes, unsigned* 
   sink[threadIdx.x] = acc;
 }
 
+// Mode 11, stale: see the header. `chunks` is the buffer after the hot part's `hot_chunks`.
+__device__ void stale_mode(int4* buffer, size_t hot_chunks, int hot_passes, size_t chunks, int passes,
+                           unsigned* sink) {
+  unsigned acc = 0;
+  for (int p = 0; p < hot_passes; ++p) acc ^= read_chunks(buffer, 0, hot_chunks);
+  for (int p = 0; p < passes; ++p) acc ^= read_chunks(buffer, hot_chunks, chunks);
+  sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
 // pair: see the header. `claimed` (two zeroed words) lets one block per target SM do the work.
 __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes, unsigned sm_a,
                             unsigned sm_b, int* __restrict__ claimed, unsigned* __restrict__ sink) {
@@ -266,7 +280,7 @@ __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes
 
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
                                 unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
-                                int samples) {
+                                int samples, size_t hot_chunks, int hot_passes) {
   const size_t blocks = gridDim.x;
   size_t begin = 0, count = chunks, start = 0;
   unsigned long long* my_times = times ? times + blockIdx.x * (passes * samples + 2) : nullptr;
@@ -282,6 +296,10 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   }
   if (mode == 10) {
     retouch_mode(buffer, chunks, passes, sink);
+    return;
+  }
+  if (mode == 11) {
+    stale_mode(buffer, hot_chunks, hot_passes, chunks, passes, sink);
     return;
   }
   if (mode >= 6) {
@@ -350,7 +368,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
-                 "rthenread|retouch|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
+                 "rthenread|retouch|stale|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
@@ -365,6 +383,7 @@ int main(int argc, char** argv) {
                    : mode_name == "wthenread" ? 8
                    : mode_name == "rthenread" ? 9
                    : mode_name == "retouch"   ? 10
+                   : mode_name == "stale"     ? 11
                                               : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
@@ -375,7 +394,7 @@ int main(int argc, char** argv) {
   if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5 || mode == 10) blocks = 1;
+  if (mode == 0 || mode == 5 || mode == 10 || (mode == 11 && argc <= 4)) blocks = 1;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
   const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
                                                              : slices_per_block     ? 1
@@ -385,7 +404,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   const size_t chunks = bytes / kChunk;
-  const size_t buffer_chunks = mode == 10 ? (2 + static_cast<size_t>(passes)) * chunks : chunks;
+  const char* hot_text = std::getenv("HOT_BYTES");
+  const char* hot_passes_text = std::getenv("HOT_PASSES");
+  const size_t hot_chunks = mode == 11 && hot_text ? std::strtoull(hot_text, nullptr, 10) / kChunk : 0;
+  const int hot_passes = hot_passes_text ? std::atoi(hot_passes_text) : 1;
+  const size_t buffer_chunks = mode == 10   ? (2 + static_cast<size_t>(passes)) * chunks
+                               : mode == 11 ? hot_chunks + chunks
+                                            : chunks;
   int4* buffer = nullptr;
   unsigned* sink = nullptr;
   unsigned long long* times = nullptr;
@@ -406,13 +431,17 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventRecord(t0));
-  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times, samples);
+  l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times, samples, hot_chunks,
+                                        hot_passes);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(t1));
   CHECK(cudaDeviceSynchronize());
   float ms = 0;
   CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d\n", mode_name.c_str(),
+  const std::string reported =  // stale: the hot part's bytes and passes in the mode's name
+      mode == 11 ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
+                 : mode_name;
+  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d\n", reported.c_str(),
               chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize);
   if (times_path) {
     std::vector<unsigned long long> host(time_words);

@@ -13,6 +13,9 @@
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
 #   SET=retouch bash validation/run_l2_probe.sh (one SM re-reads part of its data between new parts: how
 #                                             much a hit protects a line, LRU against pseudo-LRU or FIFO)
+#   SET=stale bash validation/run_l2_probe.sh (a part read 1 to 8 times, then never again, while a new
+#                                             buffer is read twice: whether the dead part goes first, as
+#                                             under LRU, or its past hits protect it)
 #   SET=heads bash validation/run_l2_probe.sh (one SM reads windows of every head's K and V as the kernels
 #                                             lay them out, beside contiguous buffers of the same size:
 #                                             whether the sets fill as evenly)
@@ -134,6 +137,20 @@ elif [ "$SET" = retouch ]; then
   for s in 2 3 4 5 6 7 8 9 10 11 12 14 16; do run retouch $((s * MB)) 8; done
   for s in 4 6 8; do run retouch $((s * MB)) 2; done
   for s in 16 20 22 24 26 28 30 32; do run single $((s * MB)) 3; done
+elif [ "$SET" = stale ]; then
+  # Hot part A (MiB) read H times, then a buffer B read twice, by one SM; a partition holds 28-30 MiB of
+  # one SM's data. LRU: A + B reads wherever B fits. Then every SM in step (132 blocks), and B alone.
+  for ahb in 12,1,20 12,2,20 12,4,20 12,8,20 20,1,12 20,8,12 16,1,16 16,2,16 16,8,16 8,1,24 8,8,24 24,1,8 \
+    24,8,8; do
+    IFS=, read -r a h b <<< "$ahb"
+    HOT_BYTES=$((a * MB)) HOT_PASSES=$h run stale $((b * MB)) 2
+  done
+  HOT_BYTES=$((12 * MB)) HOT_PASSES=8 run stale $((20 * MB)) 3
+  for ahb in 12,1,20 12,8,20 16,8,16; do
+    IFS=, read -r a h b <<< "$ahb"
+    HOT_BYTES=$((a * MB)) HOT_PASSES=$h run stale $((b * MB)) 2 132
+  done
+  for s in 20 24; do run single $((s * MB)) 2; done
 elif [ "$SET" = heads ]; then
   # The knee of one SM's reads: a contiguous buffer, then windows of 6, 16 and 2 heads' K and V (8 MiB heads,
   # the 32,768-key d = 128 layout of the two-blocks rows).

@@ -676,7 +676,7 @@ int cmd_validate(const std::vector<std::string>& args) {
 
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
-  double mib = 32, head_mib = 8, stride_mib = 2;
+  double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -692,26 +692,30 @@ int cmd_probe(const std::vector<std::string>& args) {
       "over 8 times the buffer: the associativity), retouch (one block reads parts 0 and 1 of --mib each, "
       "then --passes times part 0 and a new part, then part 0: what a hit protects), heads (one block reads "
       "the first --mib / (2 --heads) of every head's K and V, heads of --head-mib: the kernels' layout), "
-      "copies (one block reads --copies blocks of --mib, --stride-mib apart: power-of-two strides)")(
-      "mib", po::value(&mib)->default_value(32), "buffer size in MiB (whole 16 KiB chunks)")(
+      "copies (one block reads --copies blocks of --mib, --stride-mib apart: power-of-two strides), stale "
+      "(every block reads a hot part of --hot-mib --hot-passes times, then --mib after it --passes times: "
+      "whether the dead hot part goes first)")("mib", po::value(&mib)->default_value(32),
+                                               "buffer size in MiB (whole 16 KiB chunks)")(
       "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
       "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
       "heads", po::value(&shape.heads)->default_value(6), "heads mode: heads of K and V")(
       "head-mib", po::value(&head_mib)->default_value(8), "heads mode: one head's K (and V) in MiB")(
       "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
       "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
+      "hot-mib", po::value(&hot_mib)->default_value(12), "stale mode: the hot part in MiB")(
+      "hot-passes", po::value(&shape.hot_passes)->default_value(8), "stale mode: times the hot part is read")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
   auto parsed =
       parse("probe", desc, pos, args,
             "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-            "[--copies 17] [--stride-mib 2] [-p key=value]");
+            "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [-p key=value]");
   if (parsed.help) return 0;
   auto found = traces::find_probe_mode(mode);
   if (!found)
     throw InputError("attnsim probe", {},
                      "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                     "wthenread, rthenread, scatter, retouch, heads or copies");
+                     "wthenread, rthenread, scatter, retouch, heads, copies or stale");
   const auto bytes_of = [](double value, const std::string& option) {
     if (!(value >= 1.0 / 64 && value <= 1 << 20))
       throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");
@@ -721,6 +725,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   shape.bytes = bytes_of(mib, "--mib");
   shape.head_bytes = bytes_of(head_mib, "--head-mib");
   shape.stride_bytes = bytes_of(stride_mib, "--stride-mib");
+  shape.hot_bytes = bytes_of(hot_mib, "--hot-mib");
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
     throw InputError(config_path, {},

@@ -40,7 +40,8 @@ std::vector<ProbeRow> measured_rows(const std::string& file) {
     std::getline(cells, mode, ','), std::getline(cells, bytes, ','), std::getline(cells, passes, ',');
     std::getline(cells, blocks, ','), std::getline(cells, dram, ','), std::getline(cells, dram_written, ',');
     ProbeRow r;
-    // heads:HEADS:HEAD_BYTES and copies:COPIES:STRIDE name their shape in the mode column
+    // heads:HEADS:HEAD_BYTES, copies:COPIES:STRIDE and stale:HOT_BYTES:HOT_PASSES name their shape in the
+    // mode column
     const auto colon = mode.find(':');
     if (colon != std::string::npos) {
       const auto second = mode.find(':', colon + 1);
@@ -49,6 +50,7 @@ std::vector<ProbeRow> measured_rows(const std::string& file) {
       mode = mode.substr(0, colon);
       r.shape.heads = r.shape.copies = count;
       r.shape.head_bytes = r.shape.stride_bytes = span;
+      r.shape.hot_bytes = static_cast<uint64_t>(count), r.shape.hot_passes = static_cast<int64_t>(span);
     }
     r.shape.mode = *traces::find_probe_mode(mode);
     r.shape.bytes = std::stoull(bytes);
@@ -235,6 +237,28 @@ TEST(L2Probe, ARetouchedPartStaysAsUnderLru) {
     ++compared;
   }
   EXPECT_EQ(compared, 16);
+}
+
+// A part read 1 to 8 times and then never again goes first when a new buffer needs room
+// (h200_l2_probe_stale.csv, SET=stale; hot parts of 8 to 24 MiB, buffers of 8 to 24 MiB read twice or three
+// times, 32 MiB in all, past one SM's 28-30 MiB): the GPU reads the part and the buffer once each (1.002 of
+// their sum on all 17 rows, one SM or every SM in step), as LRU does. A policy that protects lines by their
+// past hits (RRIP's kind) would keep the dead part and let the buffer's second pass miss; the memory-
+// efficient backward's waves, each leaving a wave of much-read lines behind, asked for this probe.
+TEST(L2Probe, ADeadHotPartGoesFirstAsUnderLru) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_stale.csv")) {
+    if (r.shape.mode != traces::ProbeMode::Stale) continue;
+    const double once = static_cast<double>(r.shape.hot_bytes + r.shape.bytes);
+    EXPECT_NEAR(r.dram_read / once, 1.0, 0.005) << "measured, hot " << (r.shape.hot_bytes >> 20) << " MiB";
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    EXPECT_NEAR(predicted / r.dram_read, 1.0, 0.01)
+        << "hot " << (r.shape.hot_bytes >> 20) << " MiB x " << r.shape.hot_passes << ", then "
+        << (r.shape.bytes >> 20) << " MiB x " << r.shape.passes << ", " << r.shape.blocks << " blocks";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 17);
 }
 
 // The same rows under other replacements: at parts of 8 to 12 MiB, where the GPU reads within 1.3% of

@@ -234,7 +234,7 @@ class Assembler {
       check_size(c, dim_loc, decl.shape, "tensor");
       c.expect(']', "to close the dimension");
     }
-    if (std::isalpha(static_cast<unsigned char>(c.peek())) && c.peek_identifier() != "coherent") {
+    if (std::isalpha(static_cast<unsigned char>(c.peek())) && !is_tensor_attribute(c.peek_identifier())) {
       SourceLoc type_loc = c.loc();
       std::string word = c.identifier();
       if (word == "fill") {
@@ -252,12 +252,14 @@ class Assembler {
         c.fail(decl.loc,
                "tensor '" + decl.name + "' has two initialisers (random(...) and = {...}); keep one");
       parse_values(c, decl);
-    } else if (std::isalpha(static_cast<unsigned char>(c.peek())) && c.peek_identifier() != "coherent") {
+    } else if (std::isalpha(static_cast<unsigned char>(c.peek())) &&
+               !is_tensor_attribute(c.peek_identifier())) {
       SourceLoc word_loc = c.loc();
       std::string word = c.identifier();
       if (word != "random" && word != "fill")
         c.fail(word_loc,
-               "expected '= {values}', 'random(...)', 'fill(...)' or 'coherent', found '" + word + "'");
+               "expected '= {values}', 'random(...)', 'fill(...)', 'coherent' or 'heads_inner', found '" +
+                   word + "'");
       if (decl.init.kind != TensorInit::Kind::Zeros)
         c.fail(word_loc, "tensor '" + decl.name + "' has two initialisers; keep one");
       if (word == "fill")
@@ -265,14 +267,46 @@ class Assembler {
       else
         parse_random(c, decl);
     }
-    if (std::isalpha(static_cast<unsigned char>(c.peek()))) {
-      SourceLoc word_loc = c.loc();
-      if (c.identifier() != "coherent")
-        c.fail(word_loc, "unexpected text after the tensor declaration (the one attribute is 'coherent')");
-      decl.coherent = true;
-    }
+    parse_tensor_attributes(c, decl);
     if (!c.at_end()) c.fail(c.loc(), "unexpected text after the tensor declaration");
     program_.tensors.push_back(std::move(decl));
+  }
+
+  static bool is_tensor_attribute(const std::string& word) {
+    return word == "coherent" || word == "heads_inner";
+  }
+
+  // `coherent` and `heads_inner`, each at most once, in either order.
+  void parse_tensor_attributes(LineCursor& c, TensorDecl& decl) {
+    while (std::isalpha(static_cast<unsigned char>(c.peek()))) {
+      SourceLoc word_loc = c.loc();
+      const std::string word = c.identifier();
+      if (!is_tensor_attribute(word))
+        c.fail(word_loc,
+               "unexpected text after the tensor declaration (attributes: 'coherent', 'heads_inner')");
+      if (word == "coherent") {
+        if (decl.coherent) c.fail(word_loc, "'coherent' given twice");
+        decl.coherent = true;
+      } else {
+        parse_heads_inner(c, decl, word_loc);
+      }
+    }
+  }
+
+  // `heads_inner` (every head a row: [n][heads][cols]) or `heads_inner(H)` ([heads / H][n][H][cols]).
+  void parse_heads_inner(LineCursor& c, TensorDecl& decl, SourceLoc word_loc) {
+    if (decl.heads_inner) c.fail(word_loc, "'heads_inner' given twice");
+    if (decl.shape.size() != 3)
+      c.fail(word_loc, "'heads_inner' needs a [heads][n][cols] tensor (3 dimensions)");
+    decl.heads_inner = decl.shape[0];
+    if (!c.accept('(')) return;
+    SourceLoc at = c.loc();
+    auto group = c.integer();
+    if (!group || *group <= 0 || decl.shape[0] % *group != 0)
+      c.fail(at, "heads_inner(H): H must be a positive divisor of the " + std::to_string(decl.shape[0]) +
+                     " heads");
+    decl.heads_inner = *group;
+    c.expect(')', "to close heads_inner(H)");
   }
 
   void check_size(LineCursor& c, SourceLoc where, const std::vector<int64_t>& shape, const char* what) {
@@ -806,6 +840,7 @@ class Assembler {
     if (!any_range && !transpose) {
       operand.kind = Operand::Kind::Memory;
       for (size_t d = 0; d < dims.size(); ++d) operand.flat = operand.flat * decl.shape[d] + dims[d].begin;
+      if (decl.heads_inner) operand.flat = decl.memory_index(dims[0].begin, dims[1].begin, dims[2].begin);
       return operand;
     }
     // A tile: the last two dimensions are rows and columns (a 1-D tensor gives a column, rows x 1);
@@ -829,6 +864,10 @@ class Assembler {
       tile.col0 = dims[rank - 1].begin;
       tile.cols = dims[rank - 1].end - dims[rank - 1].begin;
       tile.row_stride = decl.shape[rank - 1];
+    }
+    if (decl.heads_inner) {  // head h's rows lie H rows of cols apart, from its group's and its own place
+      tile.offset = decl.memory_index(dims[0].begin, 0, 0);
+      tile.row_stride = decl.heads_inner * decl.shape[2];
     }
     operand.kind = Operand::Kind::Tile;
     operand.tensor = program_.add_tile(tile);

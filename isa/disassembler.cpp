@@ -42,6 +42,8 @@ std::string format_tile(const Program& program, const TileRef& t) {
     int64_t plane = 1;
     for (size_t k = rank >= 2 ? rank - 2 : 0; k < rank; ++k) plane *= d.shape[k];
     int64_t lead = t.offset / plane;
+    if (const int64_t group = d.heads_inner)  // offset (batch x n x H + h) x cols
+      lead = t.offset / d.shape[2] / (d.shape[1] * group) * group + t.offset / d.shape[2] % group;
     std::vector<int64_t> leading(rank >= 2 ? rank - 2 : 0);
     for (size_t k = leading.size(); k-- > 0;) {
       leading[k] = lead % d.shape[k];
@@ -98,6 +100,10 @@ std::string disassemble(const Program& program) {
         break;
     }
     if (t.coherent) out += " coherent";
+    if (t.heads_inner == (t.shape.empty() ? 0 : t.shape[0]))
+      out += " heads_inner";
+    else if (t.heads_inner)
+      out += fmt::format(" heads_inner({})", t.heads_inner);
     out += "\n";
   }
   for (const auto& b : program.buffers) {

@@ -35,6 +35,10 @@ struct TensorDecl {
   // `coherent`: every load of it is taken under a lock (ld.acquire, a semaphore), so it sees the stores made
   // at its lines' home before the lock was taken, not a stale copy another L2 partition keeps.
   bool coherent = false;
+  // `heads_inner` H (0: off): a [heads][n][cols] tensor whose memory holds [heads / H][n][H][cols], each
+  // row of H heads together (PyTorch's (batch, n, heads, d) outputs, batches folded into the heads).
+  // Indices, slices and checks stay [heads][n][cols]; initial values and memory contents are in memory order.
+  int64_t heads_inner = 0;
   SourceLoc loc;
 
   int64_t elements() const {
@@ -42,7 +46,35 @@ struct TensorDecl {
     for (int64_t s : shape) n *= s;
     return n;
   }
+  // Where logical element (h, r, c) of a rank-3 tensor lies in memory.
+  int64_t memory_index(int64_t h, int64_t r, int64_t c) const {
+    if (!heads_inner) return (h * shape[1] + r) * shape[2] + c;
+    return ((h / heads_inner * shape[1] + r) * heads_inner + h % heads_inner) * shape[2] + c;
+  }
 };
+
+// A heads_inner tensor's contents reordered between memory order and [heads][n][cols]; others unchanged.
+inline std::vector<double> logical_order(const TensorDecl& t, const std::vector<double>& memory) {
+  if (!t.heads_inner) return memory;
+  std::vector<double> out(memory.size());
+  for (int64_t h = 0; h < t.shape[0]; ++h)
+    for (int64_t r = 0; r < t.shape[1]; ++r)
+      for (int64_t c = 0; c < t.shape[2]; ++c)
+        out[static_cast<size_t>((h * t.shape[1] + r) * t.shape[2] + c)] =
+            memory[static_cast<size_t>(t.memory_index(h, r, c))];
+  return out;
+}
+
+inline std::vector<double> memory_order(const TensorDecl& t, const std::vector<double>& logical) {
+  if (!t.heads_inner) return logical;
+  std::vector<double> out(logical.size());
+  for (int64_t h = 0; h < t.shape[0]; ++h)
+    for (int64_t r = 0; r < t.shape[1]; ++r)
+      for (int64_t c = 0; c < t.shape[2]; ++c)
+        out[static_cast<size_t>(t.memory_index(h, r, c))] =
+            logical[static_cast<size_t>((h * t.shape[1] + r) * t.shape[2] + c)];
+  return out;
+}
 
 // An on-chip buffer of the tile machine: `.buffer Qi[64][64] f16` (SRAM) or `... regs` (tile register file).
 struct BufferDecl {
@@ -245,11 +277,11 @@ struct Program {
     TileRef t;
     t.index = tensor;
     const auto& shape = tensors[tensor].shape;
-    if (shape.size() == 3) t.offset = head * shape[1] * shape[2];
+    if (shape.size() == 3) t.offset = tensors[tensor].memory_index(head, 0, 0);
     t.row0 = row0;
     t.rows = rows;
     t.cols = shape.size() >= 2 ? shape.back() : 1;
-    t.row_stride = t.cols;
+    t.row_stride = t.cols * std::max<int64_t>(1, tensors[tensor].heads_inner);
     t.transpose = transpose;
     return t;
   }
@@ -266,6 +298,11 @@ struct Program {
     for (size_t d = shape.size(); d-- > 0;) {
       out[d] = rest % shape[d];
       rest /= shape[d];
+    }
+    if (const int64_t group = tensors[op.tensor].heads_inner) {  // [heads / H][n][H][cols] in memory
+      const int64_t row = op.flat / shape[2];                    // (batch x n + r) x H + h
+      const int64_t b = row / group / shape[1];
+      out = {b * group + row % group, row / group % shape[1], op.flat % shape[2]};
     }
     return out;
   }

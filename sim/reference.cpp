@@ -274,11 +274,25 @@ ReferenceMemo& memo() {
   return references;
 }
 
+// The checks' functions read [heads][n][cols]: a heads_inner argument's contents reordered to that (only
+// the check's arguments are filled in `scratch`, indexed as `initial`).
+const std::vector<std::vector<double>>& logical_initial(const isa::Program& program, const isa::Check& check,
+                                                        const std::vector<std::vector<double>>& initial,
+                                                        std::vector<std::vector<double>>& scratch) {
+  bool any = false;
+  for (int a : check.args) any = any || program.tensors[a].heads_inner;
+  if (!any) return initial;
+  scratch.assign(initial.size(), {});
+  for (int a : check.args) scratch[a] = isa::logical_order(program.tensors[a], initial[a]);
+  return scratch;
+}
+
 }  // namespace
 
 void warm_reference(const isa::Program& program, const isa::Check& check,
                     const std::vector<std::vector<double>>& initial) {
-  memo().get(program, check, initial);
+  std::vector<std::vector<double>> scratch;
+  memo().get(program, check, logical_initial(program, check, initial, scratch));
 }
 
 CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
@@ -286,8 +300,13 @@ CheckResult evaluate_check(const isa::Program& program, const isa::Check& check,
                            const std::vector<std::vector<double>>& final, Dtype compute_dtype) {
   const auto& target = program.tensors[check.target];
   auto arg = [&](size_t i) -> const isa::TensorDecl& { return program.tensors[check.args[i]]; };
-  const std::vector<double>& reference = memo().get(program, check, initial);
-  const auto& got = final[check.target];
+  std::vector<std::vector<double>> scratch;
+  const std::vector<double>& reference =
+      memo().get(program, check, logical_initial(program, check, initial, scratch));
+  std::vector<double> reordered;
+  const std::vector<double>& got = target.heads_inner
+                                       ? (reordered = isa::logical_order(target, final[check.target]))
+                                       : final[check.target];
   CheckResult result;
   result.description = target.name + " = " + check.function + "(";
   for (size_t i = 0; i < check.args.size(); ++i) result.description += (i ? ", " : "") + arg(i).name;

@@ -202,7 +202,7 @@ constexpr MemEfficientSpill kMemEfficientSpills[] = {
 // workspace, an element-wise copy of dO) are not attention kernels: the measured bytes and time leave them
 // out, and the program starts from the zeroed workspace.
 Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficientBackward& kernel,
-                                               const std::string& name) {
+                                               const std::string& name, int64_t heads_per_batch) {
   m.schedule = "flash2-bwd";
   m.block_q = kernel.tiles.block_q;
   m.block_k = kernel.tiles.block_k;
@@ -210,6 +210,9 @@ Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficient
   m.warp_rows = kernel.tiles.warp_rows;
   m.as_mem_efficient = true;
   m.reload_k = kernel.reload_k;
+  // O (the forward's output), the copy of dO the backward makes and the gradients are (b, n, h, d): one
+  // query row of every head of a batch together (validation/data/h200_memeff_residency.csv found them so).
+  m.heads_inner_outputs = heads_per_batch;
   for (const MemEfficientSpill& spill : kMemEfficientSpills)
     if (name == spill.kernel) {
       m.spill_bytes_per_step = spill.store_per_step;
@@ -229,7 +232,7 @@ Measurement backward_measurement(const CsvRow& row, Measurement m) {
   const std::string kernel_template = row.text("main_kernel_template");
   if (is_cudnn_backward(kernel)) return cudnn_backward_measurement(m);
   if (auto mem_efficient = mem_efficient_backward(kernel))
-    return mem_efficient_backward_measurement(m, *mem_efficient, kernel);
+    return mem_efficient_backward_measurement(m, *mem_efficient, kernel, row.size("heads"));
   auto tiles = backward_tiles(kernel, kernel_template);
   if (!tiles) {
     m.not_simulated = unmapped_backward_reason(kernel);
@@ -335,6 +338,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
     m.block_q = tiles->block_q;
     m.block_k = tiles->block_k;
     m.as_mem_efficient = true;
+    m.heads_inner_outputs = row.size("heads");  // O is (b, n, h, d), as the backward's tensors
     m.store_row_statistic = true;
     m.spill_bytes_per_block = tiles->block_q == 64 && tiles->block_k == 64 ? 512 : 0;
     return m;

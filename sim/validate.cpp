@@ -311,6 +311,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.keys_descending = m.keys_descending;
       shape.store_row_statistic = m.store_row_statistic;
       shape.as_mem_efficient = m.as_mem_efficient;
+      shape.heads_inner_outputs = m.heads_inner_outputs;
       shape.spill_bytes_per_block = m.spill_bytes_per_block;
       shape.spill_bytes_per_key_block = m.spill_bytes_per_key_block;
       shape.spill_rows = spill_rows(m);
@@ -341,6 +342,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_load_bytes_per_step = m.spill_load_bytes_per_step;
     shape.spill_load_bytes_per_block = m.spill_load_bytes_per_block;
     shape.spill_frame_bytes = m.spill_frame_bytes;
+    shape.heads_inner_outputs = m.heads_inner_outputs;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); }, 1 << 16, chip);

@@ -51,6 +51,10 @@ struct Measurement {
   // flash2-bwd as_mem_efficient: spill bytes per step (stored, loaded) and loaded per block (BackwardShape).
   int64_t spill_bytes_per_step = 0, spill_load_bytes_per_step = 0, spill_load_bytes_per_block = 0;
   int64_t spill_frame_bytes = 0;  // the block's local memory (stack frame x threads), BackwardShape
+  // as_mem_efficient: O (and the backward's dO and gradients) as (batch, n, heads, d) with this many heads a
+  // batch, as PyTorch allocates them for these kernels (heads_inner_outputs of ForwardShape and
+  // BackwardShape); 0: head after head.
+  int64_t heads_inner_outputs = 0;
   // The kernel loads the next tile while it computes on the current one (cp.async double buffering), so the
   // simulated program prefetches too (AttentionShape::double_buffer): forward schedules and flash2-bwd.
   bool double_buffer = false;

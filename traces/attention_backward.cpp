@@ -60,7 +60,7 @@ class Gen {
   // Rows [r.start, r.start + r.rows) of head h of an n-row matrix, all columns.
   Operand rows(int tensor, int64_t h, const Block& r) {
     const int64_t cols = b.p.tensors[tensor].shape.back();
-    return slice(tensor, h * s_.n * cols, r.start, r.rows, 0, cols, cols);
+    return rows_cols(tensor, h, r, 0, cols);
   }
   // The (r, c) tile of head h of an n x n matrix.
   Operand tile(int tensor, int64_t h, const Block& r, const Block& c) {
@@ -69,7 +69,13 @@ class Gen {
   // Rows r and columns [col0, col0 + cols) of head h of an n-row matrix.
   Operand rows_cols(int tensor, int64_t h, const Block& r, int64_t col0, int64_t cols) {
     const int64_t all = b.p.tensors[tensor].shape.back();
+    const isa::TensorDecl& t = b.p.tensors[tensor];
+    if (t.heads_inner)  // head h's rows heads_inner rows apart
+      return slice(tensor, t.memory_index(h, 0, 0), r.start, r.rows, col0, cols, t.heads_inner * all);
     return slice(tensor, h * s_.n * all, r.start, r.rows, col0, cols, all);
+  }
+  void set_heads_inner(std::initializer_list<int> tensors, int64_t group) {
+    for (int t : tensors) b.p.tensors[static_cast<size_t>(t)].heads_inner = group;
   }
   // Row `row` of head h of a tensor of `rows` rows a head (the memory-efficient backward's locks).
   Operand row_of(int tensor, int64_t h, int64_t rows, int64_t row) {
@@ -129,19 +135,24 @@ Common declare_common(Gen& g, const BackwardShape& s, Dtype dq_dtype, Dtype dkv_
   t.dout = g.random_matrix("dO", s.seed + 3);
   t.o = g.matrix("O", s.n, s.d, s.dtype);
   t.lse = g.matrix("L", s.n, 1, kAcc);
+  t.dq = g.matrix("dQ", s.n, s.d, dq_dtype);
+  t.dk = g.matrix("dK", s.n, s.d, dkv_dtype);
+  t.dv = g.matrix("dV", s.n, s.d, dkv_dtype);
+  if (s.heads_inner_outputs > 1) {
+    if (s.heads % s.heads_inner_outputs != 0)
+      throw std::invalid_argument("heads_inner_outputs must divide the heads");
+    g.set_heads_inner({t.o, t.dout, t.dq, t.dk, t.dv}, s.heads_inner_outputs);
+  }
   if (!s.skip_forward_values) {
     std::vector<double> o, lse;
     forward_statistics(s, g.b.p, t, o, lse);
     auto& od = g.b.p.tensors[t.o].init;
     od.kind = isa::TensorInit::Kind::Values;
-    od.values = std::move(o);
+    od.values = isa::memory_order(g.b.p.tensors[t.o], o);
     auto& ld = g.b.p.tensors[t.lse].init;
     ld.kind = isa::TensorInit::Kind::Values;
     ld.values = std::move(lse);
   }
-  t.dq = g.matrix("dQ", s.n, s.d, dq_dtype);
-  t.dk = g.matrix("dK", s.n, s.d, dkv_dtype);
-  t.dv = g.matrix("dV", s.n, s.d, dkv_dtype);
   const std::string prefix = s.causal ? "attention_causal_grad_" : "attention_grad_";
   g.b.check(prefix + "q", t.dq, {t.q, t.k, t.v, t.dout});
   g.b.check(prefix + "k", t.dk, {t.q, t.k, t.v, t.dout});

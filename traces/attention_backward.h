@@ -101,6 +101,10 @@ struct BackwardShape : AttentionShape {
   // first bytes, the block's own spill stores its last, so the block's row of `local` is the whole frame, as
   // the GPU keeps it (validation/data/h200_memeff_residency.csv). 0: the row is as wide as the widest spill.
   int64_t spill_frame_bytes = 0;
+  // O, dO, dQ, dK and dV laid out heads_inner with this many heads a batch (0: head after head): the layout
+  // PyTorch's memory-efficient kernels allocate their outputs in ((batch, n, heads, d)), dO included (the
+  // backward copies it so). The same bytes move; which L2 sets and partitions they fill changes.
+  int64_t heads_inner_outputs = 0;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -63,6 +63,7 @@ class Gen {
     k = matrix("K", s.n, s.d, s.dtype);
     v = matrix("V", s.n, s.d, s.dtype);
     o = matrix("O", s.n, s.d, s.dtype);
+    if (s.heads_inner_outputs > 1) b.p.tensors[static_cast<size_t>(o)].heads_inner = s.heads_inner_outputs;
     random(q, s.seed, s.qk_range);
     random(k, s.seed + 1, s.qk_range);
     random(v, s.seed + 2, 1.0);
@@ -899,6 +900,8 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
   if (s.warps < 0 || (s.warps > 0 && s.warp_rows < 1))
     throw std::invalid_argument("warps: 0 for the default, or a count with the rows each warp takes");
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
+  if (s.heads_inner_outputs < 0 || (s.heads_inner_outputs > 1 && s.heads % s.heads_inner_outputs != 0))
+    throw std::invalid_argument("heads_inner_outputs must divide the heads");
   for (int64_t bytes : {s.spill_bytes_per_block, s.spill_bytes_per_key_block})
     if (bytes < 0 || bytes % 4 != 0) throw std::invalid_argument("spill bytes: a multiple of 4");
   if (s.spill_bytes_per_key_block > 0 && s.ping_pong)

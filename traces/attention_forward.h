@@ -54,6 +54,9 @@ struct ForwardShape : AttentionShape {
   // for every key block (it streams through the same pipeline as K_j), and a causal query block's keys end
   // at its last row, so its last key tile may be partial.
   bool as_mem_efficient = false;
+  // O laid out heads_inner with this many heads a batch (0: head after head): PyTorch's memory-efficient
+  // forward allocates it (batch, n, heads, d). The same bytes; other L2 sets and partitions.
+  int64_t heads_inner_outputs = 0;
   // flash2 only: bytes every block stores at its end beyond O (a compiled kernel's register spills to local
   // memory, which reach L2); a multiple of 4, 0 for none.
   int64_t spill_bytes_per_block = 0;

@@ -626,6 +626,28 @@ TEST(AccumulatorsInRegistersMemoryEfficient, PStaysInSram) {
   EXPECT_EQ(in_sram, (std::vector<std::string>{"Qi", "Kj", "Vj", "P"}));
 }
 
+// PyTorch's memory-efficient forward allocates O (batch, n, heads, d) (heads_inner_outputs: two batches of
+// two heads here): the same O element for element once read back as [heads][n][d], a different memory
+// order, and the same bytes per tensor.
+TEST(HeadsInnerOutputs, MemoryEfficientForwardKeepsValuesAndBytes) {
+  ForwardShape s = shape(128, 32, 32, 32, true, Dtype::F16, 4);
+  s.as_mem_efficient = true;
+  Sim sim;
+  const Outcome plain = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+  s.heads_inner_outputs = 2;
+  const isa::Program p = traces::forward_program(ForwardSchedule::Flash2, s);
+  const isa::TensorDecl& o = p.tensors[static_cast<size_t>(p.find_tensor("O"))];
+  EXPECT_EQ(o.heads_inner, 2);
+  const Outcome inner = sim.run(p);
+  EXPECT_TRUE(inner.check.passed) << inner.check.max_rel_error;
+  EXPECT_NE(inner.o, plain.o);
+  EXPECT_EQ(isa::logical_order(o, inner.o), plain.o);
+  EXPECT_EQ(inner.read, plain.read);
+  EXPECT_EQ(inner.written, plain.written);
+  s.heads_inner_outputs = 3;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+}
+
 TEST(PingPong, OnlyFlash2WithoutTheMemoryEfficientLoads) {
   ForwardShape s = shape(256, 64, 64, 64, false, Dtype::F16);
   s.ping_pong = true;

@@ -976,6 +976,35 @@ TEST_P(MemEfficientBackward, ValuesAndBytesPerTensor) {
   EXPECT_EQ(count(r, "EXP"), l.exps * static_cast<uint64_t>(heads));
 }
 
+// PyTorch's layout for O, dO and the gradients ((batch, n, heads, d): heads_inner_outputs, two batches of
+// two heads here): the same values against float64 and the same bytes per tensor; the tiles address memory
+// so (head 3, batch 1's second head, at row r: ((1 x n + r) x 2 + 1) x d elements in).
+TEST(MemEfficientBackwardLayout, HeadsInnerOutputsKeepValuesAndBytes) {
+  BackwardShape s = mem_efficient_shape(96, 16, 32, 32, true, 4, false);
+  s.heads_inner_outputs = 2;
+  const isa::Program p = traces::backward_program(BackwardSchedule::Flash2, s);
+  for (const char* name : {"O", "dO", "dQ", "dK", "dV"})
+    EXPECT_EQ(p.tensors[static_cast<size_t>(p.find_tensor(name))].heads_inner, 2) << name;
+  for (const char* name : {"Q", "K", "V", "L", "D", "dQaccum"})
+    EXPECT_EQ(p.tensors[static_cast<size_t>(p.find_tensor(name))].heads_inner, 0) << name;
+  const int dk = p.find_tensor("dK");
+  int dk_stores = 0;
+  for (const auto& i : p.instructions)
+    if (i.op == isa::Opcode::Store && i.operand(1).kind == isa::Operand::Kind::Tile) {
+      const isa::TileRef& t = p.tiles[static_cast<size_t>(i.operand(1).tensor)];
+      if (t.index != dk) continue;
+      EXPECT_EQ(t.row_stride, 2 * 16);
+      if (t.offset == ((1 * 96 + 0) * 2 + 1) * 16) ++dk_stores;
+    }
+  EXPECT_EQ(dk_stores, 3);  // head 3's three key blocks
+  RunResult r = run_program(p, on("h100-sm"));
+  ASSERT_EQ(r.checks.size(), 3u);
+  for (const auto& c : r.checks) EXPECT_TRUE(c.passed) << c.description << ": " << c.max_rel_error;
+  const Ledger l = mem_efficient_expected(s);
+  EXPECT_EQ(r.hbm_bytes_read, times(l.read, 4));
+  EXPECT_EQ(r.hbm_bytes_written, times(l.written, 4));
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, MemEfficientBackward,
     ::testing::Combine(::testing::Values(MemEffDims{100, 16, 32, 48, 2}, MemEffDims{130, 16, 48, 20, 1},

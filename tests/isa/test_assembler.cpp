@@ -295,7 +295,37 @@ TEST(TensorDirective, Coherent) {
   EXPECT_EQ(disassemble(asm_text(text)), text);
   expect_error(".tensor x[2] f32 coherant\n", 1, 18, {"found 'coherant'", "'coherent'"});
   expect_error(".tensor x[2] coherent f32\n", 1, 23, {"unexpected text"});
-  expect_error(".tensor x[2] = {1, 2} coherent coherent\n", 1, 32, {"unexpected text"});
+  expect_error(".tensor x[2] = {1, 2} coherent coherent\n", 1, 32, {"'coherent' given twice"});
+}
+
+// `heads_inner` lays a [heads][n][cols] tensor out as [n][heads][cols] (`heads_inner(H)`: [heads / H][n][H]
+// [cols], PyTorch's (batch, n, heads, d)); indices and slices stay [heads][n][cols].
+TEST(TensorDirective, HeadsInner) {
+  Program p = asm_text(
+      ".tensor O[4][3][8] f16 heads_inner(2) coherent\n.tensor P[2][3][8] heads_inner\n.buffer B[2][8]\n"
+      "LOAD O[3, 1:3, :], B\nLOAD P[1, 0:2, 0:8], B\n");
+  EXPECT_EQ(p.tensors[0].heads_inner, 2);
+  EXPECT_TRUE(p.tensors[0].coherent);
+  EXPECT_EQ(p.tensors[1].heads_inner, 2);
+  // O[3] is head 1 of batch 1: row r at ((1 x 3 + r) x 2 + 1) x 8.
+  const TileRef& o = p.tiles[p.instructions[0].operand(0).tensor];
+  EXPECT_EQ(o.offset, (1 * 3 * 2 + 1) * 8);
+  EXPECT_EQ(o.row_stride, 2 * 8);
+  const TileRef& q = p.tiles[p.instructions[1].operand(0).tensor];
+  EXPECT_EQ(q.offset, 8);
+  EXPECT_EQ(q.row_stride, 16);
+  const Program scalar = asm_text(".tensor O[4][3][8] heads_inner(2)\nLOAD O[2, 1, 5], R0\n");
+  EXPECT_EQ(scalar.instructions[0].operand(0).flat, ((1 * 3 + 1) * 2 + 0) * 8 + 5);
+  EXPECT_EQ(scalar.indices(scalar.instructions[0].operand(0)), (std::vector<int64_t>{2, 1, 5}));
+  EXPECT_NE(disassemble(scalar).find("LOAD O[2][1][5], R0"), std::string::npos) << disassemble(scalar);
+  const std::string text = disassemble(p);
+  EXPECT_NE(text.find(".tensor O[4][3][8] f16 coherent heads_inner(2)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find(".tensor P[2][3][8] heads_inner\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("LOAD O[3, 1:3, 0:8], B"), std::string::npos) << text;
+  EXPECT_EQ(disassemble(asm_text(text)), text);
+  expect_error(".tensor x[4][2] heads_inner\n", 1, 17, {"3 dimensions"});
+  expect_error(".tensor x[4][2][2] heads_inner(3)\n", 1, 32, {"divisor of the 4 heads"});
+  expect_error(".tensor x[4][2][2] heads_inner heads_inner\n", 1, 32, {"given twice"});
 }
 
 TEST(TensorDirective, Errors) {

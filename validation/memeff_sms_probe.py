@@ -16,6 +16,7 @@ op_b = torch.ops.aten._efficient_attention_backward
 CASES = os.environ.get("CASES", "1,16,8192,128,0 1,16,8192,128,1 8,32,2048,128,0 1,8,32768,128,0 1,16,16384,64,0")
 SMS = [int(s) for s in os.environ.get("SMS", "16 32 48 64 80 96 112 128 0").split()]  # 0: no green context
 ALL = torch.cuda.get_device_properties(0).multi_processor_count
+PASS = os.environ.get("PASS", "bwd")
 
 
 def smids(blocks):  # SMs of the current context, as a block scheduler fills them (one block per SM at a time)
@@ -45,7 +46,10 @@ for spec in CASES.split():
         used = smids(4 * ALL)
         torch.cuda.synchronize()
         torch.cuda.profiler.start()
-        grads = op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)
+        if PASS == "fwd":  # the forward instead (run_memeff_profile.sh PASS=fwd)
+            grads = op_f(q, k, v, None, None, None, n, n, 0.0, causal, True)
+        else:
+            grads = op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)
         torch.cuda.synchronize()
         torch.cuda.profiler.stop()
         if ctx is not None:

@@ -6,6 +6,7 @@
 # attention kernel (the same call as memeff_sms_probe.py: torch.ops.aten._efficient_attention_backward)
 # under ncu --set full with SASS-level source counters (stall samples per instruction), L2 flushed, base
 # clocks, one launch per case and SM count (SMS: 0 for the whole chip, else a green context of that many).
+# PASS=fwd profiles the forward's kernel (fmha_cutlassF) instead, into <gpu>_memeff_fwd_profile*.
 #   <gpu>_memeff_profile.tar.gz   per case: ncu --page raw, --page details, --page source --print-source sass
 #   <gpu>_memeff_profile_env.txt  GPU, driver, CUDA, ncu, PyTorch
 #   <gpu>_memeff_profile_run.log  the probe's lines (the SMs each launch had)
@@ -18,19 +19,23 @@ PROF="$WORK/profile"
 mkdir -p "$PROF"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-ENV="$OUT/${G}_memeff_profile_env.txt"
+PASS="${PASS:-bwd}"
+NAME="${G}_memeff$([ "$PASS" = fwd ] && echo _fwd)_profile"
+KERNEL="$([ "$PASS" = fwd ] && echo fmha_cutlassF || echo fmha_cutlassB)"
+export PASS
+ENV="$OUT/${NAME}_env.txt"
 write_env "$ENV"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"
 nvcc -O2 -arch=sm_90 -shared -Xcompiler -fPIC -o "$WORK/probe.so" validation/memeff_residency_read.cu || exit 1
 echo "ncu --set full --import-source yes --cache-control all --clock-control base" | tee -a "$ENV"
-LOG="$OUT/${G}_memeff_profile_run.log"
+LOG="$OUT/${NAME}_run.log"
 : > "$LOG"
 for spec in ${CASES:-1,16,8192,128,0 1,16,4096,64,0}; do
   for sms in ${SMS:-0 16}; do
     tag="$(echo "${spec}_s$sms" | tr ',' 'x')"
     t0=$SECONDS
     CASES="$spec" SMS="$sms" timeout 240 "$NCU" --set full --import-source yes --cache-control all \
-      --clock-control base --profile-from-start off -k regex:fmha_cutlassB -f -o "$WORK/$tag" \
+      --clock-control base --profile-from-start off -k "regex:$KERNEL" -f -o "$WORK/$tag" \
       python3 validation/memeff_sms_probe.py "$WORK/probe.so" > "$WORK/$tag.stdout" 2>&1 ||
       { echo "ncu FAILED: $tag"; tail -n 15 "$WORK/$tag.stdout"; continue; }
     grep '^PROBE' "$WORK/$tag.stdout" | tee -a "$LOG" | cut -c1-120
@@ -43,6 +48,6 @@ for spec in ${CASES:-1,16,8192,128,0 1,16,4096,64,0}; do
   done
 done
 # One archive: the device call returns a limited number of files.
-tar czf "$OUT/${G}_memeff_profile.tar.gz" -C "$WORK" profile
+tar czf "$OUT/$NAME.tar.gz" -C "$WORK" profile
 echo "done in ${SECONDS}s; files in $OUT"
 rm -rf "$WORK"

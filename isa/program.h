@@ -54,26 +54,26 @@ struct TensorDecl {
 };
 
 // A heads_inner tensor's contents reordered between memory order and [heads][n][cols]; others unchanged.
-inline std::vector<double> logical_order(const TensorDecl& t, const std::vector<double>& memory) {
-  if (!t.heads_inner) return memory;
-  std::vector<double> out(memory.size());
+inline std::vector<double> reordered(const TensorDecl& t, const std::vector<double>& from, bool to_memory) {
+  if (!t.heads_inner) return from;
+  std::vector<double> out(from.size());
   for (int64_t h = 0; h < t.shape[0]; ++h)
     for (int64_t r = 0; r < t.shape[1]; ++r)
-      for (int64_t c = 0; c < t.shape[2]; ++c)
-        out[static_cast<size_t>((h * t.shape[1] + r) * t.shape[2] + c)] =
-            memory[static_cast<size_t>(t.memory_index(h, r, c))];
+      for (int64_t c = 0; c < t.shape[2]; ++c) {
+        const auto logical = static_cast<size_t>((h * t.shape[1] + r) * t.shape[2] + c);
+        const auto memory = static_cast<size_t>(t.memory_index(h, r, c));
+        if (to_memory)
+          out[memory] = from[logical];
+        else
+          out[logical] = from[memory];
+      }
   return out;
 }
-
+inline std::vector<double> logical_order(const TensorDecl& t, const std::vector<double>& memory) {
+  return reordered(t, memory, false);
+}
 inline std::vector<double> memory_order(const TensorDecl& t, const std::vector<double>& logical) {
-  if (!t.heads_inner) return logical;
-  std::vector<double> out(logical.size());
-  for (int64_t h = 0; h < t.shape[0]; ++h)
-    for (int64_t r = 0; r < t.shape[1]; ++r)
-      for (int64_t c = 0; c < t.shape[2]; ++c)
-        out[static_cast<size_t>(t.memory_index(h, r, c))] =
-            logical[static_cast<size_t>((h * t.shape[1] + r) * t.shape[2] + c)];
-  return out;
+  return reordered(t, logical, true);
 }
 
 // An on-chip buffer of the tile machine: `.buffer Qi[64][64] f16` (SRAM) or `... regs` (tile register file).

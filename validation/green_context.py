@@ -10,3 +10,17 @@ def create(sms):
         return green.create(num_sms=sms, device_id=0)
     except TypeError:
         return green.create(sms, 0)
+
+
+def smids(lib, blocks):
+    """SMs of the current context in the order a block scheduler fills them (one block per SM at a time):
+    lib's launch_smids (memeff_residency_read.cu) writes each block's %smid; the first distinct ones."""
+    out = torch.full((blocks,), -1, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    assert lib.launch_smids(blocks, 150 << 10, out.data_ptr()) == 0
+    torch.cuda.synchronize()
+    seen = []
+    for s in out.tolist():
+        if s not in seen:
+            seen.append(s)
+    return seen

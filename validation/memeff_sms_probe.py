@@ -19,16 +19,8 @@ ALL = torch.cuda.get_device_properties(0).multi_processor_count
 PASS = os.environ.get("PASS", "bwd")
 
 
-def smids(blocks):  # SMs of the current context, as a block scheduler fills them (one block per SM at a time)
-    out = torch.full((blocks,), -1, dtype=torch.int32, device="cuda")
-    torch.cuda.synchronize()
-    assert lib.launch_smids(blocks, 150 << 10, out.data_ptr()) == 0
-    torch.cuda.synchronize()
-    seen = []
-    for s in out.tolist():
-        if s not in seen:
-            seen.append(s)
-    return seen
+def smids(blocks):
+    return green_context.smids(lib, blocks)
 
 
 torch.manual_seed(0)

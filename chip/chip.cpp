@@ -158,9 +158,7 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   slot.ctx.next_issue.fill(at);
   slot.ctx.end = at;
   const isa::KernelDecl& kernel = source_->kernels()[static_cast<size_t>(kernel_)];
-  slot.ctx.rolled_k_loops = kernel.rolled_k_loops;
-  slot.ctx.warps = kernel.warps;
-  slot.ctx.warp_rows = kernel.warp_rows;
+  slot.ctx.take_code(kernel);
   slot.segment = 0;
   slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
   slot.busy = true;

@@ -402,8 +402,8 @@ class Assembler {
       decl.grid[dim] = *extent;
     }
     c.expect(')', "to close grid(...)");
-    bool k_loops = false, warps = false;
-    while (!c.at_end()) parse_kernel_option(c, decl, k_loops, warps);
+    KernelOptionsSeen seen;
+    while (!c.at_end()) parse_kernel_option(c, decl, seen);
     int64_t blocks = 1;
     for (int64_t extent : decl.grid)
       if (__builtin_mul_overflow(blocks, extent, &blocks) || blocks > kMaxGridBlocks)
@@ -413,21 +413,55 @@ class Assembler {
     kernel_states_.push_back(std::move(state));
   }
 
-  // k_loops(rolled | unrolled) or warps(W, R) after a kernel's grid, each at most once.
-  static void parse_kernel_option(LineCursor& c, KernelDecl& decl, bool& k_loops, bool& warps) {
+  struct KernelOptionsSeen {
+    bool k_loops = false, warps = false, mma = false, softmax = false;
+  };
+
+  // k_loops(rolled | unrolled), warps(W, R), mma(M, N, K) or softmax(iterative) after a kernel's grid,
+  // each at most once.
+  static void parse_kernel_option(LineCursor& c, KernelDecl& decl, KernelOptionsSeen& seen) {
     const SourceLoc loc = c.loc();
     const std::string option = c.identifier();
-    if (option != "k_loops" && option != "warps")
+    bool* flag = option == "k_loops"   ? &seen.k_loops
+                 : option == "warps"   ? &seen.warps
+                 : option == "mma"     ? &seen.mma
+                 : option == "softmax" ? &seen.softmax
+                                       : nullptr;
+    if (!flag)
       c.fail(loc,
-             "unexpected text after the kernel declaration (only k_loops(rolled | unrolled) and "
-             "warps(W, R) may follow the grid)");
-    bool& seen = option == "k_loops" ? k_loops : warps;
-    if (seen) c.fail(loc, option + "(...) is given twice");
-    seen = true;
+             "unexpected text after the kernel declaration (only k_loops(rolled | unrolled), warps(W, R), "
+             "mma(M, N, K) and softmax(iterative) may follow the grid)");
+    if (*flag) c.fail(loc, option + "(...) is given twice");
+    *flag = true;
     if (option == "k_loops")
       parse_k_loops(c, decl);
-    else
+    else if (option == "warps")
       parse_warps(c, decl);
+    else if (option == "mma")
+      parse_mma(c, decl);
+    else
+      parse_softmax(c, decl);
+  }
+
+  // mma(M, N, K): the kernel's mma instruction shape (KernelDecl::mma).
+  static void parse_mma(LineCursor& c, KernelDecl& decl) {
+    c.expect('(', "after mma");
+    for (size_t dim = 0; dim < 3; ++dim) {
+      if (dim > 0) c.expect(',', "between an mma shape's M, N and K, e.g. mma(16, 8, 8)");
+      const SourceLoc loc = c.loc();
+      const auto extent = c.integer();
+      if (!extent || *extent < 1 || *extent > 256) c.fail(loc, "an mma extent: an integer from 1 to 256");
+      decl.mma[dim] = *extent;
+    }
+    c.expect(')', "to close mma(...)");
+  }
+
+  static void parse_softmax(LineCursor& c, KernelDecl& decl) {
+    c.expect('(', "after softmax");
+    const SourceLoc value_loc = c.loc();
+    if (c.identifier() != "iterative") c.fail(value_loc, "expected softmax(iterative)" + c.found());
+    decl.iterative_softmax = true;
+    c.expect(')', "to close softmax(...)");
   }
 
   // warps(W, R): the block's W warps share a product's output in bands of R rows (KernelDecl::warps).

@@ -189,6 +189,16 @@ struct KernelDecl {
   // all of B (the project's kernels). What it costs is the machine's (the issue unit's ldmatrix).
   int64_t warps = 0;
   int64_t warp_rows = 0;
+  // The kernel's mma instruction shape, M x N x K (`.kernel ... mma(16, 8, 8)`): each product is this many
+  // warp-level mma instructions. {0, 0, 0}: the machine's (issue.mma_m, mma_n, mma_k). PyTorch's
+  // memory-efficient kernels are CUTLASS's sm80 builds with a 16 x 8 x 8 shape (HMMA.1688 in their SASS),
+  // twice the instructions of the 16 x 8 x 16 that FlashAttention-2 and the project's kernels use.
+  std::array<int64_t, 3> mma{0, 0, 0};
+  // The kernel's softmax is CUTLASS's iterative one (`.kernel ... softmax(iterative)`, PyTorch's
+  // memory-efficient forward): every score is scaled twice and tested against the sequence's end in both
+  // its passes, the tests kept as predicates. What it costs per score is the machine's
+  // (issue.iterative_softmax_per_element), charged with the row maximum of each score tile.
+  bool iterative_softmax = false;
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 

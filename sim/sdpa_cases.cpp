@@ -1,6 +1,7 @@
 #include "sim/sdpa_cases.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <regex>
 
@@ -34,6 +35,11 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 // range ending at the query block's last row (ForwardShape::as_mem_efficient), to the byte; its writes O
 // plus the f32 log-sum-exp per row, and at 64 x 64 (d = 64) 512 bytes more per block on all six rows,
 // taken from the measurements as the flash backward's spill stores are.
+// Both memory-efficient kernels are CUTLASS sm80 builds whose f16 products are 16 x 8 x 8 mma instructions
+// (HMMA.1688 in their SASS, validation/data/h200_memeff_profile.tar.gz and h200_memeff_fwd_profile.tar.gz):
+// twice the instructions of FlashAttention-2's 16 x 8 x 16 for the same product.
+constexpr std::array<int64_t, 3> kMemEfficientMma{16, 8, 8};
+
 std::optional<Tiles> mem_efficient_tiles(const std::string& kernel) {
   std::smatch m;
   static const std::regex name(R"(^fmha_cutlassF_\w+?_(\d{1,6})x(\d{1,6})_rf_sm80$)");
@@ -209,6 +215,7 @@ Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficient
   m.warps = kernel.tiles.warps;
   m.warp_rows = kernel.tiles.warp_rows;
   m.as_mem_efficient = true;
+  m.mma = kMemEfficientMma;
   m.reload_k = kernel.reload_k;
   // O (the forward's output), the copy of dO the backward makes and the gradients are (b, n, h, d): one
   // query row of every head of a batch together (validation/data/h200_memeff_residency.csv found them so).
@@ -338,6 +345,8 @@ Measurement sdpa_measurement(const CsvRow& row) {
     m.block_q = tiles->block_q;
     m.block_k = tiles->block_k;
     m.as_mem_efficient = true;
+    m.mma = kMemEfficientMma;
+    m.iterative_softmax = true;  // xformers' iterative_softmax, which CUTLASS's forward kernel runs
     m.heads_inner_outputs = row.size("heads");  // O is (b, n, h, d), as the backward's tensors
     m.store_row_statistic = true;
     m.spill_bytes_per_block = tiles->block_q == 64 && tiles->block_k == 64 ? 512 : 0;

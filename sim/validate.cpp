@@ -320,6 +320,8 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.q_in_registers = m.q_in_registers;
       shape.ping_pong = m.ping_pong;
       shape.warps = m.warps, shape.warp_rows = m.warp_rows;
+      shape.mma = m.mma;
+      shape.iterative_softmax = m.iterative_softmax;
       shape.dtype = *dtype;
       return traces::stream_program(
           [shape, schedule = *forward] { return traces::forward_program(schedule, shape); }, 1 << 16, chip);
@@ -344,6 +346,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.spill_frame_bytes = m.spill_frame_bytes;
     shape.heads_inner_outputs = m.heads_inner_outputs;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
+    shape.mma = m.mma;
     return traces::stream_program(
         [shape, schedule = *backward] { return traces::backward_program(schedule, shape); }, 1 << 16, chip);
   } catch (const std::invalid_argument& e) {

@@ -4,6 +4,7 @@
 // bytes); DRAM bytes are reported beside them because L2 reuse hides part of the traffic from DRAM.
 #pragma once
 
+#include <array>
 #include <map>
 #include <ostream>
 #include <string>
@@ -66,6 +67,10 @@ struct Measurement {
   // kernels, from their templates; 0: the default (the project's kernels).
   int64_t warps = 0, warp_rows = 0;
   bool rolled_k_loops = false;  // BackwardShape::rolled_k_loops: the project's backward kernels
+  // The main kernel's mma instruction shape (AttentionShape::mma; 0: the machine's) and whether its softmax
+  // is CUTLASS's iterative one (ForwardShape::iterative_softmax): PyTorch's memory-efficient kernels.
+  std::array<int64_t, 3> mma{0, 0, 0};
+  bool iterative_softmax = false;
   // The kernel's two consumer warp groups take turns at the tensor cores: ForwardShape::ping_pong for a
   // forward row, BackwardShape::warp_groups for a backward one (cuDNN's).
   bool ping_pong = false;

@@ -245,6 +245,13 @@ int64_t spill_slot_rows(const BackwardShape& s, size_t key_blocks) {
   return s.spill_rows > 0 ? std::min(s.spill_rows, blocks) : blocks;
 }
 
+// The kernel that does a backward's products (dK, dV and, in one pass, dQ): its code as the shape says.
+isa::KernelDecl main_kernel(const BackwardShape& s, const std::string& name, std::array<int64_t, 3> grid) {
+  isa::KernelDecl decl{name, grid, s.rolled_k_loops, s.warps, s.warp_rows};
+  decl.mma = s.mma;
+  return decl;
+}
+
 Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   Builder& b = g.b;
   Flash2Plan p;
@@ -263,7 +270,7 @@ Flash2Plan plan_flash2(const BackwardShape& s, Gen& g) {
   p.kblocks = blocks_of(s.n, s.block_k);
   const int64_t tr = static_cast<int64_t>(p.qblocks.size()), tc = static_cast<int64_t>(p.kblocks.size());
   p.dot_do_o = b.kernel("flash2_bwd_dot_do_o", {tr, s.heads, 1});
-  p.dkdv = b.kernel("flash2_bwd_dkdv", {tc, s.heads, 1}, s.rolled_k_loops, s.warps, s.warp_rows);
+  p.dkdv = b.kernel(main_kernel(s, "flash2_bwd_dkdv", {tc, s.heads, 1}));
   if (s.accumulators_in_registers && !s.as_flash_attn)
     b.in_registers({p.buf.sc, p.buf.pb, p.buf.dp, p.buf.dkj, p.buf.dvj});
   if (!s.as_flash_attn) return p;
@@ -738,14 +745,17 @@ isa::Program mem_efficient(const BackwardShape& s, Gen& g) {
       b.p.tensors[static_cast<size_t>(p.lock)].shape = {s.heads, static_cast<int64_t>(p.qblocks.size()), 8};
   }
   declare_mem_efficient_spills(s, b, p);
-  p.kernel = b.kernel("mem_efficient_bwd", {static_cast<int64_t>(p.kblocks.size()), s.heads, 1}, false,
-                      s.warps, s.warp_rows);
+  p.kernel =
+      b.kernel(main_kernel(s, "mem_efficient_bwd", {static_cast<int64_t>(p.kblocks.size()), s.heads, 1}));
   for (int64_t h = 0; h < s.heads; ++h)
     for (size_t j = 0; j < p.kblocks.size(); ++j) emit_mem_efficient_block(s, g, p, h, j);
   return b.take();
 }
 
 isa::Program flash2(const BackwardShape& s, Gen& g) {
+  for (int64_t extent : s.mma)
+    if (extent < 0 || extent > 256 || (extent == 0) != (s.mma[0] == 0))
+      throw std::invalid_argument("mma: all three of M, N, K from 1 to 256, or all 0 for the machine's");
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn && !s.as_mem_efficient))
@@ -791,8 +801,10 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
   if (s.accumulators_in_registers) b.in_registers({sc, pb, dp, di, part, dqi});
   const auto qblocks = blocks_of(s.n, br), kblocks = blocks_of(s.n, bc);
 
+  BackwardShape code = s;
+  code.warps = code.warp_rows = 0;  // its products share their warps the default way
   const int kernel =
-      b.kernel("flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1}, s.rolled_k_loops);
+      b.kernel(main_kernel(code, "flash2_bwd_no_d", {static_cast<int64_t>(qblocks.size()), s.heads, 1}));
   for (int64_t h = 0; h < s.heads; ++h) {
     for (size_t i = 0; i < qblocks.size(); ++i) {
       const Block& qb = qblocks[i];

@@ -864,8 +864,14 @@ void flash2(Gen& g) {
   const Flash2Buffers f = flash2_buffers(g);
   const auto q_blocks = blocks(s.n, s.block_q);
   const int64_t per_head = static_cast<int64_t>(q_blocks.size());
+  auto declare = [&](const std::string& name, std::array<int64_t, 3> grid) {
+    isa::KernelDecl decl{name, grid, false, s.warps, s.warp_rows};
+    decl.mma = s.mma;
+    decl.iterative_softmax = s.iterative_softmax;
+    return g.b.kernel(std::move(decl));
+  };
   if (s.persistent_blocks == 0) {
-    const int kernel = g.b.kernel("flash2_fwd", {per_head, s.heads, 1}, false, s.warps, s.warp_rows);
+    const int kernel = declare("flash2_fwd", {per_head, s.heads, 1});
     for (int64_t h = 0; h < s.heads; ++h)
       for (int64_t i = 0; i < per_head; ++i) {
         g.b.begin_block(kernel, {i, h, 0});
@@ -874,8 +880,7 @@ void flash2(Gen& g) {
       }
     return;
   }
-  const int kernel =
-      g.b.kernel("flash2_fwd_persistent", {s.persistent_blocks, 1, 1}, false, s.warps, s.warp_rows);
+  const int kernel = declare("flash2_fwd_persistent", {s.persistent_blocks, 1, 1});
   for (int64_t block = 0; block < s.persistent_blocks; ++block) {
     g.b.begin_block(kernel, {block, 0, 0});
     for (int64_t t = block; t < per_head * s.heads; t += s.persistent_blocks)
@@ -906,12 +911,15 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
     if (bytes < 0 || bytes % 4 != 0) throw std::invalid_argument("spill bytes: a multiple of 4");
   if (s.spill_bytes_per_key_block > 0 && s.ping_pong)
     throw std::invalid_argument("spill stores per key block and ping-pong query halves do not combine");
-  if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient ||
+  if ((s.persistent_blocks > 0 || s.store_row_statistic || s.as_mem_efficient || s.iterative_softmax ||
        s.spill_bytes_per_block > 0 || s.spill_bytes_per_key_block > 0) &&
       schedule != ForwardSchedule::Flash2)
     throw std::invalid_argument(
-        "a persistent grid, a stored row statistic, the memory-efficient loads and spill stores are flash2 "
-        "options");
+        "a persistent grid, a stored row statistic, the memory-efficient loads, the iterative softmax and "
+        "spill stores are flash2 options");
+  for (int64_t extent : s.mma)
+    if (extent < 0 || extent > 256 || (extent == 0) != (s.mma[0] == 0))
+      throw std::invalid_argument("mma: all three of M, N, K from 1 to 256, or all 0 for the machine's");
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
       schedule != ForwardSchedule::TwoPassFused && schedule != ForwardSchedule::Flash1)
     throw std::invalid_argument("accumulators in registers are a flash2, two-pass and flash1 option");

@@ -54,6 +54,9 @@ struct ForwardShape : AttentionShape {
   // for every key block (it streams through the same pipeline as K_j), and a causal query block's keys end
   // at its last row, so its last key tile may be partial.
   bool as_mem_efficient = false;
+  // flash2 only: the kernel's softmax is CUTLASS's iterative one (isa::KernelDecl::iterative_softmax:
+  // PyTorch's memory-efficient forward), which costs issue slots, not bytes.
+  bool iterative_softmax = false;
   // O laid out heads_inner with this many heads a batch (0: head after head): PyTorch's memory-efficient
   // forward allocates it (batch, n, heads, d). The same bytes; other L2 sets and partitions.
   int64_t heads_inner_outputs = 0;

@@ -101,8 +101,11 @@ class Builder {
   // Declares a kernel (a grid of thread blocks); returns its index for begin_block.
   int kernel(const std::string& name, std::array<int64_t, 3> grid, bool rolled_k_loops = false,
              int64_t warps = 0, int64_t warp_rows = 0) {
+    return kernel({name, grid, rolled_k_loops, warps, warp_rows});
+  }
+  int kernel(isa::KernelDecl decl) {
     declaring();
-    p.kernels.push_back({name, grid, rolled_k_loops, warps, warp_rows});
+    p.kernels.push_back(std::move(decl));
     return static_cast<int>(p.kernels.size()) - 1;
   }
   // The instructions emitted from here on are thread block `index` of `kernel`, until the next block

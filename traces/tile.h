@@ -25,6 +25,8 @@ struct AttentionShape {
   // templates give it); 0: the default, a warp per 16-row band loading all of B.
   int64_t warps = 0;
   int64_t warp_rows = 0;
+  // The kernel's mma instruction shape (isa::KernelDecl::mma); {0, 0, 0}: the machine's.
+  std::array<int64_t, 3> mma{0, 0, 0};
 };
 
 // FlashAttention-2 forward. Causal: tiles entirely above the diagonal are skipped, the diagonal ones

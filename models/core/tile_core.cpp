@@ -177,7 +177,7 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   if (d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac) {
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
-    const WarpTiling tiling{ctx.warps, ctx.warp_rows};
+    const WarpTiling tiling{ctx.warps, ctx.warp_rows, ctx.mma};
     const double loads =
         issue.ldmatrix_instructions(a.out_rows(), bytes_in_sram(a), bytes_in_sram(b), tiling);
     if (ldmatrix) *ldmatrix = loads;
@@ -194,8 +194,12 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   if (d.op == isa::Opcode::Mov && !from.in_regs && ctx.buffers[dst.storage].in_regs &&
       dtype_bytes(from.dtype) == 2 && to_16bit)
     return issue.fragment_load_instructions(dst.out_rows(), bytes_in_sram(src));
+  // CUTLASS's iterative softmax begins a score tile's softmax with its row maximum.
+  const double softmax = ctx.iterative_softmax && d.op == isa::Opcode::RowMax && src.out_cols() > 1
+                             ? issue.iterative_softmax_instructions(src.out_rows(), src.out_cols())
+                             : 0.0;
   return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit) +
-         shared_access_cost(d, ctx);
+         shared_access_cost(d, ctx) + softmax;
 }
 
 // An op between the register file and SRAM: its threads reach each SRAM operand by ld.shared / st.shared.
@@ -229,14 +233,15 @@ IssueUnit::Span TileCore::issued(const TileDecoded& d, uint64_t start, double co
   return span;
 }
 
-uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, uint64_t start, uint64_t cycles,
-                                      double count) const {
+uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start,
+                                      uint64_t cycles, double count) const {
   const IssueUnit* issue = units_.issue;
   if (!issue || !issue->mma_yields()) return 0;
   const uint64_t queued =
       issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
   const TileOperand& a = d.ops[0];
-  const double own = count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols());
+  const double own = count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols(),
+                                                     WarpTiling{ctx.warps, ctx.warp_rows, ctx.mma});
   return issue->mma_delay(issue->instructions_in(queued) + own);
 }
 
@@ -532,7 +537,7 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   double ldmatrix = 0;
   const double count = issue_cost(d, ctx, &ldmatrix);
   if (IssueUnit* issue = units_.issue) issue->ldmatrix += static_cast<uint64_t>(std::llround(ldmatrix));
-  cycles += mma_delay_at_start(d, start, cycles, count);
+  cycles += mma_delay_at_start(d, ctx, start, cycles, count);
   if (start > mxu_free_) mxu_busy_since_ = start;  // after an idle gap: a new busy stretch
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The

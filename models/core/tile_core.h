@@ -90,6 +90,15 @@ struct BlockContext {
   int32_t locks_held = 0;
   bool rolled_k_loops = false;       // the block's kernel steps through products' k in rolled loops
   int64_t warps = 0, warp_rows = 0;  // how its warps share a product's output (isa::KernelDecl::warps)
+  std::array<int64_t, 3> mma{};      // its mma instruction shape (isa::KernelDecl::mma; 0: the machine's)
+  bool iterative_softmax = false;    // isa::KernelDecl::iterative_softmax
+  void take_code(const isa::KernelDecl& kernel) {
+    rolled_k_loops = kernel.rolled_k_loops;
+    warps = kernel.warps;
+    warp_rows = kernel.warp_rows;
+    mma = kernel.mma;
+    iterative_softmax = kernel.iterative_softmax;
+  }
 };
 
 class TileCore {
@@ -142,7 +151,8 @@ class TileCore {
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
   // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions
   // `count`), what issues while the MXU is busy (yield_mxu, which moves its free time on).
-  uint64_t mma_delay_at_start(const TileDecoded& d, uint64_t start, uint64_t cycles, double count) const;
+  uint64_t mma_delay_at_start(const TileDecoded& d, const BlockContext& ctx, uint64_t start, uint64_t cycles,
+                              double count) const;
   void yield_mxu(const IssueUnit::Span& span, double instructions);
   Step memory_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step lock_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready);

@@ -60,9 +60,21 @@ IssueUnit::IssueUnit(sc_core::sc_module_name instance, const Params& params)
       "utilisation", "fraction", "busy_cycles / elapsed_cycles (Nsight Compute's issue slots busy)");
 }
 
-double IssueUnit::mma_instructions(int64_t m, int64_t k, int64_t n) const {
+double IssueUnit::mma_instructions(int64_t m, int64_t k, int64_t n, const WarpTiling& tiling) const {
+  const auto [mm, mn, mk] = mma_shape(tiling);
+  return static_cast<double>(ceil_div(m, mm) * ceil_div(n, mn) * ceil_div(k, mk));
+}
+
+std::array<int64_t, 3> IssueUnit::mma_shape(const WarpTiling& tiling) const {
+  if (tiling.mma[0] > 0) return tiling.mma;
+  return {params_.mma_m, params_.mma_n, params_.mma_k};
+}
+
+double IssueUnit::iterative_softmax_instructions(int64_t rows, int64_t cols) const {
   const Params& p = params_;
-  return static_cast<double>(ceil_div(m, p.mma_m) * ceil_div(n, p.mma_n) * ceil_div(k, p.mma_k));
+  const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
+  const int64_t elements = rows_per_thread * ceil_div(cols, p.threads_per_row);
+  return p.iterative_softmax_per_element * static_cast<double>(elements * warps(rows));
 }
 
 std::array<int64_t, 2> IssueUnit::warp_grid(int64_t m, const WarpTiling& tiling) const {
@@ -93,12 +105,12 @@ double IssueUnit::product_instructions(int64_t m, int64_t k, int64_t n, double l
   const Params& p = params_;
   const auto [along_rows, along_cols] = warp_grid(m, tiling);
   const int64_t warp_count = along_rows * along_cols;
-  const double mma = mma_instructions(m, k, n);
+  const double mma = mma_instructions(m, k, n, tiling);
   // A rolled loop steps through k with A's fragments loaded from SRAM at each step (the project's backward
   // kernels; with A in registers their loops are unrolled).
   const double rolled =
       rolled_k_loops && a_in_sram
-          ? p.rolled_kstep_instructions * static_cast<double>(warp_count * ceil_div(k, p.mma_k))
+          ? p.rolled_kstep_instructions * static_cast<double>(warp_count * ceil_div(k, mma_shape(tiling)[2]))
           : 0.0;
   return mma + rolled + ldmatrix * (1.0 + p.address_per_ldmatrix) +
          p.fixed_per_warp * static_cast<double>(warp_count);
@@ -223,6 +235,10 @@ void register_issue_models() {
         real(
             "convert_per_element", q.convert_per_element,
             "instructions per element a vector op writes into a 16-bit destination (the f32 -> f16 packing)");
+        real("iterative_softmax_per_element", q.iterative_softmax_per_element,
+             "instructions per score a thread holds that CUTLASS's iterative softmax (.kernel ... "
+             "softmax(iterative)) executes beyond the program's ops: its scalings, bound tests and their "
+             "predicates, charged with the row maximum of each score tile");
         for (size_t i = 0; i < kVpuOpCount; ++i) {
           const std::string key = std::string(vpu_op_name(static_cast<VpuOp>(i))) + "_per_element";
           q.per_element[i] = p.get<double>(key, q.per_element[i], "instructions",

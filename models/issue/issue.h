@@ -25,7 +25,10 @@
 //  - a product in a kernel whose k-loops are rolled (`.kernel ... k_loops(rolled)`) and whose A comes from
 //    SRAM: `rolled_kstep_instructions` per warp and k-step of mma_k (the loop's compare and branch and the
 //    addresses it recomputes; unrolled, the compiler folds them into constants);
-//  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up).
+//  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up);
+//  - a kernel may say its own mma shape (`.kernel ... mma(16, 8, 8)`: CUTLASS's sm80 builds) and that its
+//    softmax is CUTLASS's iterative one (`softmax(iterative)`), whose row maximum of a score tile costs
+//    `iterative_softmax_per_element` more per element a thread holds.
 // No section: no issue limit (the toy and TPU-like machines, whose units are fed without warps).
 #pragma once
 
@@ -42,6 +45,8 @@ namespace attnsim {
 // rows; warps = 0: a warp per `rows_per_warp` rows of the product, each loading all of B.
 struct WarpTiling {
   int64_t warps = 0, rows = 0;
+  // Each warp's mma instruction shape M x N x K (isa::KernelDecl::mma); {0, 0, 0}: the machine's.
+  std::array<int64_t, 3> mma{0, 0, 0};
 };
 
 class IssueUnit : public Component {
@@ -79,7 +84,8 @@ class IssueUnit : public Component {
     bool stores_hold_issue = false;
     std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
     double convert_per_element = 0;                 // into a 16-bit destination
-    int64_t reduction_stages = 2;                   // butterfly shuffles per row (log2 threads_per_row)
+    double iterative_softmax_per_element = 0;  // per score a thread holds (iterative_softmax_instructions)
+    int64_t reduction_stages = 2;              // butterfly shuffles per row (log2 threads_per_row)
   };
   IssueUnit(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
@@ -110,7 +116,10 @@ class IssueUnit : public Component {
   double shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const;
 
   // mma instructions alone of that product.
-  double mma_instructions(int64_t m, int64_t k, int64_t n) const;
+  double mma_instructions(int64_t m, int64_t k, int64_t n, const WarpTiling& tiling = {}) const;
+  // What CUTLASS's iterative softmax (isa::KernelDecl::iterative_softmax) executes on a rows x cols score
+  // tile beyond the ops the program names: iterative_softmax_per_element per element a thread holds.
+  double iterative_softmax_instructions(int64_t rows, int64_t cols) const;
 
   struct Span {
     uint64_t start = 0;     // the schedulers' first cycle for them
@@ -153,6 +162,7 @@ class IssueUnit : public Component {
   uint64_t elapsed_cycles = 0;
 
  private:
+  std::array<int64_t, 3> mma_shape(const WarpTiling& tiling) const;
   Params params_;
   uint64_t free_ = 0;
 };

@@ -62,13 +62,21 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   // One core runs the kernels as one stream: their k-loops count as rolled if any kernel's are.
   tile_context_.rolled_k_loops = std::any_of(program.kernels.begin(), program.kernels.end(),
                                              [](const isa::KernelDecl& k) { return k.rolled_k_loops; });
-  // and their products share out their warps as the first kernel that says how does.
+  // and their products share out their warps as the first kernel that says how does; the same for the
+  // mma shape and the softmax's code.
   for (const isa::KernelDecl& k : program.kernels)
     if (k.warps > 0) {
       tile_context_.warps = k.warps;
       tile_context_.warp_rows = k.warp_rows;
       break;
     }
+  for (const isa::KernelDecl& k : program.kernels)
+    if (k.mma[0] > 0) {
+      tile_context_.mma = k.mma;
+      break;
+    }
+  tile_context_.iterative_softmax = std::any_of(program.kernels.begin(), program.kernels.end(),
+                                                [](const isa::KernelDecl& k) { return k.iterative_softmax; });
 
   // An in-memory program is decoded (and so validated) before it runs; a streamed one chunk by chunk.
   if (!program.stream) decode_chunk(program.instructions, program.tiles);

@@ -3,6 +3,7 @@
 // rule of the directives must fail at the offending token. Expected values come from the syntax rules.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -176,6 +177,26 @@ TEST(KernelSyntax, KernelOptionsRoundTrip) {
   EXPECT_EQ(swapped.kernels[0].warps, 4);
 }
 
+// `mma(M, N, K)` (the kernel's mma instruction shape) and `softmax(iterative)` (CUTLASS's softmax code) are
+// kept and printed; without them the machine's shape and no softmax cost.
+TEST(KernelSyntax, MmaShapeAndIterativeSoftmaxRoundTrip) {
+  const std::string text =
+      ".kernel k grid(2) warps(4, 32) mma(16, 8, 8) softmax(iterative)\n"
+      ".kernel u grid(1)\n"
+      ".block k(0)\n"
+      ".block k(1)\n"
+      ".block u(0)\n";
+  const Program p = asm_text(text);
+  EXPECT_EQ(p.kernels[0].mma, (std::array<int64_t, 3>{16, 8, 8}));
+  EXPECT_TRUE(p.kernels[0].iterative_softmax);
+  EXPECT_EQ(p.kernels[1].mma, (std::array<int64_t, 3>{0, 0, 0}));
+  EXPECT_FALSE(p.kernels[1].iterative_softmax);
+  EXPECT_EQ(disassemble(p), text);
+  const Program swapped = asm_text(".kernel k grid(1) softmax(iterative) mma(16, 8, 16)\n.block k(0)\n");
+  EXPECT_EQ(swapped.kernels[0].mma, (std::array<int64_t, 3>{16, 8, 16}));
+  EXPECT_TRUE(swapped.kernels[0].iterative_softmax);
+}
+
 TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
   // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
   // and several kernels run one after another.
@@ -330,7 +351,12 @@ TEST(KernelErrors, KernelDirective) {
                {"expected k_loops(rolled) or k_loops(unrolled)"});
   expect_error(".kernel k grid(2) k_loops(rolled\n", 1, 33, {"expected ')'", "k_loops(...)"});
   expect_error(".kernel k grid(2) k_loops(rolled) x\n", 1, 35,
-               {"unexpected text after the kernel declaration"});
+               {"unexpected text after the kernel declaration", "mma(M, N, K)", "softmax(iterative)"});
+  expect_error(".kernel k grid(2) mma(16, 8)\n", 1, 28, {"expected ','", "mma(16, 8, 8)"});
+  expect_error(".kernel k grid(2) mma(16, 0, 8)\n", 1, 27, {"an mma extent: an integer from 1 to 256"});
+  expect_error(".kernel k grid(2) mma(16, 8, 8) mma(16, 8, 8)\n", 1, 33, {"mma(...) is given twice"});
+  expect_error(".kernel k grid(2) softmax(online)\n", 1, 27, {"expected softmax(iterative)"});
+  expect_error(".kernel k grid(2) softmax(iterative\n", 1, 36, {"expected ')'", "softmax(...)"});
   expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
 }
 

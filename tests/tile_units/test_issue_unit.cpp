@@ -75,6 +75,30 @@ TEST(IssueUnit, ARolledKLoopCostsItsInstructionsPerWarpAndKStep) {
   EXPECT_DOUBLE_EQ(issue->matmul_instructions(16, 40, 8, 1280, 640, true), 3 + 4 * 3 + 4 + 12 * 3);
 }
 
+// A kernel's own mma shape (isa::KernelDecl::mma): CUTLASS's sm80 builds multiply f16 in 16 x 8 x 8
+// instructions (HMMA.1688), so 128 x 64 x 64 is 8 x 8 x 8 = 512 of them where 16 x 8 x 16 makes 256; the
+// fragment loads are the same bytes. A rolled loop steps k by the kernel's K: 8 k-steps a warp.
+TEST(IssueUnit, AKernelsMmaShapeCountsItsInstructions) {
+  auto issue = build(std::string(kCosts) + "rolled_kstep_instructions: 12\n");
+  WarpTiling cutlass;
+  cutlass.mma = {16, 8, 8};
+  EXPECT_DOUBLE_EQ(issue->mma_instructions(128, 64, 64), 256);
+  EXPECT_DOUBLE_EQ(issue->mma_instructions(128, 64, 64, cutlass), 512);
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, false, cutlass),
+                   512 + 160 * 3 + 8 * 4);
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, true, cutlass),
+                   512 + 160 * 3 + 8 * 4 + 12 * 8 * 8);
+}
+
+// CUTLASS's iterative softmax: iterative_softmax_per_element per score a thread holds. A 64 x 64 tile is 4
+// warps of 16 rows; a thread holds 2 rows x 16 columns: 4 x 32 x 2.5 = 320. Without the key: nothing.
+TEST(IssueUnit, TheIterativeSoftmaxCostsItsInstructionsPerScoreAThreadHolds) {
+  EXPECT_DOUBLE_EQ(build(std::string(kCosts) + "iterative_softmax_per_element: 2.5\n")
+                       ->iterative_softmax_instructions(64, 64),
+                   320);
+  EXPECT_DOUBLE_EQ(build(kCosts)->iterative_softmax_instructions(64, 64), 0);
+}
+
 // In the mma accumulator layout a thread holds 2 of its warp's 16 rows and a quarter of each row's columns.
 TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
   auto issue = build(kCosts);

@@ -79,9 +79,12 @@ TEST(SdpaTimes, FlashAttentionAndCudnnWithinTwentyPercent) {
   std::printf("FlashAttention-2 and cuDNN: MAPE %.1f%% over %zu rows\n", 100 * mean(named), named.size());
   const std::vector<double>& efficient = errors["EFFICIENT_ATTENTION fwd"];
   ASSERT_EQ(efficient.size(), 12u);
-  // Not among the issue's kernels, and not yet understood (docs/validation.md): printed, not bounded.
+  // Not among the issue's kernels. With its code's mma shape and CUTLASS's iterative softmax counted
+  // (docs/models/issue.md) 0.77-0.86 of the measured, 17.1%, where it was 0.62-0.70, 31.5%: what is left is
+  // its warps' latency (docs/validation.md, "The memory-efficient forward's instructions").
   std::printf("memory-efficient forward: MAPE %.1f%% over %zu rows\n", 100 * mean(efficient),
               efficient.size());
+  EXPECT_LT(mean(efficient), 0.20);
 }
 
 }  // namespace

@@ -221,14 +221,17 @@ double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ct
 // The schedulers' span for an MXU or VPU instruction of `count` warp instructions that starts at `start`
 // ({start, start, start} without an issue unit). A product's `unit_cycles` on the MXU may hold the
 // schedulers too; any other instruction that issues while a product works delays it.
-IssueUnit::Span TileCore::issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles) {
+IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, double count,
+                                 uint64_t unit_cycles) {
   IssueUnit* issue = units_.issue;
   if (!issue) return {start, start, start};
   const bool product = d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac;
   const int64_t rows = product || d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum
                            ? d.ops[0].out_rows()
                            : d.ops[d.destination()].out_rows();
-  const IssueUnit::Span span = issue->issue_span(start, count, issue->warps(rows), product ? unit_cycles : 0);
+  // A kernel that says how many warps a block has shares every instruction among them all.
+  const int64_t warps = ctx.warps > 0 ? ctx.warps : issue->warps(rows);
+  const IssueUnit::Span span = issue->issue_span(start, count, warps, product ? unit_cycles : 0);
   if (!product) yield_mxu(span, count);
   return span;
 }
@@ -542,7 +545,7 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
   // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
-  const uint64_t done = std::max(mxu_free_, issued(d, start, count, array_cycles).done) +
+  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, count, array_cycles).done) +
                         static_cast<uint64_t>(mxu.params().result_latency);
   if (!values) return {start, done, mxu_free_};
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
@@ -578,7 +581,7 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = std::max(vpu_free_, issued(d, start, issue_cost(d, ctx), 0).done) +
+  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, issue_cost(d, ctx), 0).done) +
                         vpu.result_latency(op, cols);  // as the MXU's result_latency
   if (values) vector_values(d, ctx, op);
   return {start, done, vpu_free_};

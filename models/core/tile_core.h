@@ -147,7 +147,8 @@ class TileCore {
   // 0 without an issue unit; a product's ldmatrix among them into `ldmatrix` when given.
   double issue_cost(const TileDecoded& d, const BlockContext& ctx, double* ldmatrix = nullptr) const;
   double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
-  IssueUnit::Span issued(const TileDecoded& d, uint64_t start, double count, uint64_t unit_cycles);
+  IssueUnit::Span issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, double count,
+                         uint64_t unit_cycles);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
   // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions
   // `count`), what issues while the MXU is busy (yield_mxu, which moves its free time on).

@@ -38,16 +38,16 @@ std::vector<SdpaRow> h200_rows() {
 
 #ifndef ATTNSIM_SDPA_H200_TOTALS
 // The rows outside 10% on the H200, each held in a band around its figure as of 2026-11-29: the 1 x 8 x
-// 32,768 x 128 rows of FlashAttention-2's causal forward (0.824: on the H100 its three causal d = 128 rows
-// miss too), of FlashAttention-2's and cuDNN's backward without the mask (0.898, 0.888) and of the
-// memory-efficient forward (1.175).
+// 32,768 x 128 rows of FlashAttention-2's causal forward (0.824, 0.805 since its warps share every
+// instruction: on the H100 its three causal d = 128 rows miss too) and of FlashAttention-2's and cuDNN's
+// backward without the mask (0.898, 0.888). The memory-efficient forward's (1.175) came to 1.080 when its
+// instructions were counted as its code executes them (docs/validation.md): its blocks' pace decides how
+// many heads share the L2 at this row's knee, and it is held to 10% as the others.
 bool in_band(const SdpaRow& r, double dram, bool& known) {
   known = r.n == 32768 && ((r.backend == "FLASH_ATTENTION" && r.pass == "fwd" && r.causal) ||
-                           (r.backend != "EFFICIENT_ATTENTION" && r.pass == "bwd" && !r.causal) ||
-                           (r.backend == "EFFICIENT_ATTENTION" && r.pass == "fwd" && !r.causal));
+                           (r.backend != "EFFICIENT_ATTENTION" && r.pass == "bwd" && !r.causal));
   if (!known) return std::abs(dram - 1.0) <= 0.10;
-  return r.pass == "fwd" && r.backend == "EFFICIENT_ATTENTION" ? dram > 1.10 && dram < 1.25
-                                                               : dram > 0.78 && dram < 1.10;
+  return dram > 0.78 && dram < 1.10;
 }
 
 class SdpaRowOnTheH200 : public ::testing::TestWithParam<SdpaRow> {};

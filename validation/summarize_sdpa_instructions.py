@@ -11,38 +11,15 @@ SASS source page) from the archive. One row per attention kernel (fmha_cutlass*,
 case, the kernel's name up to its template, every warp instruction it executed, those of each kind and
 its mma instructions' shapes. Standard library only.
 """
-import collections
 import csv
 import gzip
-import io
 import re
 import sys
 import tarfile
 
-from summarize_warp_instructions import COLUMNS, kind
+from summarize_warp_instructions import COLUMNS, by_kind, launches
 
 ATTENTION = re.compile(r"^(fmha_cutlass\w+|flash_\w+|cudnn_\w+)")
-
-
-def launches(text):
-    """(kernel, counts by kind, mma opcodes) per kernel page of a source CSV."""
-    kernel, column = None, None
-    counts, mma = collections.Counter(), collections.Counter()
-    for row in csv.reader(io.StringIO(text)):
-        if row and row[0] == "Kernel Name":
-            if kernel:
-                yield kernel, counts, mma
-            kernel, column, counts, mma = row[1], None, collections.Counter(), collections.Counter()
-        elif row and row[0] == "Address":
-            column = row.index("Instructions Executed")
-        elif kernel and column is not None and len(row) > column and row[column].isdigit():
-            words = row[1].split()
-            opcode = words[1] if words[0].startswith("@") else words[0]
-            counts[kind(opcode)] += int(row[column])
-            if opcode.startswith("HMMA"):
-                mma[opcode] += int(row[column])
-    if kernel:
-        yield kernel, counts, mma
 
 
 def main():
@@ -56,10 +33,12 @@ def main():
             if not found:
                 continue
             text = gzip.decompress(tar.extractfile(member).read()).decode()
-            for kernel, counts, mma in launches(text):
+            for kernel, opcodes in launches(text):
                 name = ATTENTION.match(kernel)
                 if not name:
                     continue
+                counts = by_kind(opcodes)
+                mma = {op: n for op, n in opcodes.items() if op.startswith("HMMA")}
                 out.writerow(list(found.groups()) + [name.group(1), sum(counts.values())] +
                              [counts[c] for c in COLUMNS] +
                              [" ".join(f"{op}:{n}" for op, n in sorted(mma.items()))])

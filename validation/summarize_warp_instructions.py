@@ -48,7 +48,15 @@ def configuration(name):
     return [schedule, value("n"), value("d"), value("heads"), block_q, block_k, int("causal" in name)]
 
 
+def by_kind(opcodes):
+    counts = collections.Counter()
+    for opcode, n in opcodes.items():
+        counts[kind(opcode)] += n
+    return counts
+
+
 def launches(text):
+    """(kernel, warp instructions executed by opcode) per kernel page of a source CSV."""
     kernel, column = None, None
     counts = collections.Counter()
     for row in csv.reader(io.StringIO(text)):
@@ -61,7 +69,7 @@ def launches(text):
         elif kernel and column is not None and len(row) > column and row[column].isdigit():
             words = row[1].split()
             opcode = words[1] if words[0].startswith("@") else words[0]
-            counts[kind(opcode)] += int(row[column])
+            counts[opcode] += int(row[column])
     if kernel:
         yield kernel, counts
 
@@ -77,9 +85,10 @@ def main():
             name = member.name.split("/")[-1][: -len("_source.csv.gz")]
             text = gzip.decompress(tar.extractfile(member).read()).decode()
             seen = set()
-            for kernel, counts in launches(text):
+            for kernel, opcodes in launches(text):
                 if "sched_" not in kernel or kernel in seen:
                     continue
+                counts = by_kind(opcodes)
                 seen.add(kernel)
                 short = re.search(r"attnval::(\w+<[^>]*>)", kernel).group(1).replace("(int)", "").replace(
                     "(bool)", "").replace(", ", " ")

@@ -753,9 +753,7 @@ isa::Program mem_efficient(const BackwardShape& s, Gen& g) {
 }
 
 isa::Program flash2(const BackwardShape& s, Gen& g) {
-  for (int64_t extent : s.mma)
-    if (extent < 0 || extent > 256 || (extent == 0) != (s.mma[0] == 0))
-      throw std::invalid_argument("mma: all three of M, N, K from 1 to 256, or all 0 for the machine's");
+  s.check_mma();
   if (s.spill_rows < 0) throw std::invalid_argument("spill rows must not be negative");
   if (s.spill_bytes_per_block % 4 != 0 || s.spill_bytes_per_block < 0 ||
       (s.spill_bytes_per_block > 0 && !s.as_flash_attn && !s.as_mem_efficient))

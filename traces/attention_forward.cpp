@@ -917,9 +917,7 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
     throw std::invalid_argument(
         "a persistent grid, a stored row statistic, the memory-efficient loads, the iterative softmax and "
         "spill stores are flash2 options");
-  for (int64_t extent : s.mma)
-    if (extent < 0 || extent > 256 || (extent == 0) != (s.mma[0] == 0))
-      throw std::invalid_argument("mma: all three of M, N, K from 1 to 256, or all 0 for the machine's");
+  s.check_mma();
   if (s.accumulators_in_registers && schedule != ForwardSchedule::Flash2 &&
       schedule != ForwardSchedule::TwoPassFused && schedule != ForwardSchedule::Flash1)
     throw std::invalid_argument("accumulators in registers are a flash2, two-pass and flash1 option");

@@ -22,6 +22,12 @@ void check_shape(const AttentionShape& s) {
 
 // The FlashAttention-2 forward is one of the forward schedules (traces/attention_forward.cpp); this entry
 // point keeps the single-head form the tile-machine tests and the seed 003 reproduction use.
+void AttentionShape::check_mma() const {
+  for (int64_t extent : mma)
+    if (extent < 0 || extent > 256 || (extent == 0) != (mma[0] == 0))
+      throw std::invalid_argument("mma: all three of M, N, K from 1 to 256, or all 0 for the machine's");
+}
+
 isa::Program flash2_forward(const AttentionShape& s) {
   ForwardShape shape;
   static_cast<AttentionShape&>(shape) = s;

@@ -177,7 +177,7 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   if (d.op == isa::Opcode::MacZ || d.op == isa::Opcode::Mac) {
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
-    const WarpTiling tiling{ctx.warps, ctx.warp_rows, ctx.mma};
+    const WarpTiling tiling = ctx.tiling();
     const double loads =
         issue.ldmatrix_instructions(a.out_rows(), bytes_in_sram(a), bytes_in_sram(b), tiling);
     if (ldmatrix) *ldmatrix = loads;
@@ -243,8 +243,8 @@ uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& 
   const uint64_t queued =
       issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
   const TileOperand& a = d.ops[0];
-  const double own = count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols(),
-                                                     WarpTiling{ctx.warps, ctx.warp_rows, ctx.mma});
+  const double own =
+      count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols(), ctx.tiling());
   return issue->mma_delay(issue->instructions_in(queued) + own);
 }
 

@@ -16,10 +16,11 @@ constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) 
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
-                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
-                    ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch,
-                    ProbeMode::Heads, ProbeMode::Copies, ProbeMode::Stale})
+  for (auto mode :
+       {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private, ProbeMode::WritePrivate,
+        ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread, ProbeMode::WriteThenRead,
+        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies,
+        ProbeMode::Stale, ProbeMode::WriteBetween, ProbeMode::ReadBetween})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -56,6 +57,10 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "copies";
     case ProbeMode::Stale:
       return "stale";
+    case ProbeMode::WriteBetween:
+      return "wbetween";
+    case ProbeMode::ReadBetween:
+      return "rbetween";
   }
   return "?";
 }
@@ -119,7 +124,8 @@ isa::Program retouch_probe(const ProbeShape& s) {
   return b.take();
 }
 
-// Every block reads the hot part, then the buffer after it (validation/l2_probe.cu's stale).
+// Every block reads the hot part, then the buffer after it (validation/l2_probe.cu's stale); wbetween and
+// rbetween: then stores (or loads) the buffer and reads the hot part once more.
 isa::Program stale_probe(const ProbeShape& s) {
   const int64_t hot = static_cast<int64_t>(s.hot_bytes / kChunkBytes);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
@@ -130,14 +136,21 @@ isa::Program stale_probe(const ProbeShape& s) {
   const int x = b.tensor("X", (hot + chunks) * kChunkRows, kRowFloats, Dtype::F32, false, 0);
   const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
   const int kernel = b.kernel("l2_probe", {s.blocks, 1, 1});
-  const auto read = [&](int64_t first_chunk, int64_t count) {
-    for (int64_t c = first_chunk; c < first_chunk + count; ++c)
-      b.emit(Opcode::Load, {b.rows_of(x, c * kChunkRows, kChunkRows), b.buf(buffer)});
+  const bool stores = s.mode == ProbeMode::WriteBetween;
+  const auto touch = [&](int64_t first_chunk, int64_t count, bool store) {
+    for (int64_t c = first_chunk; c < first_chunk + count; ++c) {
+      const Operand rows = b.rows_of(x, c * kChunkRows, kChunkRows);
+      if (store)
+        b.emit(Opcode::Store, {b.buf(buffer), rows});
+      else
+        b.emit(Opcode::Load, {rows, b.buf(buffer)});
+    }
   };
   for (int64_t block = 0; block < s.blocks; ++block) {
     b.begin_block(kernel, {block, 0, 0});
-    for (int64_t pass = 0; pass < s.hot_passes; ++pass) read(0, hot);
-    for (int64_t pass = 0; pass < s.passes; ++pass) read(hot, chunks);
+    for (int64_t pass = 0; pass < s.hot_passes; ++pass) touch(0, hot, false);
+    for (int64_t pass = 0; pass < s.passes; ++pass) touch(hot, chunks, stores);
+    if (s.mode != ProbeMode::Stale) touch(0, hot, false);
   }
   return b.take();
 }
@@ -251,7 +264,8 @@ bool rewrites(ProbeMode mode) {
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
-  if (s.mode == ProbeMode::Stale) return stale_probe(s);
+  if (s.mode == ProbeMode::Stale || s.mode == ProbeMode::WriteBetween || s.mode == ProbeMode::ReadBetween)
+    return stale_probe(s);
   if (s.mode == ProbeMode::Heads) return heads_probe(s);
   if (s.mode == ProbeMode::Copies) return copies_probe(s);
   if (rewrites(s.mode)) return rewrite_probe(s);

@@ -32,8 +32,12 @@ enum class ProbeMode {
                   // the project's kernels' layout, whose lines fill the GPU's L2 sets less evenly
   Copies,         // one block reads `copies` blocks of `bytes` each, block i at i * stride_bytes, `passes`
                   // times: whether lines a power-of-two stride apart pile into the same sets
-  Stale,  // `blocks` blocks each read a hot part of hot_bytes hot_passes times, then the `bytes` after
-          // it `passes` times, all from offset 0: under LRU the dead hot part goes first
+  Stale,         // `blocks` blocks each read a hot part of hot_bytes hot_passes times, then the `bytes` after
+                 // it `passes` times, all from offset 0: under LRU the dead hot part goes first
+  WriteBetween,  // `blocks` blocks each read a part of hot_bytes hot_passes times, store the `bytes` after
+                 // it `passes` times, then read the part once more: whether a store of a line homed in the
+                 // other partition takes room in the writer's partition
+  ReadBetween,   // as WriteBetween with the `bytes` loaded, not stored (reads make copies there)
 };
 
 struct ProbeShape {
@@ -45,8 +49,8 @@ struct ProbeShape {
   uint64_t head_bytes = 8ull << 20;    // Heads only: one head's K (and V), whole 16 KiB chunks
   int64_t copies = 17;                 // Copies only
   uint64_t stride_bytes = 1ull << 21;  // Copies only: whole 16 KiB chunks, at least `bytes`
-  uint64_t hot_bytes = 12ull << 20;    // Stale only: whole 16 KiB chunks
-  int64_t hot_passes = 8;              // Stale only
+  uint64_t hot_bytes = 12ull << 20;    // Stale, WriteBetween, ReadBetween: whole 16 KiB chunks
+  int64_t hot_passes = 8;              // Stale, WriteBetween, ReadBetween
 };
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
@@ -62,7 +66,8 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // wthenread, rthenread, scatter, retouch, heads, copies, stale
+                             // wthenread, rthenread, scatter, retouch, heads, copies, stale,
+                             // wbetween, rbetween
 std::string_view probe_mode_name(ProbeMode mode);
 
 }  // namespace attnsim::traces

@@ -27,6 +27,12 @@
 //            under LRU the dead hot part, now the oldest, goes first when the buffer needs room; a policy
 //            that protects lines by their past hits (RRIP's kind) keeps it and lets the buffer's own lines
 //            evict each other (DRAM reads beyond HOT_BYTES + BYTES)
+//   wbetween BLOCKS blocks (default 1) each read a part of HOT_BYTES HOT_PASSES times, store the BYTES that
+//            follow it PASSES times, then read the part once more: a store reaches the line's home
+//            partition; whether it also takes room in the writer's partition (as a read's copy of a line
+//            homed in the other partition does) shows as the part's lines homed near the writer read again
+//            from DRAM once the written lines no longer fit beside it there
+//   rbetween as wbetween with the BYTES loaded, not stored (the twin whose copies do take that room)
 //   pair     (PAIR="A,B" in the environment) the first block to land on SM A reads the buffer's first half
 //            PASSES times, the first on SM B its second half; every other block leaves at once (BLOCKS
 //            default 8 per SM, so that both SMs get one). Whether A and B are attached to the same L2
@@ -261,6 +267,23 @@ __device__ void stale_mode(int4* buffer, size_t hot_chunks, int hot_passes, size
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+// Modes 12 and 13, wbetween and rbetween: see the header.
+__device__ void between_mode(int4* buffer, size_t hot_chunks, int hot_passes, size_t chunks, int passes,
+                             bool store, unsigned* sink) {
+  unsigned acc = 0;
+  for (int p = 0; p < hot_passes; ++p) acc ^= read_chunks(buffer, 0, hot_chunks);
+  for (int p = 0; p < passes; ++p) {
+    if (!store) {
+      acc ^= read_chunks(buffer, hot_chunks, chunks);
+      continue;
+    }
+    for (size_t i = 0; i < chunks; ++i)
+      __stcg(buffer + (hot_chunks + i) * kThreads + threadIdx.x, make_int4(p, static_cast<int>(i), 1, 2));
+  }
+  acc ^= read_chunks(buffer, 0, hot_chunks);
+  sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
 // pair: see the header. `claimed` (two zeroed words) lets one block per target SM do the work.
 __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes, unsigned sm_a,
                             unsigned sm_b, int* __restrict__ claimed, unsigned* __restrict__ sink) {
@@ -300,6 +323,10 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   }
   if (mode == 11) {
     stale_mode(buffer, hot_chunks, hot_passes, chunks, passes, sink);
+    return;
+  }
+  if (mode == 12 || mode == 13) {
+    between_mode(buffer, hot_chunks, hot_passes, chunks, passes, mode == 12, sink);
     return;
   }
   if (mode >= 6) {
@@ -368,7 +395,7 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
-                 "rthenread|retouch|stale|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
+                 "rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
@@ -384,6 +411,8 @@ int main(int argc, char** argv) {
                    : mode_name == "rthenread" ? 9
                    : mode_name == "retouch"   ? 10
                    : mode_name == "stale"     ? 11
+                   : mode_name == "wbetween"  ? 12
+                   : mode_name == "rbetween"  ? 13
                                               : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
@@ -394,7 +423,7 @@ int main(int argc, char** argv) {
   if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5 || mode == 10 || (mode == 11 && argc <= 4)) blocks = 1;
+  if (mode == 0 || mode == 5 || mode == 10 || (mode >= 11 && argc <= 4)) blocks = 1;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
   const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
                                                              : slices_per_block     ? 1
@@ -406,10 +435,11 @@ int main(int argc, char** argv) {
   const size_t chunks = bytes / kChunk;
   const char* hot_text = std::getenv("HOT_BYTES");
   const char* hot_passes_text = std::getenv("HOT_PASSES");
-  const size_t hot_chunks = mode == 11 && hot_text ? std::strtoull(hot_text, nullptr, 10) / kChunk : 0;
+  const bool hot_part = mode >= 11;  // stale, wbetween, rbetween
+  const size_t hot_chunks = hot_part && hot_text ? std::strtoull(hot_text, nullptr, 10) / kChunk : 0;
   const int hot_passes = hot_passes_text ? std::atoi(hot_passes_text) : 1;
   const size_t buffer_chunks = mode == 10   ? (2 + static_cast<size_t>(passes)) * chunks
-                               : mode == 11 ? hot_chunks + chunks
+                               : hot_part   ? hot_chunks + chunks
                                             : chunks;
   int4* buffer = nullptr;
   unsigned* sink = nullptr;
@@ -438,8 +468,8 @@ int main(int argc, char** argv) {
   CHECK(cudaDeviceSynchronize());
   float ms = 0;
   CHECK(cudaEventElapsedTime(&ms, t0, t1));
-  const std::string reported =  // stale: the hot part's bytes and passes in the mode's name
-      mode == 11 ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
+  const std::string reported =  // stale, wbetween, rbetween: the hot part's bytes and passes in the name
+      hot_part ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
                  : mode_name;
   std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d\n", reported.c_str(),
               chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize);

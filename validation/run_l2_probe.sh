@@ -16,6 +16,9 @@
 #   SET=stale bash validation/run_l2_probe.sh (a part read 1 to 8 times, then never again, while a new
 #                                             buffer is read twice: whether the dead part goes first, as
 #                                             under LRU, or its past hits protect it)
+#   SET=between bash validation/run_l2_probe.sh (one SM reads a part, stores or loads a buffer after it,
+#                                             reads the part again: whether stores take room in the
+#                                             writer's partition for lines homed in the other)
 #   SET=heads bash validation/run_l2_probe.sh (one SM reads windows of every head's K and V as the kernels
 #                                             lay them out, beside contiguous buffers of the same size:
 #                                             whether the sets fill as evenly)
@@ -151,6 +154,14 @@ elif [ "$SET" = stale ]; then
     HOT_BYTES=$((a * MB)) HOT_PASSES=$h run stale $((b * MB)) 2 132
   done
   for s in 20 24; do run single $((s * MB)) 2; done
+elif [ "$SET" = between ]; then
+  # A 12 MiB part, then W MiB stored (or loaded) by the same SM, then the part again; a partition holds
+  # 28-30 MiB of one SM's data. Stores kept at home only: the part stays until W/2 + 12 MiB no longer
+  # fits; stores taking room in the writer's partition too: until W + 12, as the loaded twin.
+  for w in 8 16 20 24 28 32 40 48; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run wbetween $((w * MB)) 1; done
+  for w in 8 16 20 24 32; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run rbetween $((w * MB)) 1; done
+  for w in 16 24; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run wbetween $((w * MB)) 2; done
+  for w in 16 24 32; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run wbetween $((w * MB)) 1 132; done
 elif [ "$SET" = heads ]; then
   # The knee of one SM's reads: a contiguous buffer, then windows of 6, 16 and 2 heads' K and V (8 MiB heads,
   # the 32,768-key d = 128 layout of the two-blocks rows).

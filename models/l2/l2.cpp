@@ -574,8 +574,9 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   return missing;
 }
 
-// Writes go to the line's home partition whatever the core (far_data: copy makes copies on reads only):
-// measured, one SM's stores and every SM's stores leave the same amount dirty, spread over both partitions.
+// Writes go to the line's home partition whatever the core: measured, one SM's stores and every SM's stores
+// leave the same amount dirty, spread over both partitions. With store_copies the writer's partition keeps
+// a clean copy too (measured: one SM's stores evict its earlier reads as loads of the same bytes do).
 void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor) {
   const int home = home_of_line(line_index);
   if (params_.far_data == FarData::Copy && home != near) fabric_write_sectors += sectors(mask);
@@ -583,6 +584,11 @@ void L2Cache::write_line(int near, uint64_t line_index, uint8_t mask, int tensor
     store_to_copies(near, home, line_index, mask);
   if (tracks_stale_copies()) mark_copies_stale(near, home, line_index);
   bool present = false;
+  if (params_.far_data == FarData::Copy && home != near && params_.store_copies) {
+    Line& copy = find_or_allocate(near, line_index, tensor, present);
+    copy.valid |= mask;  // clean: the dirty sectors live at home
+    copy.stale = 0;
+  }
   Line& l = find_or_allocate(home, line_index, tensor, present);
   const uint64_t hits = sectors(static_cast<uint8_t>(mask & l.valid));
   const bool was_dirty = l.dirty != 0;
@@ -1009,6 +1015,12 @@ void register_l2_models() {
             "far_data: copy, copies_on_store: keep: a load of a coherent tensor (taken under a lock) fetches "
             "again from home a copy that a store from a core of another partition made stale; false: the "
             "stale copy serves it");
+        r.store_copies = p.get<bool>(
+            "store_copies", d.store_copies, "",
+            "far_data: copy: a store of a line homed in the other partition also leaves a (clean) copy of "
+            "the "
+            "stored sectors in the writer's partition, taking room there as a read's copy does; false: only "
+            "the home partition takes it");
         r.core_partitions = p.get<std::string>(
             "core_partitions", d.core_partitions, "",
             "the partition each core is attached to, one digit per core in the order the block scheduler "

@@ -9,8 +9,9 @@
 // also keeps copies of lines homed in the other partition; a miss there crosses the fabric to the home
 // partition, and a miss at home reaches DRAM. Data read by every SM then occupies both partitions, halving
 // the capacity it sees (measured: Nsight Compute's lts__t_sectors_srcunit_ltcfabric equals the DRAM reads).
-// Writes go to the home partition (no copies); what they do to copies the other partition holds is
-// `copies_on_store`; a load under a lock fetches a copy made stale by such a store again
+// Writes go to the home partition, and with `store_copies` leave a copy in the writer's partition too; what
+// they do to copies the other partition holds is `copies_on_store`; a load under a lock fetches a copy made
+// stale by such a store again
 // (`acquire_refetches`). An atomic's read (red.global) is served at home too (`atomics_at_home`): the GPU
 // adds there, so no copy is made. With `far_data: home` a line lives only in its home
 // partition and far cores reach it there. `max_dirty_ways` bounds the dirty lines per set (measured on the
@@ -97,6 +98,11 @@ class L2Cache : public Component, public MemoryLevel {
     // since the copy was filled; other loads are served by the stale copy. false: every load is served by
     // the copy.
     bool acquire_refetches = true;
+    // far_data: copy. A store of a line homed in the other partition also leaves a copy of the stored
+    // sectors in the writer's partition, taking room there as a read's copy does (measured on the H200:
+    // one SM's stores push its earlier reads out as its loads of the same bytes do, docs/chip.md); false:
+    // the store reaches the home partition only.
+    bool store_copies = false;
     // Which partition is a line's home. hashed: a multiplicative hash of the line index, half and half;
     // address_parity (two partitions): the parity of address bits 12, 13, 15, 17 and 19 and of a hash of the
     // 2 MiB page, as the H200's line maps show within a page (docs/chip.md, "Sets line by line").

@@ -694,16 +694,19 @@ int cmd_probe(const std::vector<std::string>& args) {
       "the first --mib / (2 --heads) of every head's K and V, heads of --head-mib: the kernels' layout), "
       "copies (one block reads --copies blocks of --mib, --stride-mib apart: power-of-two strides), stale "
       "(every block reads a hot part of --hot-mib --hot-passes times, then --mib after it --passes times: "
-      "whether the dead hot part goes first)")("mib", po::value(&mib)->default_value(32),
-                                               "buffer size in MiB (whole 16 KiB chunks)")(
+      "whether the dead hot part goes first), wbetween (every block reads a part of --hot-mib --hot-passes "
+      "times, stores --mib after it --passes times, reads the part again: whether stores take room in the "
+      "writer's L2 partition), rbetween (as wbetween, the --mib loaded)")(
+      "mib", po::value(&mib)->default_value(32), "buffer size in MiB (whole 16 KiB chunks)")(
       "passes", po::value(&shape.passes)->default_value(3), "times each block reads its data")(
       "blocks", po::value(&shape.blocks)->default_value(132), "thread blocks (grid x)")(
       "heads", po::value(&shape.heads)->default_value(6), "heads mode: heads of K and V")(
       "head-mib", po::value(&head_mib)->default_value(8), "heads mode: one head's K (and V) in MiB")(
       "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
       "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
-      "hot-mib", po::value(&hot_mib)->default_value(12), "stale mode: the hot part in MiB")(
-      "hot-passes", po::value(&shape.hot_passes)->default_value(8), "stale mode: times the hot part is read")(
+      "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
+      "hot-passes", po::value(&shape.hot_passes)->default_value(8),
+      "stale, wbetween, rbetween: times the hot part is read first")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
   auto parsed =
@@ -715,7 +718,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   if (!found)
     throw InputError("attnsim probe", {},
                      "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                     "wthenread, rthenread, scatter, retouch, heads, copies or stale");
+                     "wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween");
   const auto bytes_of = [](double value, const std::string& option) {
     if (!(value >= 1.0 / 64 && value <= 1 << 20))
       throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");

@@ -261,6 +261,42 @@ TEST(L2Probe, ADeadHotPartGoesFirstAsUnderLru) {
   EXPECT_EQ(compared, 17);
 }
 
+// One SM reads a 12 MiB part, stores W MiB after it, reads the part again (h200_l2_probe_between.csv,
+// SET=between). Were stores kept at their home partition only, the writer's partition would hold the part
+// beside W/2 and keep it to W = 32 MiB; the GPU loses the part's lines homed there (half of it from DRAM
+// again) from W = 20-24 MiB on, exactly where its loaded twin (rbetween) loses them: a store of a line homed
+// in the other partition takes room in the writer's partition as a read's copy does (l2.store_copies).
+// Within 2% from W = 24 to 40 MiB; at the knee (20) and past it (48) within 12%.
+TEST(L2Probe, StoresTakeRoomInTheWritersPartitionAsLoadsDo) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_between.csv")) {
+    if (r.shape.blocks != 1) continue;
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    const bool knee = r.shape.bytes == (20u << 20) || r.shape.bytes == (48u << 20);
+    EXPECT_NEAR(predicted / r.dram_read, 1.0, knee ? 0.12 : 0.025)
+        << traces::probe_mode_name(r.shape.mode) << " " << (r.shape.bytes >> 20) << " MiB x "
+        << r.shape.passes;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 15);
+}
+
+// The same rows with stores at home only: from W = 24 to 32 MiB the part stays whole and the model reads
+// 0.66 of the measured bytes.
+TEST(L2Probe, StoresAtHomeOnlyKeepThePartTheGpuLoses) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"l2.store_copies=false"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h200_l2_probe_between.csv")) {
+    const bool middle = r.shape.bytes >= (24u << 20) && r.shape.bytes <= (32u << 20);
+    if (r.shape.blocks != 1 || r.shape.mode != traces::ProbeMode::WriteBetween || !middle) continue;
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    EXPECT_LT(predicted / r.dram_read, 0.70) << (r.shape.bytes >> 20) << " MiB x " << r.shape.passes;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
 // The same rows under other replacements: at parts of 8 to 12 MiB, where the GPU reads within 1.3% of
 // each part once, tree pseudo-LRU reads 1.3-2.9% more than it and FIFO 15-27% more.
 void expect_retouched_part_lost(const std::string& replacement) {

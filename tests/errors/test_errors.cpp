@@ -203,7 +203,7 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "sharde"}), "attnsim probe: error: ",
                      {"--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                      "wthenread, rthenread, scatter, retouch, heads, copies or stale"});
+                      "wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween"});
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
 }
 

@@ -395,22 +395,20 @@ constexpr double kUnbounded = 1e9;
 // The GPU's partition counters lie between a store leaving the other partition's copy as it is (the
 // preset's l2.copies_on_store: keep: fabric 0.79-0.91 of the measured sectors, lookup misses 0.04-0.27) and
 // a store by the home side dropping it (writer_keeps, the next test: fabric 1.16-1.38, lookup misses
-// 2.4-6.0; since a far store leaves a copy in the writer's partition, l2.store_copies, the 1 MiB x 3 row's
-// fabric 1.094). docs/chip.md, "Atomics and the copies a store finds".
+// 2.4-6.0). docs/chip.md, "Atomics and the copies a store finds".
 TEST(L2Probe, RewrittenBufferCrossesAsIfCopiesWereKept) {
   expect_rewritten_buffer_between("keep", 0.75, 0.95, 0.0, 0.3);
 }
 
 TEST(L2Probe, RewrittenBufferCrossesLessThanIfTheHomeSideDroppedCopies) {
-  expect_rewritten_buffer_between("writer_keeps", 1.05, kUnbounded, 2.0, kUnbounded);
+  expect_rewritten_buffer_between("writer_keeps", 1.1, kUnbounded, 2.0, kUnbounded);
 }
 
 // Lines written and then passed by a stream of reads (wthenread) are read again from L2 far more than lines
 // read (rthenread): from 40 to 64 MiB (a quarter written, three quarters streamed once) the GPU reads
 // 14-67% of the written quarter again and 74-100% of the read one. A dirty victim last written by a core of
 // the other partition, written back and kept (the preset's l2.dirty_second_chance: far_writes), gives the
-// written rows 1.00-1.07 of the measured DRAM reads (40 MiB 1.068 since a far store leaves a copy in the
-// writer's partition, l2.store_copies; 1.054 before), the read rows 0.97-1.00; the written rows' DRAM writes
+// written rows 1.00-1.04 of the measured DRAM reads, the read rows 0.97-1.00; the written rows' DRAM writes
 // (the written quarter, cleaned while the stream passes) within 10% from 48 MiB.
 TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
   Machine machine(load_config(kSource + "configs/h100.yaml", {}));
@@ -422,7 +420,7 @@ TEST(L2Probe, WrittenLinesOutlastAStreamOfReads) {
     const std::string row = std::string(traces::probe_mode_name(r.shape.mode)) + " " +
                             std::to_string(r.shape.bytes >> 20) + " MiB";
     const double ratio = static_cast<double>(total(s.dram_read)) / r.dram_read;
-    EXPECT_NEAR(ratio, 1.0, written ? 0.075 : 0.035) << row;
+    EXPECT_NEAR(ratio, 1.0, written ? 0.06 : 0.035) << row;
     if (written && r.shape.bytes >= (48u << 20)) {
       EXPECT_NEAR(static_cast<double>(total(s.dram_written)) / r.dram_written, 1.0, 0.10) << row;
     }

@@ -42,6 +42,13 @@ std::vector<SdpaRow> simulated_sdpa_rows() {
   return out;
 }
 
+// Issue 7's open misses: PyTorch's causal forward at d = 128 reads 0.79-0.89 of the measured DRAM bytes
+// (0.81-0.92 when the L2 kept every dirty victim, 0.77-0.87 when it kept none; docs/chip.md,
+// docs/validation.md; measured in three processes within 7%); held above 0.78 until found.
+bool known_dram_miss(const SdpaRow& r) {
+  return r.backend == "FLASH_ATTENTION" && r.pass == "fwd" && r.causal && r.d == 128;
+}
+
 // cuDNN's backward stores more than its dK, dV, D, dQ accumulator and dQ (docs/chip.md: about 384 bytes
 // per (64-row query block, 128-key block) step in its main kernel, 2.2-2.6 x |Q| instead of 2.03-2.06 x in
 // dot(dO, O), 1.55-1.64 x |dQ| in the dQ conversion), not explained yet: its SM->L2 writes are 0.95-0.99 of
@@ -70,8 +77,7 @@ bool known_read_miss(const SdpaRow& r) {
   return memory_efficient_backward(r) && (r.n == 16384 || r.d == 128);
 }
 
-// The memory-efficient backward at d = 128 reads 0.46-0.91 of the measured DRAM bytes since a store leaves a
-// copy in the writer's L2 partition (l2.store_copies, 2026-11-30; 0.39-0.79 before; 0.38-0.76 before its
+// The memory-efficient backward at d = 128 reads 0.39-0.79 of the measured DRAM bytes (0.38-0.76 before its
 // local row became its stack frame; 0.38-0.78 when the L2 kept every dirty victim, 0.34-0.73 when it kept
 // none), not explained; measured again in two more processes within 9%. After the kernel an H200's L2 holds
 // far less of its tensors than the model's past one wave (docs/validation.md). The
@@ -82,23 +88,21 @@ bool known_read_miss(const SdpaRow& r) {
 // 0.84 at 40 MiB (2.6 at 32 MiB with the spills of the first version). With O replaced by dO (the D
 // prologue then reads lines the main loop reads too) the GPU reads 370 MB less at 1 x 16 x 8,192 causal,
 // 100 MB less without the mask; the model reads O 1.5 times (49 MB; docs/validation.md, "over heads").
-// Held above 0.35 (the 1 x 8 x 32,768 causal row is at 0.462).
+// Held above 0.35 (the 1 x 8 x 32,768 causal row is at 0.387).
 bool known_dram_shortfall(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 128;
 }
 
-// The memory-efficient backward at d = 64 on the H100, 1 x 16 x 4,096: 0.906 with l2.store_copies (0.893
-// before) of the measured DRAM reads; 0.893 since O, dO and the gradients lie (b, n, h, d) as on the GPU
-// (0.902 before; thirty-first session, docs/validation.md, "The memory-efficient kernels' own layouts": on
-// the H100's hashed index, not measured, the layout moves rows by a few hundredths either way). Held within
-// 12%.
+// The memory-efficient backward at d = 64 on the H100, 1 x 16 x 4,096: 0.893 of the measured DRAM reads since
+// O, dO and the gradients lie (b, n, h, d) as on the GPU (0.902 before; thirty-first session,
+// docs/validation.md, "The memory-efficient kernels' own layouts": on the H100's hashed index, not measured,
+// the layout moves rows by a few hundredths either way). Held within 12%.
 bool known_dram_layout_miss(const SdpaRow& r) {
   return memory_efficient_backward(r) && r.d == 64 && r.batch == 1 && r.n == 4096 && !r.causal;
 }
 
-// cuDNN's backward at 1 x 8 x 32,768 x 128, causal, reads 1.108 of the measured DRAM bytes (its tile order is
-// not documented; simulated as handed out to SMs as they free up; 1.067 before l2.store_copies): held below
-// 1.20.
+// cuDNN's backward at 1 x 8 x 32,768 x 128, causal, reads 1.11 of the measured DRAM bytes (its tile order is
+// not documented; simulated as handed out to SMs as they free up): held below 1.20.
 bool known_dram_excess(const SdpaRow& r) {
   return r.backend == "CUDNN_ATTENTION" && r.pass == "bwd" && r.causal && r.n == 32768;
 }
@@ -118,8 +122,7 @@ void leave_time(const std::string& name, const ValidationRow& row) {
 class SdpaRowOnTheWholeChip : public ::testing::TestWithParam<SdpaRow> {};
 
 // SM<-L2 reads and SM->L2 writes within 0.5% of the measured, DRAM reads within 10% (the issue's bound for
-// FlashAttention rows, causal included: FlashAttention-2's causal d = 128 forward, 0.82-0.89 until stores
-// took room in the writer's L2 partition, reads 0.93-0.95) but for the known misses.
+// FlashAttention rows, causal included) but for the known misses.
 TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   const SdpaRow& want = GetParam();
   const std::string data = kRoot + "/validation/data/h100_sdpa_cases.csv";
@@ -141,7 +144,10 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
     EXPECT_NEAR(write, 1.0, 0.005);
   }
   const double dram = row.predicted_dram_read / row.measured.dram_read_bytes;
-  if (known_dram_shortfall(want)) {
+  if (known_dram_miss(want)) {
+    EXPECT_GT(dram, 0.78);
+    EXPECT_LT(dram, 1.10);
+  } else if (known_dram_shortfall(want)) {
     EXPECT_GT(dram, 0.35);
     EXPECT_LT(dram, 1.10);
   } else if (known_dram_excess(want)) {

@@ -126,7 +126,7 @@ isa::Program retouch_probe(const ProbeShape& s) {
 
 // Every block reads the hot part, then the buffer after it (validation/l2_probe.cu's stale); wbetween and
 // rbetween: then stores (or loads) the buffer and reads the hot part once more.
-isa::Program stale_probe(const ProbeShape& s) {
+isa::Program hot_part_probe(const ProbeShape& s) {
   const int64_t hot = static_cast<int64_t>(s.hot_bytes / kChunkBytes);
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   if (chunks < 1) throw std::invalid_argument("l2 probe: bytes must be at least one 16 KiB chunk");
@@ -265,7 +265,7 @@ isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
   if (s.mode == ProbeMode::Stale || s.mode == ProbeMode::WriteBetween || s.mode == ProbeMode::ReadBetween)
-    return stale_probe(s);
+    return hot_part_probe(s);
   if (s.mode == ProbeMode::Heads) return heads_probe(s);
   if (s.mode == ProbeMode::Copies) return copies_probe(s);
   if (rewrites(s.mode)) return rewrite_probe(s);

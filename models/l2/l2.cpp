@@ -1017,8 +1017,7 @@ void register_l2_models() {
             "stale copy serves it");
         r.store_copies = p.get<bool>(
             "store_copies", d.store_copies, "",
-            "far_data: copy: a store of a line homed in the other partition also leaves a (clean) copy of "
-            "the "
+            "far_data: copy: a store of a line homed in the other partition also leaves a clean copy of the "
             "stored sectors in the writer's partition, taking room there as a read's copy does; false: only "
             "the home partition takes it");
         r.core_partitions = p.get<std::string>(

@@ -319,6 +319,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
     m.l2_fabric_sectors = row.number("attn_lts_fabric_sectors");
   m.max_rel_error = row.number("err_o_maxrel");
   if (row.has("main_sm_count") && !row.text("main_sm_count").empty()) m.sm_count = row.size("main_sm_count");
+  if (row.has("core_partitions")) m.core_partitions = row.text("core_partitions");
   m.sm_clock_ghz = attention_clock_ghz(row, m.time_ns);
   if (row.text("pass") != "fwd") return backward_measurement(row, m);
   // Every forward kernel here keeps S, P and the O accumulator in registers (the backward's program does

@@ -39,6 +39,10 @@ struct Measurement {
   int64_t spill_bytes_per_block = 0;
   int64_t spill_bytes_per_key_block = 0;  // forward flash2 (ForwardShape)
   int64_t sm_count = 0;  // the GPU's SMs (column main_sm_count), when the CSV has it: spill rows are per slot
+  // The L2 partition of each SM the launch ran on, in the order CUDA hands them blocks (column
+  // core_partitions of validation/run_memeff_sms.sh's rows: the pair probe's attachment of those SMs), when
+  // the CSV has it; validate runs the presets' attachment unless given -p l2.core_partitions=this.
+  std::string core_partitions;
   // Forward flash2: whether the kernel stores a row statistic with O (traces/attention_forward.h,
   // ForwardShape).
   // A persistent kernel whose work tiles go to blocks as they finish (a dynamic tile scheduler): simulated

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -17,6 +18,7 @@
 #include "sim/sdpa_cases.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
+#include "traces/hot_part.h"
 #include "traces/stream.h"
 
 namespace attnsim {
@@ -266,7 +268,15 @@ namespace {
 
 // The measured occupancy for each of the program's kernels: one value for all, or one per kernel.
 std::vector<int64_t> kernel_occupancy(const Measurement& m, const isa::Program& program,
-                                      const std::string& data_path) {
+                                      const std::string& data_path, bool bracketed) {
+  if (bracketed) {  // the two hot reads: one block a core
+    isa::Program inner;
+    inner.kernels.assign(program.kernels.begin() + 1, program.kernels.end() - 1);
+    std::vector<int64_t> out = kernel_occupancy(m, inner, data_path, false);
+    out.insert(out.begin(), 1);
+    out.push_back(1);
+    return out;
+  }
   const size_t kernels = program.kernels.size();
   if (m.blocks_per_sm.size() <= 1)
     return std::vector<int64_t>(kernels, m.blocks_per_sm.empty() ? 0 : m.blocks_per_sm[0]);
@@ -295,7 +305,14 @@ int64_t spill_rows(const Measurement& m) {
 // The measured row's program: a forward schedule, or a backward one (flash2-bwd for PyTorch's FlashAttention
 // backward), streamed block by block: the generator runs while the machine does, so it owns its shape. A
 // whole chip takes repeated blocks (traces::stream_program).
-isa::Program measured_program(const Measurement& m, const std::string& data_path, bool chip) {
+// With hot_part_bytes, the row's kernels between two reads of a hot buffer by `cores` blocks.
+isa::Program measured_program(const Measurement& m, const std::string& data_path, bool chip,
+                              uint64_t hot_part_bytes, int64_t cores) {
+  // Streamed, unless bracketed: a streamed generator's instructions go to the simulator as they come.
+  const auto program = [&](std::function<isa::Program()> generate) {
+    if (hot_part_bytes) return traces::hot_part_bracket(generate(), hot_part_bytes, cores);
+    return traces::stream_program(std::move(generate), 1 << 16, chip);
+  };
   auto dtype = parse_dtype(m.dtype);
   if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");
   auto forward = traces::find_forward_schedule(m.schedule);
@@ -323,8 +340,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.mma = m.mma;
       shape.iterative_softmax = m.iterative_softmax;
       shape.dtype = *dtype;
-      return traces::stream_program(
-          [shape, schedule = *forward] { return traces::forward_program(schedule, shape); }, 1 << 16, chip);
+      return program([shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
     }
     traces::BackwardShape shape;
     shape.n = m.n, shape.d = m.d, shape.heads = m.heads, shape.block_q = m.block_q, shape.block_k = m.block_k;
@@ -347,8 +363,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.heads_inner_outputs = m.heads_inner_outputs;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     shape.mma = m.mma;
-    return traces::stream_program(
-        [shape, schedule = *backward] { return traces::backward_program(schedule, shape); }, 1 << 16, chip);
+    return program([shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError(data_path, {m.line, 1}, e.what());
   }
@@ -434,8 +449,9 @@ void set_row_feed(Machine& machine, const Measurement& m, const MxuUnit::Feed& c
 // Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
-                                          std::string& skipped, bool record_blocks) {
-  const isa::Program program = measured_program(m, where, machine.is_chip());
+                                          std::string& skipped, bool record_blocks, uint64_t hot_part_bytes) {
+  const int64_t cores = machine.is_chip() ? static_cast<int64_t>(machine.chip()->cores().size()) : 1;
+  const isa::Program program = measured_program(m, where, machine.is_chip(), hot_part_bytes, cores);
   try {
     machine.load(program, false, true);
   } catch (const InputError& e) {
@@ -443,7 +459,7 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     return std::nullopt;
   }
   if (machine.chip_loaded()) {
-    machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where));
+    machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where, hot_part_bytes != 0));
     machine.chip()->record_blocks(record_blocks);
   }
   machine.run();
@@ -461,6 +477,12 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
       row.predicted_l2_fabric_sectors = static_cast<double>(c.l2_fabric_sectors);
     }
     row.predicted_dram_read_by_tensor = c.dram_read;
+    if (hot_part_bytes) {  // the first read fetches the buffer once; the rest is what the kernels pushed out
+      const auto hot = c.dram_read.find(traces::kHotPartTensor);
+      const double read = hot == c.dram_read.end() ? 0 : static_cast<double>(hot->second);
+      row.predicted_hot_part_lost =
+          (read - static_cast<double>(hot_part_bytes)) / static_cast<double>(hot_part_bytes);
+    }
     row.predicted_dram_written_by_tensor = c.dram_written;
     row.predicted_l2_resident_by_tensor = c.resident_at_kernel_end;
     row.predicted_read_by_tensor = c.sm_l2_read;
@@ -518,7 +540,10 @@ void summarize_rows(ValidationSummary& s) {
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& overrides, bool record_blocks) {
+                           const std::vector<std::string>& given_overrides, bool record_blocks,
+                           uint64_t hot_part_bytes) {
+  std::vector<std::string> overrides = given_overrides;
+  if (hot_part_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   const YAML::Node config = load_config(config_path, overrides).root;
   Machine machine(gpu_config(config_path, base_clock_overrides(config, data_path, measurements, overrides)));
   ValidationSummary summary;
@@ -550,7 +575,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // the tensor cores, no ldmatrix), which also runs beside the schedulers.
     if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m) && !m.wgmma, !m.wgmma);
     if (skipped.empty())
-      row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped, record_blocks);
+      row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped, record_blocks,
+                         hot_part_bytes);
     if (!row) {
       summary.not_simulated.push_back(m);
       summary.not_simulated.back().not_simulated = skipped;
@@ -646,6 +672,14 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
              "every other row as the config says\n";
       break;
     }
+  for (const auto& r : s.rows)
+    if (r.predicted_hot_part_lost >= 0)
+      out << fmt::format(
+          "{} n={} d={}{}: {:.4f} of the hot buffer (read by every core just before the kernels) came from "
+          "DRAM again just after them (the L2 kept between kernels; the DRAM figures above include its "
+          "reads)\n",
+          r.measured.label.empty() ? r.measured.schedule : r.measured.label, r.measured.n, r.measured.d,
+          r.measured.causal ? " causal" : "", r.predicted_hot_part_lost);
   for (const auto& m : s.not_simulated)
     out << fmt::format("{}:{}: {} n={} d={}{}: not simulated: {}\n", m.path, m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",

@@ -119,6 +119,9 @@ struct ValidationRow {
   std::vector<std::string> predicted_kernel_names;
   std::vector<int64_t> predicted_kernel_cycles;
   std::vector<BlockRecord> blocks;  // whole-chip configs, when validate was asked to record them
+  // validate with hot_part_bytes: the share of the hot buffer (read by every core just before the row's
+  // kernels) that had to come from DRAM again when read just after them (-1: not asked).
+  double predicted_hot_part_lost = -1;
 };
 
 struct ValidationSummary {
@@ -142,9 +145,13 @@ struct ValidationSummary {
 // the simulator cannot run.
 // `overrides` (key=value) apply after the validation's own (noc.atomics=l2 on a chip).
 // `record_blocks`: keep when and on which core each thread block ran (ValidationRow::blocks).
+// hot_part_bytes > 0: each row's kernels run between two reads of a buffer of that many bytes by every core,
+// the L2 kept between kernels (traces/hot_part.h; the GPU's twin is validation/memeff_room_probe.py); the
+// rows' DRAM figures then include the buffer's reads.
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& overrides = {}, bool record_blocks = false);
+                           const std::vector<std::string>& overrides = {}, bool record_blocks = false,
+                           uint64_t hot_part_bytes = 0);
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 // Simulated / measured cycles of each kernel of the multi-kernel rows whose data give each launch's time
 // and clock, grouped by schedule and kernel name; "" when there are none. print_validation ends with it.

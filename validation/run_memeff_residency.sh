@@ -13,9 +13,15 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/memeffres.XXXXXX)"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
-# PROBE_SCRIPT=validation/l2_write_priority_probe.py runs that probe instead (files <gpu>_l2_write_priority*).
+# PROBE_SCRIPT=validation/l2_write_priority_probe.py runs that probe instead (files <gpu>_l2_write_priority*),
+# PROBE_SCRIPT=validation/memeff_room_probe.py the room probe (files <gpu>_memeff_room*: the PROBE lines and
+# the raw ncu rows, summarized by summarize_memeff_room.py).
 PROBE_SCRIPT="${PROBE_SCRIPT:-validation/memeff_residency_probe.py}"
-case "$PROBE_SCRIPT" in *write_priority*) PREFIX="${G}_l2_write_priority" ;; *) PREFIX="${G}_memeff_residency" ;; esac
+case "$PROBE_SCRIPT" in
+  *write_priority*) PREFIX="${G}_l2_write_priority" ;;
+  *room*) PREFIX="${G}_memeff_room" ;;
+  *) PREFIX="${G}_memeff_residency" ;;
+esac
 # SMS=S: the backward on S SMs (a green context; memeff_residency_probe.py), files <gpu>_memeff_residency_sS*.
 [ -n "${SMS:-}" ] && PREFIX="${PREFIX}_s$SMS"
 ENV="$OUT/${PREFIX}_env.txt"
@@ -31,8 +37,12 @@ echo "ncu --cache-control none --clock-control base --metrics $METRICS" | tee -a
   python3 "$PROBE_SCRIPT" "$WORK/residency.so" > "$OUT/${PREFIX}_run.log" 2>&1
 rc=$?
 "$NCU" -i "$WORK/residency.ncu-rep" --csv --page raw --print-units base > "$OUT/${PREFIX}_raw.csv"
-python3 validation/summarize_residency.py "$ENV" "$OUT/${PREFIX}_run.log" "$OUT/${PREFIX}_raw.csv" \
-  > "$OUT/${PREFIX}.csv" || rc=1
+case "$PROBE_SCRIPT" in
+  *room*) python3 validation/summarize_memeff_room.py "$OUT/${PREFIX}_run.log" "$OUT/${PREFIX}_raw.csv" \
+    > "$OUT/${PREFIX}.csv" || rc=1 ;;
+  *) python3 validation/summarize_residency.py "$ENV" "$OUT/${PREFIX}_run.log" "$OUT/${PREFIX}_raw.csv" \
+    > "$OUT/${PREFIX}.csv" || rc=1 ;;
+esac
 grep -v '^==PROF==' "$OUT/${PREFIX}_run.log" | cut -c1-400
 grep -c -- '- 1 pass' "$OUT/${PREFIX}_run.log"
 exit $rc

@@ -28,6 +28,7 @@
 #include "sim/validate.h"
 #include "traces/attention_backward.h"
 #include "traces/attention_forward.h"
+#include "traces/hot_part.h"
 #include "traces/l2_probe.h"
 #include "traces/scalar.h"
 #include "traces/stream.h"
@@ -642,6 +643,7 @@ int cmd_plot(const std::vector<std::string>& args) {
 int cmd_validate(const std::vector<std::string>& args) {
   std::string config_path, csv_file, block_times;
   std::vector<std::string> data, overrides;
+  double hot_mib = 0;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
       "data", po::value(&data)->required(),
@@ -652,11 +654,15 @@ int cmd_validate(const std::vector<std::string>& args) {
       "also write every row's predicted and measured bytes and time here (for attnsim plot)")(
       "block-times", po::value(&block_times),
       "whole chip: also write when and on which core each thread block of every row ran (CSV), to set "
-      "beside the GPU's per-block times (validation/run_block_times.sh)");
+      "beside the GPU's per-block times (validation/run_block_times.sh)")(
+      "hot-mib", po::value(&hot_mib),
+      "whole chip: run each row's kernels between two reads of a buffer of this many MiB by every core, "
+      "the L2 kept between kernels, and print the share of it the kernels pushed out of the L2 "
+      "(validation/memeff_room_probe.py measures the same on the GPU)");
   po::positional_options_description pos;
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,
-                      "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE]");
+                      "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M]");
   if (parsed.help) return 0;
   check_output_paths({csv_file, block_times});
   std::vector<Measurement> measurements;
@@ -664,8 +670,13 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::vector<Measurement> rows = read_measurements(path);
     measurements.insert(measurements.end(), rows.begin(), rows.end());
   }
+  // Whole 16 KiB chunks: a multiple of 1/64 MiB.
+  if (hot_mib < 0 || hot_mib > (1 << 20) ||
+      hot_mib * 64 != static_cast<double>(static_cast<int64_t>(hot_mib * 64)))
+    throw InputError("attnsim validate", {}, "--hot-mib must be a multiple of 1/64 from 0 to 2^20");
+  const auto hot_bytes = static_cast<uint64_t>(hot_mib * 64) << 14;
   const ValidationSummary summary =
-      validate(config_path, data.front(), measurements, overrides, !block_times.empty());
+      validate(config_path, data.front(), measurements, overrides, !block_times.empty(), hot_bytes);
   std::vector<std::pair<std::string, std::string>> files;
   if (!csv_file.empty()) files.emplace_back(csv_file, validation_csv(summary));
   if (!block_times.empty()) files.emplace_back(block_times, validation_block_times_csv(summary));
@@ -676,7 +687,7 @@ int cmd_validate(const std::vector<std::string>& args) {
 
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
-  double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12;
+  double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -707,12 +718,15 @@ int cmd_probe(const std::vector<std::string>& args) {
       "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
       "hot-passes", po::value(&shape.hot_passes)->default_value(8),
       "stale, wbetween, rbetween: times the hot part is read first")(
+      "bracket-mib", po::value(&bracket_mib)->default_value(0),
+      "any mode: run the probe's kernel between two reads of a buffer of this many MiB by every core, the "
+      "L2 kept between kernels, and print the share of it the kernel pushed out (as validate --hot-mib)")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
-  auto parsed =
-      parse("probe", desc, pos, args,
-            "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-            "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [-p key=value]");
+  auto parsed = parse(
+      "probe", desc, pos, args,
+      "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
+      "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] [-p key=value]");
   if (parsed.help) return 0;
   auto found = traces::find_probe_mode(mode);
   if (!found)
@@ -729,19 +743,32 @@ int cmd_probe(const std::vector<std::string>& args) {
   shape.head_bytes = bytes_of(head_mib, "--head-mib");
   shape.stride_bytes = bytes_of(stride_mib, "--stride-mib");
   shape.hot_bytes = bytes_of(hot_mib, "--hot-mib");
+  const uint64_t bracket_bytes = bracket_mib == 0 ? 0 : bytes_of(bracket_mib, "--bracket-mib");
+  if (bracket_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
     throw InputError(config_path, {},
                      "probe needs a whole-chip config (a chip: section), e.g. configs/h100.yaml");
   isa::Program program;
   try {
-    program = traces::stream_program([&] { return traces::l2_probe(shape); });
+    const auto cores = static_cast<int64_t>(machine.chip()->cores().size());
+    program = bracket_bytes ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes, cores)
+                            : traces::stream_program([&] { return traces::l2_probe(shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim probe", {}, e.what());
   }
   machine.load(program, false, true);
   machine.run();
-  print_chip_summary(std::cout, summarize_chip(*machine.chip(), program, machine.clock_ghz()));
+  const ChipSummary summary = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+  print_chip_summary(std::cout, summary);
+  if (bracket_bytes) {
+    const auto hot = summary.dram_read.find(traces::kHotPartTensor);
+    const double read = hot == summary.dram_read.end() ? 0 : static_cast<double>(hot->second);
+    const double bytes = static_cast<double>(bracket_bytes);
+    std::cout << fmt::format(
+        "hot buffer: {:.4f} of its {} MiB came from DRAM again after the probe's kernel\n",
+        (read - bytes) / bytes, bracket_mib);
+  }
   return 0;
 }
 

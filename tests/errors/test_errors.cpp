@@ -207,6 +207,16 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
 }
 
+TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
+  const std::string h200 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h200.yaml";
+  const std::string rows =
+      std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_memeff_sms_onewave_cases.csv";
+  expect_input_error(run({"validate", "-c", h200, rows, "--hot-mib", "0.01"}),
+                     "attnsim validate: error: ", {"--hot-mib must be a multiple of 1/64 from 0 to 2^20"});
+  expect_input_error(run({"probe", "-c", h200, "--mode", "private", "--mib", "8", "--bracket-mib", "1"}),
+                     "attnsim probe: error: ", {"hot part: at least one chunk", "per block"});
+}
+
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--mib", "400", "--heads", "2"}),

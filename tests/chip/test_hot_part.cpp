@@ -1,0 +1,121 @@
+// A hot buffer read by every SM, then a kernel, then the buffer again: how much of it the kernel pushed out
+// of the L2 (traces/hot_part.h), against validation/data/h200_memeff_room.csv (validation/
+// memeff_room_probe.py on an H200, 2026-11-30: the buffer alone, a plain read of 8, 16 or 24 MiB between,
+// and one wave of the memory-efficient backward between; docs/validation.md, "Room in the L2, measured by a
+// hot buffer").
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "sim/chip_report.h"
+#include "sim/config.h"
+#include "sim/machine.h"
+#include "traces/hot_part.h"
+#include "traces/l2_probe.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kSource = std::string(ATTNSIM_SOURCE_DIR) + "/";
+
+traces::ProbeShape private_read(double mib) {
+  traces::ProbeShape shape;
+  shape.mode = traces::ProbeMode::Private;
+  shape.bytes = static_cast<uint64_t>(mib * (1 << 20));
+  shape.passes = 1;
+  shape.blocks = 132;
+  return shape;
+}
+
+TEST(HotPart, BracketKeepsTheKernelsTensorsFirstAndReadsIntoTheirLargestBuffer) {
+  const isa::Program probe = traces::l2_probe(private_read(8));
+  const isa::Program p = traces::hot_part_bracket(probe, 4u << 20, 132);
+  ASSERT_EQ(p.kernels.size(), 3u);
+  EXPECT_EQ(p.kernels[0].name, "hot_read");
+  EXPECT_EQ(p.kernels[1].name, probe.kernels[0].name);
+  EXPECT_EQ(p.kernels[2].name, "hot_read");
+  ASSERT_EQ(p.tensors.size(), probe.tensors.size() + 1);
+  for (size_t t = 0; t < probe.tensors.size(); ++t) EXPECT_EQ(p.tensors[t].name, probe.tensors[t].name);
+  EXPECT_EQ(p.tensors.back().name, traces::kHotPartTensor);
+  EXPECT_EQ(p.buffers.size(), probe.buffers.size());  // the hot reads load into the probe's buffer
+  // 4 MiB in the probe buffer's 16 KiB chunks, each read once by one of 132 blocks, twice.
+  EXPECT_EQ(p.instructions.size(), probe.instructions.size() + 2 * 256);
+  EXPECT_EQ(p.blocks.size(), probe.blocks.size() + 2 * 132);
+  EXPECT_THROW(traces::hot_part_bracket(probe, 1u << 20, 132), std::invalid_argument);  // < 1 chunk a block
+}
+
+// The GPU's lost fraction of the hot buffer for (what ran between, R MiB).
+std::map<std::pair<std::string, int>, double> measured_losses() {
+  std::ifstream in(kSource + "validation/data/h200_memeff_room.csv");
+  std::string line;
+  std::getline(in, line);  // between,hot_mib,dram_read_bytes,lost_fraction
+  std::map<std::pair<std::string, int>, double> out;
+  while (std::getline(in, line)) {
+    std::stringstream cells(line);
+    std::string between, mib, dram, lost;
+    std::getline(cells, between, ','), std::getline(cells, mib, ','), std::getline(cells, dram, ',');
+    std::getline(cells, lost, ',');
+    out[{between, std::stoi(mib)}] = std::stod(lost);
+  }
+  return out;
+}
+
+struct RoomRow {
+  double plain_mib;  // the private read between; 2.0625 (one 16 KiB chunk a block) stands for nothing
+  int hot_mib;
+  double low, high;  // the model's lost fraction over the GPU's, or (GPU under 1%) the model's alone
+};
+
+void PrintTo(const RoomRow& r, std::ostream* os) {
+  *os << r.plain_mib << " MiB between, hot " << r.hot_mib;
+}
+
+class HotBufferOnTheH200 : public ::testing::TestWithParam<RoomRow> {};
+
+// The buffer alone (2 MiB between) leaves as on the GPU up to 36 MiB of it (its 1.5 x with copies past 54 MiB
+// of the 60): 0.003, 0.022, 0.076 against 0.0005, 0.021, 0.059; at 40 MiB the model loses more (0.344 against
+// 0.221). With a plain read between, the GPU loses the hot buffer sooner than the model: a plain 16 MiB,
+// hot 24 and 28 MiB, 0.110 and 0.404 against 0.260 and 0.670; a plain 24 MiB, hot 14 and 16 MiB, 0.094 and
+// 0.136 against 0.172 and 0.350; a plain 8 MiB, hot 32 MiB, 0.085 against 0.356 (thirty-fourth session:
+// the open question of docs/validation.md, "Room in the L2, measured by a hot buffer"). The bands hold
+// today's figures so that a change that moves them says so.
+TEST_P(HotBufferOnTheH200, LosesWhatTheGpuLoses) {
+  const RoomRow& want = GetParam();
+  const std::string between =
+      want.plain_mib < 4 ? "nothing" : fmt::format("plain_{}MiB", static_cast<int>(want.plain_mib));
+  const double gpu = measured_losses().at({between, want.hot_mib});
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"chip.l2_between_kernels=keep"}));
+  const uint64_t hot = static_cast<uint64_t>(want.hot_mib) << 20;
+  const isa::Program p = traces::hot_part_bracket(traces::l2_probe(private_read(want.plain_mib)), hot, 132);
+  machine.load(p, false, true);
+  machine.run();
+  const ChipSummary s = summarize_chip(*machine.chip(), p, machine.clock_ghz());
+  const double lost =
+      (static_cast<double>(s.dram_read.at(traces::kHotPartTensor)) - static_cast<double>(hot)) /
+      static_cast<double>(hot);
+  std::printf("hot %d MiB after %s: model %.4f, GPU %.4f\n", want.hot_mib, between.c_str(), lost, gpu);
+  if (gpu < 0.01) {
+    EXPECT_GT(lost, want.low);
+    EXPECT_LT(lost, want.high);
+    return;
+  }
+  EXPECT_GT(lost / gpu, want.low);
+  EXPECT_LT(lost / gpu, want.high);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, HotBufferOnTheH200,
+                         ::testing::Values(RoomRow{2.0625, 28, 0.0, 0.01}, RoomRow{2.0625, 32, 0.85, 1.25},
+                                           RoomRow{2.0625, 36, 1.1, 1.45}, RoomRow{2.0625, 40, 1.4, 1.7},
+                                           RoomRow{16, 24, 0.3, 0.55}, RoomRow{16, 28, 0.5, 0.7},
+                                           RoomRow{24, 16, 0.3, 0.5}, RoomRow{8, 32, 0.15, 0.35}),
+                         [](const auto& info) {
+                           return fmt::format("plain{}_hot{}", static_cast<int>(info.param.plain_mib),
+                                              info.param.hot_mib);
+                         });
+
+}  // namespace
+}  // namespace attnsim

@@ -1,0 +1,61 @@
+# How much L2 room one wave of PyTorch's memory-efficient backward takes, measured by what it pushes out of a
+# hot part read just before it. Each trial: a 512 MiB read that evicts everything, a hot buffer of R MiB read
+# once by every SM (residency_read of memeff_residency_read.cu, loaded through ctypes), then the backward
+# (torch.ops.aten._efficient_attention_backward, as SDPA calls it) or nothing or a plain read of X MiB, then
+# the hot buffer read again; run under ncu --cache-control none --profile-from-start off -k regex:residency
+# with DRAM bytes as the only metric, only that last read is profiled: its DRAM bytes over R are the share of
+# the hot buffer the kernel pushed out. Under LRU the hot buffer, older than every line of the kernel, goes
+# first: it starts to go where R's room and the kernel's no longer fit a partition. Lines: "PROBE case R_MiB
+# between" in the order ncu profiles the reads. CASES (b,h,n,d,causal ...), HOT_MIB and PLAIN_MIB choose.
+import ctypes, os, sys
+import torch
+
+lib = ctypes.CDLL(sys.argv[1])
+lib.launch_residency_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
+op_f = torch.ops.aten._efficient_attention_forward
+op_b = torch.ops.aten._efficient_attention_backward
+# One wave each (128 blocks of 128 or 64 keys on 132 SMs): d = 128 spills registers (136 bytes of stack a
+# thread), d = 64 does not.
+CASES = os.environ.get("CASES", "1,2,4096,128,0 1,1,8192,128,0 1,1,8192,64,0")
+HOT_MIB = [int(r) for r in os.environ.get("HOT_MIB", "8 12 14 16 18 20 22 24 28 32 36 40").split()]
+PLAIN_MIB = [int(x) for x in os.environ.get("PLAIN_MIB", "8 16 24").split()]
+sink = torch.zeros(4, dtype=torch.int32, device="cuda")
+junk = torch.ones(512 << 20, dtype=torch.uint8, device="cuda")
+hot = torch.ones(max(HOT_MIB) << 20, dtype=torch.uint8, device="cuda")
+plain = torch.ones(max(PLAIN_MIB + [1]) << 20, dtype=torch.uint8, device="cuda")
+
+
+def read_all(t, nbytes):
+    assert lib.launch_residency_read(t.data_ptr(), nbytes, 1, sink.data_ptr()) == 0
+
+
+def trial(name, r_mib, between):
+    read_all(junk, junk.numel())
+    read_all(hot, r_mib << 20)
+    between()
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    read_all(hot, r_mib << 20)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+    print(f"PROBE {name} {r_mib}", flush=True)
+
+
+torch.manual_seed(0)
+for r in HOT_MIB:
+    trial("nothing", r, lambda: None)
+for x in PLAIN_MIB:
+    for r in HOT_MIB:
+        trial(f"plain_{x}MiB", r, lambda: read_all(plain, x << 20))
+for spec in CASES.split():
+    b, h, n, d, causal = (int(v) for v in spec.split(","))
+    # Q, K, V as SDPA passes them (b, h, n, d) storage seen as (b, n, h, d); O from the forward; dO
+    # contiguous (b, n, h, d) as SDPA's copy before the kernel makes it.
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16).transpose(1, 2) for _ in range(3))
+    do = torch.randn(b, n, h, d, device="cuda", dtype=torch.float16)
+    out, lse, seed, off = op_f(q, k, v, None, None, None, n, n, 0.0, causal, True)[:4]
+    for r in HOT_MIB:
+        trial(f"bwd_{b}x{h}x{n}x{d}_c{causal}", r,
+              lambda: op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False))
+    del q, k, v, do, out, lse
+    torch.cuda.empty_cache()

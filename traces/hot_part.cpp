@@ -10,6 +10,8 @@ namespace attnsim::traces {
 
 namespace {
 
+constexpr int64_t kRereadStep = 5;  // as validation/memeff_room_probe.py samples every 5th line
+
 // The kernels' largest SRAM buffer: the hot reads load into it, so that they add nothing to the block's
 // footprint (a chunk is one buffer's worth of the hot tensor).
 const isa::BufferDecl& chunk_buffer(const isa::Program& kernels) {
@@ -21,15 +23,30 @@ const isa::BufferDecl& chunk_buffer(const isa::Program& kernels) {
   return *best;
 }
 
-isa::Program hot_read(const isa::BufferDecl& into, Dtype dtype, int64_t chunks, int64_t blocks) {
+// The chunks a read takes: [first, end) every `step`-th.
+struct ChunkRange {
+  int64_t first = 0, end = 0, step = 1;
+};
+
+ChunkRange reread_range(HotReread reread, int64_t chunks) {
+  if (reread == HotReread::FirstHalf) return {0, chunks / 2, kRereadStep};
+  if (reread == HotReread::SecondHalf) return {chunks / 2, chunks, kRereadStep};
+  return {0, chunks, 1};
+}
+
+isa::Program hot_read(const isa::BufferDecl& into, Dtype dtype, int64_t chunks, int64_t blocks,
+                      ChunkRange range) {
   Builder b("<hot-part>");
   const int hot = b.tensor(kHotPartTensor, chunks * into.rows, into.cols, dtype, false, 0);
   const int buffer = b.buffer(into.name, into.rows, into.cols, dtype);
   const int kernel = b.kernel("hot_read", {blocks, 1, 1});
+  const int64_t count = (range.end - range.first + range.step - 1) / range.step;
   for (int64_t block = 0; block < blocks; ++block) {
     b.begin_block(kernel, {block, 0, 0});
-    for (int64_t chunk = block; chunk < chunks; chunk += blocks)
+    for (int64_t k = block; k < count; k += blocks) {
+      const int64_t chunk = range.first + k * range.step;
       b.emit(Opcode::Load, {b.rows_of(hot, chunk * into.rows, into.rows), b.buf(buffer)});
+    }
   }
   return b.take();
 }
@@ -78,7 +95,8 @@ void append(isa::Program& to, const isa::Program& part) {
 
 }  // namespace
 
-isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, int64_t blocks, Dtype dtype) {
+isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, int64_t blocks, Dtype dtype,
+                              HotReread reread) {
   if (kernels.stream || kernels.kernels.empty())
     throw std::invalid_argument("hot part: the kernels must be a generated program of declared kernels");
   const isa::BufferDecl& into = chunk_buffer(kernels);
@@ -88,7 +106,7 @@ isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, i
   const auto chunks = static_cast<int64_t>(hot_bytes / chunk_bytes);
   if (blocks < 1 || chunks < blocks)
     throw std::invalid_argument("hot part: at least one chunk (the kernels' largest buffer) per block");
-  const isa::Program read = hot_read(into, chunk_dtype, chunks, blocks);
+  const isa::Program read = hot_read(into, chunk_dtype, chunks, blocks, reread_range(HotReread::All, chunks));
   isa::Program out;
   out.file = kernels.file;
   // The kernels' tensors and buffers first: their tensors keep their addresses, their buffers their
@@ -97,8 +115,20 @@ isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, i
   out.buffers = kernels.buffers;
   append(out, read);
   append(out, kernels);
-  append(out, read);
+  append(out, reread == HotReread::All
+                  ? read
+                  : hot_read(into, chunk_dtype, chunks, blocks, reread_range(reread, chunks)));
   return out;
+}
+
+uint64_t hot_reread_bytes(const isa::Program& bracketed, HotReread reread) {
+  const isa::TensorDecl& hot = bracketed.tensors[static_cast<size_t>(bracketed.find_tensor(kHotPartTensor))];
+  const isa::BufferDecl& into = chunk_buffer(bracketed);
+  const int64_t chunks = hot.shape[0] / into.rows;
+  const ChunkRange range = reread_range(reread, chunks);
+  const int64_t count = (range.end - range.first + range.step - 1) / range.step;
+  return static_cast<uint64_t>(count) * static_cast<uint64_t>(hot.elements() / chunks) *
+         static_cast<uint64_t>(dtype_bytes(hot.dtype.value_or(Dtype::F16)));
 }
 
 }  // namespace attnsim::traces

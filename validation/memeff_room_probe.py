@@ -25,23 +25,56 @@ hot = torch.ones(max(HOT_MIB) << 20, dtype=torch.uint8, device="cuda")
 plain = torch.ones(max(PLAIN_MIB + [1]) << 20, dtype=torch.uint8, device="cuda")
 
 
+def read_at(addr, nbytes):
+    assert lib.launch_residency_read(addr, nbytes, 1, sink.data_ptr()) == 0
+
+
 def read_all(t, nbytes):
-    assert lib.launch_residency_read(t.data_ptr(), nbytes, 1, sink.data_ptr()) == 0
+    read_at(t.data_ptr(), nbytes)
 
 
-def trial(name, r_mib, between):
+def trial(name, r_mib, between, reread="all", hot_buffer=None):
+    """The re-read: all of the hot buffer, or every 5th line of its first or second half. PROBE name R_MiB
+    reread bytes_read."""
+    buffer = hot if hot_buffer is None else hot_buffer
     read_all(junk, junk.numel())
-    read_all(hot, r_mib << 20)
+    read_all(buffer, r_mib << 20)
     between()
+    half = (r_mib << 20) // 2
+    start, nbytes, stride = {"all": (0, r_mib << 20, 1), "first_half": (0, half, 5),
+                             "second_half": (half, half, 5)}[reread]
     torch.cuda.synchronize()
     torch.cuda.profiler.start()
-    read_all(hot, r_mib << 20)
+    assert lib.launch_residency_read(buffer.data_ptr() + start, nbytes, stride, sink.data_ptr()) == 0
     torch.cuda.synchronize()
     torch.cuda.profiler.stop()
-    print(f"PROBE {name} {r_mib}", flush=True)
+    print(f"PROBE {name} {r_mib} {reread} {(nbytes // 128 + stride - 1) // stride * 128}", flush=True)
+
+
+def placement_trials():
+    """ROOM_SET=placement: where the plain buffer lies and which of the hot buffer's lines go. The plain read
+    comes from the junk buffer at four offsets (other pages), or right after the hot buffer in one allocation;
+    and the hot buffer's first and second halves (in the order its first read took them) are read back
+    sampled, every 5th line (few fills, so the read back evicts little of what it measures), each in a
+    trial of its own: under LRU the first half goes first."""
+    both = torch.ones(64 << 20, dtype=torch.uint8, device="cuda")
+    for x, r in ((16, 24), (24, 16), (8, 32)):
+        for offset in (0, 128, 256, 384):
+            plain_at = junk.data_ptr() + (offset << 20)
+            trial(f"plain_{x}MiB_junk{offset}", r, lambda: read_at(plain_at, x << 20))
+        trial(f"plain_{x}MiB_after_hot", r, lambda: read_at(both.data_ptr() + (r << 20), x << 20),
+              hot_buffer=both)
+        for half in ("first_half", "second_half"):
+            trial(f"plain_{x}MiB", r, lambda: read_all(plain, x << 20), reread=half)
+    for r in (36, 40):
+        for half in ("first_half", "second_half"):
+            trial("nothing", r, lambda: None, reread=half)
 
 
 torch.manual_seed(0)
+if os.environ.get("ROOM_SET") == "placement":
+    placement_trials()
+    sys.exit(0)
 for r in HOT_MIB:
     trial("nothing", r, lambda: None)
 for x in PLAIN_MIB:

@@ -688,6 +688,7 @@ int cmd_validate(const std::vector<std::string>& args) {
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
   double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
+  std::string bracket_reread = "all";
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -721,6 +722,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "bracket-mib", po::value(&bracket_mib)->default_value(0),
       "any mode: run the probe's kernel between two reads of a buffer of this many MiB by every core, the "
       "L2 kept between kernels, and print the share of it the kernel pushed out (as validate --hot-mib)")(
+      "bracket-reread", po::value(&bracket_reread)->default_value("all"),
+      "--bracket-mib: the second read takes all of the buffer, or every 5th chunk of its first or second "
+      "half (first, second), in the order the first read took them")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
   auto parsed = parse(
@@ -744,6 +748,11 @@ int cmd_probe(const std::vector<std::string>& args) {
   shape.stride_bytes = bytes_of(stride_mib, "--stride-mib");
   shape.hot_bytes = bytes_of(hot_mib, "--hot-mib");
   const uint64_t bracket_bytes = bracket_mib == 0 ? 0 : bytes_of(bracket_mib, "--bracket-mib");
+  if (bracket_reread != "all" && bracket_reread != "first" && bracket_reread != "second")
+    throw InputError("attnsim probe", {}, "--bracket-reread must be all, first or second");
+  const traces::HotReread reread = bracket_reread == "first"    ? traces::HotReread::FirstHalf
+                                   : bracket_reread == "second" ? traces::HotReread::SecondHalf
+                                                                : traces::HotReread::All;
   if (bracket_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
@@ -752,7 +761,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   isa::Program program;
   try {
     const auto cores = static_cast<int64_t>(machine.chip()->cores().size());
-    program = bracket_bytes ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes, cores)
+    program = bracket_bytes ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes, cores,
+                                                       Dtype::F16, reread)
                             : traces::stream_program([&] { return traces::l2_probe(shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim probe", {}, e.what());
@@ -764,10 +774,13 @@ int cmd_probe(const std::vector<std::string>& args) {
   if (bracket_bytes) {
     const auto hot = summary.dram_read.find(traces::kHotPartTensor);
     const double read = hot == summary.dram_read.end() ? 0 : static_cast<double>(hot->second);
-    const double bytes = static_cast<double>(bracket_bytes);
+    const double first = static_cast<double>(bracket_bytes);
+    const double again = static_cast<double>(traces::hot_reread_bytes(program, reread));
+    const std::string what = reread == traces::HotReread::All ? "bytes" : bracket_reread + " half's sample";
     std::cout << fmt::format(
-        "hot buffer: {:.4f} of its {} MiB came from DRAM again after the probe's kernel\n",
-        (read - bytes) / bytes, bracket_mib);
+        "hot buffer: {:.4f} of the {} read again ({} MiB in all) came from DRAM again after the probe's "
+        "kernel\n",
+        (read - first) / again, what, bracket_mib);
   }
   return 0;
 }

@@ -10,6 +10,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "sim/chip_report.h"
 #include "sim/config.h"
@@ -48,20 +50,39 @@ TEST(HotPart, BracketKeepsTheKernelsTensorsFirstAndReadsIntoTheirLargestBuffer) 
   EXPECT_THROW(traces::hot_part_bracket(probe, 1u << 20, 132), std::invalid_argument);  // < 1 chunk a block
 }
 
-// The GPU's lost fraction of the hot buffer for (what ran between, R MiB).
-std::map<std::pair<std::string, int>, double> measured_losses() {
-  std::ifstream in(kSource + "validation/data/h200_memeff_room.csv");
+// The GPU's lost fraction of the hot buffer for (what ran between, R MiB, what was read again) in `file`
+// (older files have no reread column: all of it).
+std::map<std::tuple<std::string, int, std::string>, double> measured_losses(const std::string& file) {
+  std::ifstream in(kSource + "validation/data/" + file);
   std::string line;
-  std::getline(in, line);  // between,hot_mib,dram_read_bytes,lost_fraction
-  std::map<std::pair<std::string, int>, double> out;
+  std::getline(in, line);
+  const bool has_reread = line.find("reread") != std::string::npos;
+  std::map<std::tuple<std::string, int, std::string>, double> out;
   while (std::getline(in, line)) {
     std::stringstream cells(line);
-    std::string between, mib, dram, lost;
-    std::getline(cells, between, ','), std::getline(cells, mib, ','), std::getline(cells, dram, ',');
-    std::getline(cells, lost, ',');
-    out[{between, std::stoi(mib)}] = std::stod(lost);
+    std::vector<std::string> v;
+    for (std::string cell; std::getline(cells, cell, ',');) v.push_back(cell);
+    out[{v[0], std::stoi(v[1]), has_reread ? v[2] : "all"}] = std::stod(v.back());
   }
   return out;
+}
+
+// The model's lost fraction: the hot buffer read by 132 cores, a private read of plain_mib by 132 blocks,
+// the buffer (or a half's sample) read again.
+double simulated_loss(double plain_mib, int hot_mib, traces::HotReread reread) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"chip.l2_between_kernels=keep"}));
+  const uint64_t hot = static_cast<uint64_t>(hot_mib) << 20;
+  const isa::Program p =
+      traces::hot_part_bracket(traces::l2_probe(private_read(plain_mib)), hot, 132, Dtype::F16, reread);
+  machine.load(p, false, true);
+  machine.run();
+  const ChipSummary s = summarize_chip(*machine.chip(), p, machine.clock_ghz());
+  return (static_cast<double>(s.dram_read.at(traces::kHotPartTensor)) - static_cast<double>(hot)) /
+         static_cast<double>(traces::hot_reread_bytes(p, reread));
+}
+
+std::string between_name(double plain_mib) {
+  return plain_mib < 4 ? "nothing" : fmt::format("plain_{}MiB", static_cast<int>(plain_mib));
 }
 
 struct RoomRow {
@@ -85,19 +106,11 @@ class HotBufferOnTheH200 : public ::testing::TestWithParam<RoomRow> {};
 // today's figures so that a change that moves them says so.
 TEST_P(HotBufferOnTheH200, LosesWhatTheGpuLoses) {
   const RoomRow& want = GetParam();
-  const std::string between =
-      want.plain_mib < 4 ? "nothing" : fmt::format("plain_{}MiB", static_cast<int>(want.plain_mib));
-  const double gpu = measured_losses().at({between, want.hot_mib});
-  Machine machine(load_config(kSource + "configs/h200.yaml", {"chip.l2_between_kernels=keep"}));
-  const uint64_t hot = static_cast<uint64_t>(want.hot_mib) << 20;
-  const isa::Program p = traces::hot_part_bracket(traces::l2_probe(private_read(want.plain_mib)), hot, 132);
-  machine.load(p, false, true);
-  machine.run();
-  const ChipSummary s = summarize_chip(*machine.chip(), p, machine.clock_ghz());
-  const double lost =
-      (static_cast<double>(s.dram_read.at(traces::kHotPartTensor)) - static_cast<double>(hot)) /
-      static_cast<double>(hot);
-  std::printf("hot %d MiB after %s: model %.4f, GPU %.4f\n", want.hot_mib, between.c_str(), lost, gpu);
+  const double gpu =
+      measured_losses("h200_memeff_room.csv").at({between_name(want.plain_mib), want.hot_mib, "all"});
+  const double lost = simulated_loss(want.plain_mib, want.hot_mib, traces::HotReread::All);
+  std::printf("hot %d MiB after %s: model %.4f, GPU %.4f\n", want.hot_mib,
+              between_name(want.plain_mib).c_str(), lost, gpu);
   if (gpu < 0.01) {
     EXPECT_GT(lost, want.low);
     EXPECT_LT(lost, want.high);
@@ -112,6 +125,53 @@ INSTANTIATE_TEST_SUITE_P(H200, HotBufferOnTheH200,
                                            RoomRow{2.0625, 36, 1.1, 1.45}, RoomRow{2.0625, 40, 1.4, 1.7},
                                            RoomRow{16, 24, 0.3, 0.55}, RoomRow{16, 28, 0.5, 0.7},
                                            RoomRow{24, 16, 0.3, 0.5}, RoomRow{8, 32, 0.15, 0.35}),
+                         [](const auto& info) {
+                           return fmt::format("plain{}_hot{}", static_cast<int>(info.param.plain_mib),
+                                              info.param.hot_mib);
+                         });
+
+// Every 5th line of the hot buffer's first or second half read again (validation/data/
+// h200_memeff_room_placement.csv, another H200, 2026-11-30): few fills, so the read shows what the L2 held
+// before it. Both lose the first half, read first, and keep the second (under 0.03), as LRU does. Alone
+// the first half's losses are the GPU's (36 and 40 MiB: 0.052 and 0.145 against 0.044 and 0.137: the whole
+// buffer's re-read at 40 MiB misses by more, 0.344 against 0.221, in the re-read's own evictions). After a
+// plain read the GPU has already lost 2-3 times the model's share: a plain 16 MiB and R 24, a plain 24 and R
+// 16, a plain 8 and R 32: 0.086, 0.123, 0.062 against 0.190, 0.284, 0.189 (the open question of
+// docs/validation.md, "Room in the L2, measured by a hot buffer").
+struct HalfRow {
+  double plain_mib;
+  int hot_mib;
+  double low, high;  // the model's first-half share over the GPU's
+};
+
+void PrintTo(const HalfRow& r, std::ostream* os) {
+  *os << r.plain_mib << " MiB between, hot " << r.hot_mib;
+}
+
+class HotBufferHalvesOnTheH200 : public ::testing::TestWithParam<HalfRow> {};
+
+TEST_P(HotBufferHalvesOnTheH200, TheFirstHalfGoesFirst) {
+  const HalfRow& want = GetParam();
+  const auto gpu = measured_losses("h200_memeff_room_placement.csv");
+  const std::string between = between_name(want.plain_mib);
+  const double gpu_first = gpu.at({between, want.hot_mib, "first_half"});
+  const double gpu_second = gpu.at({between, want.hot_mib, "second_half"});
+  const double first = simulated_loss(want.plain_mib, want.hot_mib, traces::HotReread::FirstHalf);
+  std::printf("hot %d MiB after %s, first half: model %.4f, GPU %.4f (second half: GPU %.4f)\n", want.hot_mib,
+              between.c_str(), first, gpu_first, gpu_second);
+  EXPECT_LT(gpu_second, 0.03);
+  EXPECT_GT(first / gpu_first, want.low);
+  EXPECT_LT(first / gpu_first, want.high);
+}
+
+TEST(HotBufferHalvesOnTheH200, TheSecondHalfStays) {
+  EXPECT_LT(simulated_loss(24, 16, traces::HotReread::SecondHalf), 0.03);
+}
+
+INSTANTIATE_TEST_SUITE_P(H200, HotBufferHalvesOnTheH200,
+                         ::testing::Values(HalfRow{2.0625, 36, 0.9, 1.4}, HalfRow{2.0625, 40, 0.9, 1.2},
+                                           HalfRow{16, 24, 0.3, 0.6}, HalfRow{24, 16, 0.3, 0.6},
+                                           HalfRow{8, 32, 0.2, 0.45}),
                          [](const auto& info) {
                            return fmt::format("plain{}_hot{}", static_cast<int>(info.param.plain_mib),
                                               info.param.hot_mib);

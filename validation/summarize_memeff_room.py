@@ -7,21 +7,16 @@
 import csv
 import sys
 
+from probe_reads import probe_reads
+
 
 def main(log_path, raw_path):
-    probes = [line.split() for line in open(log_path) if line.startswith("PROBE ")]
-    rows = list(csv.reader(open(raw_path)))
-    header, data = rows[0], rows[2:]  # rows[1]: units
-    if len(probes) != len(data):
-        sys.exit(f"{len(probes)} PROBE lines but {len(data)} profiled reads")
-    dram = header.index("dram__bytes_read.sum")
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["between", "hot_mib", "reread", "bytes_read", "dram_read_bytes", "lost_fraction"])
-    for probe, row in zip(probes, data):
+    for probe, dram_read in probe_reads(log_path, raw_path):
         between, hot_mib = probe[1], int(probe[2])
         reread = probe[3] if len(probe) > 3 else "all"  # older logs: the whole buffer
         bytes_read = int(probe[4]) if len(probe) > 4 else hot_mib << 20
-        dram_read = float(row[dram].replace(",", ""))
         out.writerow([between, hot_mib, reread, bytes_read, int(dram_read), f"{dram_read / bytes_read:.4f}"])
 
 

@@ -8,26 +8,21 @@ import csv
 import re
 import sys
 
+from probe_reads import probe_reads
+
 
 def main(env_path, log_path, raw_path):
     env = dict(line.split(": ", 1) for line in open(env_path).read().splitlines() if ": " in line)
-    probes = [line.split() for line in open(log_path) if line.startswith("PROBE ")]
-    rows = list(csv.reader(open(raw_path)))
-    header, data = rows[0], rows[2:]  # rows[1]: units
-    if len(probes) != len(data):
-        sys.exit(f"{len(probes)} PROBE lines but {len(data)} profiled reads")
-    dram = header.index("dram__bytes_read.sum")
     out = csv.writer(sys.stdout, lineterminator="\n")
     out.writerow(["gpu", "driver", "cuda", "ncu", "torch", "date", "kernel", "batch", "heads", "n", "d", "causal",
                   "target", "bytes", "stride", "bytes_read", "dram_read_bytes", "absent_fraction", "sms"])
-    for probe, row in zip(probes, data):
+    for probe, dram_read in probe_reads(log_path, raw_path):
         case, target, nbytes, stride = probe[1], probe[2], int(probe[4]), int(probe[5])
         m = re.fullmatch(r"(fwd_)?(\d+)x(\d+)x(\d+)x(\d+)_c(\d)(?:_s(\d+))?", case)
         kernel = "control" if not m else ("fmha_cutlassF" if m.group(1) else "fmha_cutlassB")
         shape = list(m.groups()[1:6]) if m else [""] * 5
         sms = (m.group(7) or "") if m else ""
         bytes_read = (nbytes // 128 + stride - 1) // stride * 128
-        dram_read = float(row[dram].replace(",", ""))
         out.writerow([env.get("gpu"), env.get("driver"), env.get("cuda (nvcc)"), env.get("ncu"),
                       env.get("torch", "").split()[0], env.get("date"), kernel, *shape, target, nbytes, stride,
                       bytes_read, int(dram_read), f"{dram_read / bytes_read:.4f}", sms])

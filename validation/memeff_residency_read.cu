@@ -28,6 +28,13 @@ extern "C" int launch_residency_read(const void* base, size_t bytes, int stride,
   return static_cast<int>(cudaGetLastError());
 }
 
+// The same read by `blocks` blocks of 256 threads: one block is one SM (memeff_room_probe.py's copies set).
+extern "C" int launch_residency_read_blocks(const void* base, size_t bytes, int stride, int blocks, void* sink) {
+  residency_read<<<blocks, 256>>>(static_cast<const char*>(base), bytes / 128, stride,
+                                  static_cast<unsigned*>(sink));
+  return static_cast<int>(cudaGetLastError());
+}
+
 // Local memory: a thread's local memory sits at an address fixed by the hardware slot it runs in, the same
 // for every kernel of the process that reserves the same bytes per thread (the memory-efficient backward's
 // sm_90 build: 136 bytes of stack, cuobjdump -res-usage). These kernels give each of 512 threads a frame of

@@ -71,9 +71,28 @@ def placement_trials():
             trial("nothing", r, lambda: None, reread=half)
 
 
+def copies_trials():
+    """ROOM_SET=copies: the plain read by one SM (one block) or by 8 blocks instead of every SM, so that its
+    far lines' copies all land in one partition (or a few SMs'): whether the plain buffer's copies are what
+    takes the older buffer's room. The whole hot buffer and its first half's sample read back."""
+    lib.launch_residency_read_blocks.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                                 ctypes.c_void_p]
+
+    def plain_by(blocks, x):
+        assert lib.launch_residency_read_blocks(plain.data_ptr(), x << 20, 1, blocks, sink.data_ptr()) == 0
+
+    for blocks in (1, 8):
+        for x, r in ((16, 24), (24, 16), (8, 32), (16, 20), (24, 12)):
+            for reread in ("all", "first_half"):
+                trial(f"plain_{x}MiB_by{blocks}", r, lambda: plain_by(blocks, x), reread=reread)
+
+
 torch.manual_seed(0)
 if os.environ.get("ROOM_SET") == "placement":
     placement_trials()
+    sys.exit(0)
+if os.environ.get("ROOM_SET") == "copies":
+    copies_trials()
     sys.exit(0)
 for r in HOT_MIB:
     trial("nothing", r, lambda: None)

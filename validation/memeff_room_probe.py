@@ -33,12 +33,15 @@ def read_all(t, nbytes):
     read_at(t.data_ptr(), nbytes)
 
 
-def trial(name, r_mib, between, reread="all", hot_buffer=None):
+def trial(name, r_mib, between, reread="all", hot_buffer=None, hot_read=None):
     """The re-read: all of the hot buffer, or every 5th line of its first or second half. PROBE name R_MiB
-    reread bytes_read."""
+    reread bytes_read. hot_read: the first read of the hot buffer, if not by every SM."""
     buffer = hot if hot_buffer is None else hot_buffer
     read_all(junk, junk.numel())
-    read_all(buffer, r_mib << 20)
+    if hot_read:
+        hot_read()
+    else:
+        read_all(buffer, r_mib << 20)
     between()
     half = (r_mib << 20) // 2
     start, nbytes, stride = {"all": (0, r_mib << 20, 1), "first_half": (0, half, 5),
@@ -87,7 +90,26 @@ def copies_trials():
                 trial(f"plain_{x}MiB_by{blocks}", r, lambda: plain_by(blocks, x), reread=reread)
 
 
+def sides_trials():
+    """ROOM_SET=sides: the hot buffer read by 8 blocks (a run of SMs of one partition: CUDA's first blocks)
+    and the plain by every SM, or both by 8 blocks: which partition's pressure costs the hot buffer its
+    lines. The first half's sample read back by every SM."""
+    lib.launch_residency_read_blocks.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                                 ctypes.c_void_p]
+
+    def by(blocks, t, nbytes):
+        assert lib.launch_residency_read_blocks(t.data_ptr(), nbytes, 1, blocks, sink.data_ptr()) == 0
+
+    for hot_blocks, plain_blocks in ((8, 264), (8, 8)):
+        for x, r in ((16, 24), (24, 16), (8, 20), (16, 12), (24, 8)):
+            trial(f"plain_{x}MiB_by{plain_blocks}_hot_by{hot_blocks}", r, lambda: by(plain_blocks, plain, x << 20),
+                  reread="first_half", hot_read=lambda: by(hot_blocks, hot, r << 20))
+
+
 torch.manual_seed(0)
+if os.environ.get("ROOM_SET") == "sides":
+    sides_trials()
+    sys.exit(0)
 if os.environ.get("ROOM_SET") == "placement":
     placement_trials()
     sys.exit(0)

@@ -689,6 +689,7 @@ int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
   double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
   std::string bracket_reread = "all";
+  int64_t bracket_blocks = 0;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -722,6 +723,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "bracket-mib", po::value(&bracket_mib)->default_value(0),
       "any mode: run the probe's kernel between two reads of a buffer of this many MiB by every core, the "
       "L2 kept between kernels, and print the share of it the kernel pushed out (as validate --hot-mib)")(
+      "bracket-blocks", po::value(&bracket_blocks)->default_value(0),
+      "--bracket-mib: the blocks that read the buffer, each a core (0: every core); a launch's first cores "
+      "are those the block scheduler fills first")(
       "bracket-reread", po::value(&bracket_reread)->default_value("all"),
       "--bracket-mib: the second read takes all of the buffer, or every 5th chunk of its first or second "
       "half (first, second), in the order the first read took them")(
@@ -761,9 +765,13 @@ int cmd_probe(const std::vector<std::string>& args) {
   isa::Program program;
   try {
     const auto cores = static_cast<int64_t>(machine.chip()->cores().size());
-    program = bracket_bytes ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes, cores,
-                                                       Dtype::F16, reread)
-                            : traces::stream_program([&] { return traces::l2_probe(shape); });
+    if (bracket_blocks < 0 || bracket_blocks > cores)
+      throw InputError("attnsim probe", {},
+                       fmt::format("--bracket-blocks must be 0 to {} (the cores)", cores));
+    program = bracket_bytes
+                  ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes,
+                                             bracket_blocks ? bracket_blocks : cores, Dtype::F16, reread)
+                  : traces::stream_program([&] { return traces::l2_probe(shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim probe", {}, e.what());
   }

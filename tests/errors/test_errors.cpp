@@ -215,6 +215,10 @@ TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
                      "attnsim validate: error: ", {"--hot-mib must be a multiple of 1/64 from 0 to 2^20"});
   expect_input_error(run({"probe", "-c", h200, "--mode", "private", "--mib", "8", "--bracket-mib", "1"}),
                      "attnsim probe: error: ", {"hot part: at least one chunk", "per block"});
+  expect_input_error(run({"probe", "-c", h200, "--bracket-mib", "8", "--bracket-blocks", "500"}),
+                     "attnsim probe: error: ", {"--bracket-blocks must be 0 to 132 (the cores)"});
+  expect_input_error(run({"probe", "-c", h200, "--bracket-mib", "8", "--bracket-reread", "middle"}),
+                     "attnsim probe: error: ", {"--bracket-reread must be all, first or second"});
 }
 
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "isa/diagnostics.h"
 #include "sim/chip_report.h"
@@ -306,12 +307,25 @@ int64_t spill_rows(const Measurement& m) {
 // backward), streamed block by block: the generator runs while the machine does, so it owns its shape. A
 // whole chip takes repeated blocks (traces::stream_program).
 // With hot_part_bytes, the row's kernels between two reads of a hot buffer by `cores` blocks.
+constexpr size_t kBracketedInstructions = 5'000'000;
 isa::Program measured_program(const Measurement& m, const std::string& data_path, bool chip,
                               uint64_t hot_part_bytes, int64_t cores) {
-  // Streamed, unless bracketed: a streamed generator's instructions go to the simulator as they come.
+  // Streamed, unless bracketed: a streamed generator's instructions go to the simulator as they come; a
+  // bracketed program is whole in memory first, so it is held to kBracketedInstructions (about 1 GB of memory
+  // at the peak).
   const auto program = [&](std::function<isa::Program()> generate) {
-    if (hot_part_bytes) return traces::hot_part_bracket(generate(), hot_part_bytes, cores);
-    return traces::stream_program(std::move(generate), 1 << 16, chip);
+    if (!hot_part_bytes) return traces::stream_program(std::move(generate), 1 << 16, chip);
+    const size_t limit = isa::generator_instruction_limit;
+    isa::generator_instruction_limit = kBracketedInstructions;
+    try {
+      isa::Program kernels = generate();
+      isa::generator_instruction_limit = limit;
+      return traces::hot_part_bracket(kernels, hot_part_bytes, cores);
+    } catch (const std::length_error& e) {
+      isa::generator_instruction_limit = limit;
+      throw InputError(data_path, {m.line, 1},
+                       std::string("--hot-mib needs the row's program in memory: ") + e.what());
+    }
   };
   auto dtype = parse_dtype(m.dtype);
   if (!dtype) throw InputError(data_path, {m.line, 1}, "unknown dtype '" + m.dtype + "'");

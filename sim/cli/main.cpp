@@ -658,7 +658,8 @@ int cmd_validate(const std::vector<std::string>& args) {
       "hot-mib", po::value(&hot_mib),
       "whole chip: run each row's kernels between two reads of a buffer of this many MiB by every core, "
       "the L2 kept between kernels, and print the share of it the kernels pushed out of the L2 "
-      "(validation/memeff_room_probe.py measures the same on the GPU)");
+      "(validation/memeff_room_probe.py measures the same on the GPU; the row's program is held in memory, "
+      "up to 5 million instructions: a wave or a few)");
   po::positional_options_description pos;
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,

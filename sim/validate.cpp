@@ -689,7 +689,8 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   for (const auto& r : s.rows)
     if (r.predicted_hot_part_lost >= 0)
       out << fmt::format(
-          "{} n={} d={}{}: {:.4f} of the hot buffer (read by every core just before the kernels) came from "
+          "{} n={} d={}{}: hot buffer (DRAM reads, whole chip): {:.4f} of it (read by every core just before "
+          "the kernels) came from "
           "DRAM again just after them (the L2 kept between kernels; the DRAM figures above include its "
           "reads)\n",
           r.measured.label.empty() ? r.measured.schedule : r.measured.label, r.measured.n, r.measured.d,

@@ -787,7 +787,8 @@ int cmd_probe(const std::vector<std::string>& args) {
     const double again = static_cast<double>(traces::hot_reread_bytes(program, reread));
     const std::string what = reread == traces::HotReread::All ? "bytes" : bracket_reread + " half's sample";
     std::cout << fmt::format(
-        "hot buffer: {:.4f} of the {} read again ({} MiB in all) came from DRAM again after the probe's "
+        "hot buffer (DRAM reads, whole chip): {:.4f} of the {} read again ({} MiB in all) came from DRAM "
+        "after the probe's "
         "kernel\n",
         (read - first) / again, what, bracket_mib);
   }

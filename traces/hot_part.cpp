@@ -34,16 +34,19 @@ ChunkRange reread_range(HotReread reread, int64_t chunks) {
   return {0, chunks, 1};
 }
 
-isa::Program hot_read(const isa::BufferDecl& into, Dtype dtype, int64_t chunks, int64_t blocks,
+// A grid of `readers.grid` blocks of which blocks first .. first + count - 1 read (the others are empty):
+// reader r takes chunks r, r + count, ... of the range.
+isa::Program hot_read(const isa::BufferDecl& into, Dtype dtype, int64_t chunks, HotReaders readers,
                       ChunkRange range) {
   Builder b("<hot-part>");
   const int hot = b.tensor(kHotPartTensor, chunks * into.rows, into.cols, dtype, false, 0);
   const int buffer = b.buffer(into.name, into.rows, into.cols, dtype);
-  const int kernel = b.kernel("hot_read", {blocks, 1, 1});
+  const int kernel = b.kernel("hot_read", {readers.grid, 1, 1});
   const int64_t count = (range.end - range.first + range.step - 1) / range.step;
-  for (int64_t block = 0; block < blocks; ++block) {
+  for (int64_t block = 0; block < readers.grid; ++block) {
     b.begin_block(kernel, {block, 0, 0});
-    for (int64_t k = block; k < count; k += blocks) {
+    if (block < readers.first || block >= readers.first + readers.count) continue;
+    for (int64_t k = block - readers.first; k < count; k += readers.count) {
       const int64_t chunk = range.first + k * range.step;
       b.emit(Opcode::Load, {b.rows_of(hot, chunk * into.rows, into.rows), b.buf(buffer)});
     }
@@ -96,7 +99,7 @@ void append(isa::Program& to, const isa::Program& part) {
 }  // namespace
 
 isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, int64_t blocks, Dtype dtype,
-                              HotReread reread) {
+                              HotReread reread, HotReaders first_read) {
   if (kernels.stream || kernels.kernels.empty())
     throw std::invalid_argument("hot part: the kernels must be a generated program of declared kernels");
   const isa::BufferDecl& into = chunk_buffer(kernels);
@@ -106,7 +109,12 @@ isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, i
   const auto chunks = static_cast<int64_t>(hot_bytes / chunk_bytes);
   if (blocks < 1 || chunks < blocks)
     throw std::invalid_argument("hot part: at least one chunk (the kernels' largest buffer) per block");
-  const isa::Program read = hot_read(into, chunk_dtype, chunks, blocks, reread_range(HotReread::All, chunks));
+  const HotReaders every{blocks, 0, blocks};
+  if (first_read.grid == 0) first_read = every;
+  if (first_read.count < 1 || first_read.first < 0 || first_read.first + first_read.count > first_read.grid)
+    throw std::invalid_argument("hot part: the first read's readers must be blocks of its grid");
+  const isa::Program read =
+      hot_read(into, chunk_dtype, chunks, first_read, reread_range(HotReread::All, chunks));
   isa::Program out;
   out.file = kernels.file;
   // The kernels' tensors and buffers first: their tensors keep their addresses, their buffers their
@@ -115,9 +123,7 @@ isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, i
   out.buffers = kernels.buffers;
   append(out, read);
   append(out, kernels);
-  append(out, reread == HotReread::All
-                  ? read
-                  : hot_read(into, chunk_dtype, chunks, blocks, reread_range(reread, chunks)));
+  append(out, hot_read(into, chunk_dtype, chunks, every, reread_range(reread, chunks)));
   return out;
 }
 

@@ -20,8 +20,16 @@ inline constexpr const char* kHotPartTensor = "hot";
 // What the second read takes: all the chunks, or every 5th chunk of the first or second half (in the order
 // the first read took them: few fills, so that the read evicts little of what it measures).
 enum class HotReread : uint8_t { All, FirstHalf, SecondHalf };
+// Who takes the first read: a grid of `grid` blocks of which `count` from `first` read, the others empty
+// (the first wave goes out one block per core in order, so with a grid of one block per core these are
+// the blocks on cores first .. first + count - 1: a buffer read by one L2 partition's cores).
+// grid 0: the same `blocks` as the second read, all reading.
+struct HotReaders {
+  int64_t grid = 0, first = 0, count = 0;
+};
 isa::Program hot_part_bracket(const isa::Program& kernels, uint64_t hot_bytes, int64_t blocks,
-                              Dtype dtype = Dtype::F16, HotReread reread = HotReread::All);
+                              Dtype dtype = Dtype::F16, HotReread reread = HotReread::All,
+                              HotReaders first_read = {});
 // The bytes the second read loads (all of them, or the sampled chunks of a half).
 uint64_t hot_reread_bytes(const isa::Program& bracketed, HotReread reread);
 

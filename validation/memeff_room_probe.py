@@ -106,7 +106,105 @@ def sides_trials():
                   reread="first_half", hot_read=lambda: by(hot_blocks, hot, r << 20))
 
 
+def sm_partitions():
+    """Which SMs share SM 0's L2 partition, by time (sm_pair_read of memeff_residency_read.cu): SM 0 and SM s
+    read 20 MiB each three times, after a read that evicts everything; the pairs that share a partition
+    thrash and take longer. The two clusters split at the largest ratio between neighbouring times (the
+    best of two launches a pair). Prints "PAIRTIME s ns" and "PARTITION A|B sm ..." lines."""
+    lib.launch_sm_pair_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    pair = torch.ones(40 << 20, dtype=torch.uint8, device="cuda")
+    claimed = torch.zeros(2, dtype=torch.int32, device="cuda")
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    best = {}
+    for _ in range(2):
+        for s in range(1, sms):
+            read_all(junk, junk.numel())
+            start.record()
+            assert lib.launch_sm_pair_read(pair.data_ptr(), 40 << 20, 3, 0, s, claimed.data_ptr(),
+                                           sink.data_ptr()) == 0
+            end.record()
+            torch.cuda.synchronize()
+            assert claimed.tolist() == [1, 1], f"SM 0 or SM {s} ran no block"
+            best[s] = min(best.get(s, 1e30), start.elapsed_time(end) * 1e6)
+    times = sorted(best.values())
+    ratio, cut = max((times[i + 1] / times[i], times[i]) for i in range(len(times) - 1))
+    for s in sorted(best):
+        print(f"PAIRTIME {s} {best[s]:.0f}", flush=True)
+    same = [0] + [s for s in sorted(best) if best[s] > cut]
+    other = [s for s in sorted(best) if best[s] <= cut]
+    print(f"PARTITION A {' '.join(map(str, same))}", flush=True)
+    print(f"PARTITION B {' '.join(map(str, other))}", flush=True)
+    print(f"PARTITION gap {ratio:.3f}", flush=True)
+    assert ratio > 1.08, "the pair times do not fall in two clusters"
+    del pair
+    return same, other, sms
+
+
+def partitions_trials():
+    """ROOM_SET=partitions: the hot buffer read by the SMs of one L2 partition (A: SM 0's, B: the other's)
+    or by every SM, then the plain buffer by A, B or every SM (masked_read: only blocks on the chosen SMs
+    read, taking lines in order from a counter), then the hot buffer's first half sampled back by every SM:
+    which side's lines and copies cost the hot buffer its room. Also the hot buffer alone, read by one side."""
+    lib.launch_masked_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+                                       ctypes.c_int, ctypes.c_void_p]
+    same, other, sms = sm_partitions()
+    counter = torch.zeros(1, dtype=torch.int64, device="cuda")
+
+    def mask_of(ids):
+        words = [0] * 8
+        for i in ids:
+            words[i // 32] |= 1 << (i % 32)
+        return torch.tensor([w - (1 << 32) if w >= 1 << 31 else w for w in words], dtype=torch.int32,
+                            device="cuda")
+
+    masks = {"A": mask_of(same), "B": mask_of(other), "all": mask_of(range(sms))}
+
+    def by(side, t, nbytes, take=1):
+        assert lib.launch_masked_read(t.data_ptr(), nbytes, masks[side].data_ptr(), counter.data_ptr(), take,
+                                      sink.data_ptr()) == 0
+
+    sizes = ((16, 24), (24, 16), (8, 32), (16, 20), (24, 12))
+    if os.environ.get("PART_SET") == "takes":
+        takes_trials(by, sizes)
+        return
+    for hot_by, plain_by in (("all", "all"), ("all", "A"), ("all", "B"), ("A", "A"), ("A", "B"), ("B", "B"),
+                             ("B", "A"), ("A", "all"), ("B", "all")):
+        for x, r in sizes:
+            trial(f"plain_{x}MiB_by{plain_by}_hot_by{hot_by}", r, lambda: by(plain_by, plain, x << 20),
+                  reread="first_half", hot_read=lambda: by(hot_by, hot, r << 20))
+    for hot_by in ("A", "B"):
+        for r in (16, 20, 24, 28, 32):
+            trial(f"nothing_hot_by{hot_by}", r, lambda: None, reread="first_half",
+                  hot_read=lambda: by(hot_by, hot, r << 20))
+
+
+def takes_trials(by, sizes):
+    """PART_SET=takes: both buffers read by every SM, a line a warp (take 1), or in 16 KiB runs each read by
+    one SM (take 128: a line and the lines near it then always have readers on the same side), twice each,
+    after a warm-up trial (the first profiled read of a process has read high: 0.77 against 0.30 and less);
+    and one side's reads in runs, to compare."""
+    trial("warmup", 24, lambda: by("all", plain, 16 << 20), reread="first_half",
+          hot_read=lambda: by("all", hot, 24 << 20))
+    for rep in (1, 2):
+        for take in (1, 128):
+            for x, r in sizes:
+                trial(f"plain_{x}MiB_byall_hot_byall_take{take}_r{rep}", r,
+                      lambda: by("all", plain, x << 20, take), reread="first_half",
+                      hot_read=lambda: by("all", hot, r << 20, take))
+    for x, r in sizes:
+        trial(f"plain_{x}MiB_byA_hot_byA_take128", r, lambda: by("A", plain, x << 20, 128),
+              reread="first_half", hot_read=lambda: by("A", hot, r << 20, 128))
+    for x, r in sizes:
+        trial(f"plain_{x}MiB_byall_hot_byall_gridstride", r, lambda: read_all(plain, x << 20),
+              reread="first_half")
+
+
 torch.manual_seed(0)
+if os.environ.get("ROOM_SET") == "partitions":
+    partitions_trials()
+    sys.exit(0)
 if os.environ.get("ROOM_SET") == "sides":
     sides_trials()
     sys.exit(0)

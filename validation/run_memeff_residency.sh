@@ -19,7 +19,9 @@ source validation/device_env.sh
 PROBE_SCRIPT="${PROBE_SCRIPT:-validation/memeff_residency_probe.py}"
 case "$PROBE_SCRIPT" in
   *write_priority*) PREFIX="${G}_l2_write_priority" ;;
-  *room*) PREFIX="${G}_memeff_room${ROOM_SET:+_$ROOM_SET}" ;;  # ROOM_SET=placement: memeff_room_probe.py's other set
+  # ROOM_SET=placement|copies|sides|partitions: memeff_room_probe.py's other sets (PART_SET=takes: the
+  # partitions set's second part)
+  *room*) PREFIX="${G}_memeff_room${ROOM_SET:+_$ROOM_SET}${PART_SET:+_$PART_SET}" ;;
   *) PREFIX="${G}_memeff_residency" ;;
 esac
 # SMS=S: the backward on S SMs (a green context; memeff_residency_probe.py), files <gpu>_memeff_residency_sS*.

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -686,10 +687,22 @@ int cmd_validate(const std::vector<std::string>& args) {
   return 0;
 }
 
+// --bracket-cores LO-HI: the first hot read by those cores of a grid of one block per core (empty: all).
+traces::HotReaders core_range(const std::string& text, int64_t cores) {
+  if (text.empty()) return {};
+  int64_t lo = -1, hi = -1;
+  char dash = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%ld %c %ld %c", &lo, &dash, &hi, &extra) != 3 || dash != '-' || lo < 0 ||
+      hi < lo || hi >= cores)
+    throw InputError("attnsim probe", {},
+                     fmt::format("--bracket-cores must be LO-HI with 0 <= LO <= HI < {} (the cores)", cores));
+  return {cores, lo, hi - lo + 1};
+}
+
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
   double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
-  std::string bracket_reread = "all";
+  std::string bracket_reread = "all", bracket_cores;
   int64_t bracket_blocks = 0;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
@@ -727,6 +740,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "bracket-blocks", po::value(&bracket_blocks)->default_value(0),
       "--bracket-mib: the blocks that read the buffer, each a core (0: every core); a launch's first cores "
       "are those the block scheduler fills first")(
+      "bracket-cores", po::value(&bracket_cores),
+      "--bracket-mib: the first read by the cores LO-HI only (a grid of one block per core, the others "
+      "empty; the first wave places block c on core c): a buffer read by one L2 partition's cores")(
       "bracket-reread", po::value(&bracket_reread)->default_value("all"),
       "--bracket-mib: the second read takes all of the buffer, or every 5th chunk of its first or second "
       "half (first, second), in the order the first read took them")(
@@ -769,10 +785,10 @@ int cmd_probe(const std::vector<std::string>& args) {
     if (bracket_blocks < 0 || bracket_blocks > cores)
       throw InputError("attnsim probe", {},
                        fmt::format("--bracket-blocks must be 0 to {} (the cores)", cores));
-    program = bracket_bytes
-                  ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes,
-                                             bracket_blocks ? bracket_blocks : cores, Dtype::F16, reread)
-                  : traces::stream_program([&] { return traces::l2_probe(shape); });
+    program = bracket_bytes ? traces::hot_part_bracket(traces::l2_probe(shape), bracket_bytes,
+                                                       bracket_blocks ? bracket_blocks : cores, Dtype::F16,
+                                                       reread, core_range(bracket_cores, cores))
+                            : traces::stream_program([&] { return traces::l2_probe(shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError("attnsim probe", {}, e.what());
   }

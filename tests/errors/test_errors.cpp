@@ -219,6 +219,9 @@ TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
                      "attnsim probe: error: ", {"--bracket-blocks must be 0 to 132 (the cores)"});
   expect_input_error(run({"probe", "-c", h200, "--bracket-mib", "8", "--bracket-reread", "middle"}),
                      "attnsim probe: error: ", {"--bracket-reread must be all, first or second"});
+  for (const char* cores : {"66", "70-60", "0-132", "a-b"})
+    expect_input_error(run({"probe", "-c", h200, "--bracket-mib", "8", "--bracket-cores", cores}),
+                       "attnsim probe: error: ", {"--bracket-cores must be LO-HI with 0 <= LO <= HI < 132"});
 }
 
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {

@@ -10,6 +10,8 @@
 import ctypes, os, sys
 import torch
 
+import sm_sides
+
 lib = ctypes.CDLL(sys.argv[1])
 lib.launch_residency_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
 op_f = torch.ops.aten._efficient_attention_forward
@@ -106,42 +108,6 @@ def sides_trials():
                   reread="first_half", hot_read=lambda: by(hot_blocks, hot, r << 20))
 
 
-def sm_partitions():
-    """Which SMs share SM 0's L2 partition, by time (sm_pair_read of memeff_residency_read.cu): SM 0 and SM s
-    read 20 MiB each three times, after a read that evicts everything; the pairs that share a partition
-    thrash and take longer. The two clusters split at the largest ratio between neighbouring times (the
-    best of two launches a pair). Prints "PAIRTIME s ns" and "PARTITION A|B sm ..." lines."""
-    lib.launch_sm_pair_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
-                                        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    pair = torch.ones(40 << 20, dtype=torch.uint8, device="cuda")
-    claimed = torch.zeros(2, dtype=torch.int32, device="cuda")
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    best = {}
-    for _ in range(2):
-        for s in range(1, sms):
-            read_all(junk, junk.numel())
-            start.record()
-            assert lib.launch_sm_pair_read(pair.data_ptr(), 40 << 20, 3, 0, s, claimed.data_ptr(),
-                                           sink.data_ptr()) == 0
-            end.record()
-            torch.cuda.synchronize()
-            assert claimed.tolist() == [1, 1], f"SM 0 or SM {s} ran no block"
-            best[s] = min(best.get(s, 1e30), start.elapsed_time(end) * 1e6)
-    times = sorted(best.values())
-    ratio, cut = max((times[i + 1] / times[i], times[i]) for i in range(len(times) - 1))
-    for s in sorted(best):
-        print(f"PAIRTIME {s} {best[s]:.0f}", flush=True)
-    same = [0] + [s for s in sorted(best) if best[s] > cut]
-    other = [s for s in sorted(best) if best[s] <= cut]
-    print(f"PARTITION A {' '.join(map(str, same))}", flush=True)
-    print(f"PARTITION B {' '.join(map(str, other))}", flush=True)
-    print(f"PARTITION gap {ratio:.3f}", flush=True)
-    assert ratio > 1.08, "the pair times do not fall in two clusters"
-    del pair
-    return same, other, sms
-
-
 def partitions_trials():
     """ROOM_SET=partitions: the hot buffer read by the SMs of one L2 partition (A: SM 0's, B: the other's)
     or by every SM, then the plain buffer by A, B or every SM (masked_read: only blocks on the chosen SMs
@@ -149,7 +115,7 @@ def partitions_trials():
     which side's lines and copies cost the hot buffer its room. Also the hot buffer alone, read by one side."""
     lib.launch_masked_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
                                        ctypes.c_int, ctypes.c_void_p]
-    same, other, sms = sm_partitions()
+    same, other, sms = sm_sides.sm_sides(lib)
     counter = torch.zeros(1, dtype=torch.int64, device="cuda")
 
     def mask_of(ids):

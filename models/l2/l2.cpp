@@ -60,6 +60,7 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
     throw std::invalid_argument(fmt::format("more than {} sets per partition", kMaxSets));
   set_divisor_magic_ = sets_per_partition_ == 1 ? 0 : UINT64_MAX / sets_per_partition_ + 1;
   region_bits_ = std::bit_width(sets_per_partition_ - 1);
+  page_key_ = p.page_seed == 0 ? 0 : splitmix64_mix(p.page_seed);
   if ((p.home == Params::Home::AddressParity || p.set_index == Params::SetIndex::PairedRegions) &&
       (p.partitions != 2 || p.line_bytes > 256))
     throw std::invalid_argument(
@@ -182,7 +183,9 @@ int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
   if (params_.home == Params::Home::AddressParity) {
     const uint64_t addr = line_index << line_shift_;
-    return (std::popcount(addr & kHomeParityBits) + static_cast<int>(splitmix64_mix(addr >> 21) & 1)) & 1;
+    return (std::popcount(addr & kHomeParityBits) +
+            static_cast<int>(splitmix64_mix((addr >> 21) ^ page_key_) & 1)) &
+           1;
   }
   const uint64_t hash = (line_index * 0xD6E8FEB86659FD93ull) >> 40;
   if (power_of_two(params_.partitions))  // a mask, not a division per line
@@ -206,7 +209,7 @@ uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
   const uint64_t low = addr & ((uint64_t{1} << kPartnerHomeBit) - 1);
   const uint64_t pair = ((addr >> (kPartnerHomeBit + 1) << kPartnerHomeBit) | low) >> line_shift_;
   const uint64_t mask = (uint64_t{1} << region_bits_) - 1, region = pair >> region_bits_;
-  const uint64_t key = splitmix64_mix(region);
+  const uint64_t key = splitmix64_mix(region ^ page_key_);
   const int half = region_bits_ / 2 + 1;
   uint64_t v = (pair ^ key) & mask;
   v = (v * (key >> 20 | 1)) & mask;
@@ -976,6 +979,12 @@ void register_l2_models() {
                     "paired_regions"
                 ? L2Cache::Params::SetIndex::PairedRegions
                 : L2Cache::Params::SetIndex::Hashed;
+        r.page_seed = static_cast<uint64_t>(p.get<int64_t>(
+            "page_seed", 0, "",
+            "home: address_parity and set_index: paired_regions take it into their page hashes: where "
+            "memory lies, which differs from process to process on a GPU (physical addresses); 0: the "
+            "model's own placement, another value another (to see how much a figure moves with it)",
+            0, int64_t{1} << 62));
         r.max_dirty_ways =
             p.get<int64_t>("max_dirty_ways", -1, "ways",
                            "dirty lines a set may hold before the oldest is written back early; "

@@ -117,6 +117,10 @@ class L2Cache : public Component, public MemoryLevel {
     // own: contiguous memory fills the sets evenly, pieces of it do not (docs/chip.md, "Sets line by line").
     enum class SetIndex : uint8_t { Hashed, PairedRegions };
     SetIndex set_index = SetIndex::Hashed;
+    // Where the pages lie: the GPU hashes physical addresses, which differ from process to process, so the
+    // page hashes of address_parity and paired_regions take this seed in (0: the model's fixed placement;
+    // another seed stands for another process's, to see how much a figure moves with where memory lies).
+    uint64_t page_seed = 0;
     // Page records (below): simulation speed only, every figure the same without them (tested).
     bool page_records = true;
     // Victim orders (VictimOrder, below): simulation speed only, every figure the same without them (tested).
@@ -303,6 +307,7 @@ class L2Cache : public Component, public MemoryLevel {
   int line_shift_ = 7, sector_shift_ = 5;  // log2 of line_bytes and sector_bytes (both powers of two)
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
   int region_bits_ = 0;                    // SetIndex::PairedRegions: log2 of the pairs in a region
+  uint64_t page_key_ = 0;                  // page_seed mixed (0 for seed 0: the fixed placement)
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;

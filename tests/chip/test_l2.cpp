@@ -289,6 +289,28 @@ TEST(L2, AddressParityHomesALineAndItsPartnerApart) {
   EXPECT_THROW(L2Cache("l2_one_partition", one_partition), std::invalid_argument);
 }
 
+// l2.page_seed stands for another placement of the pages (another process's physical addresses): each 2 MiB
+// page keeps or swaps its lines' homes as a whole (a line and its partner stay apart), about half of them
+// swapping; seed 0 is the fixed placement every other test runs on.
+TEST(L2, PageSeedMovesWholePagesBetweenPartitions) {
+  Rig fixed(paired_regions(4, 16));
+  L2Cache::Params p = paired_regions(4, 16);
+  p.page_seed = 7;
+  const L2Cache seeded("l2_seeded", p);
+  int pages_moved = 0;
+  for (uint64_t page = 0; page < 64; ++page) {
+    const uint64_t base = page << 21;
+    const bool moved = fixed.l2.partition_of(base) != seeded.partition_of(base);
+    pages_moved += moved ? 1 : 0;
+    for (uint64_t addr = base; addr < base + (2u << 20); addr += 4096 + kLine) {
+      EXPECT_EQ(fixed.l2.partition_of(addr) != seeded.partition_of(addr), moved) << addr;
+      EXPECT_NE(seeded.partition_of(addr), seeded.partition_of(addr ^ (1u << 8 | 1u << 12)));
+    }
+  }
+  EXPECT_GT(pages_moved, 16);  // of 64
+  EXPECT_LT(pages_moved, 48);
+}
+
 // One core reads a contiguous buffer of exactly its partition's capacity twice. With paired regions the
 // lines and the copies of their partners tile the sets (each region of pairs covers every set once), so the
 // second pass hits throughout; a hash of each line fills some sets past their ways. Pieces of many regions

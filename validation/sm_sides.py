@@ -1,5 +1,5 @@
 # Which SMs share SM 0's L2 partition, by time, with no profiler (memeff_room_probe.py's partitions set,
-# fa2_causal_repeat.py): sm_pair_read of memeff_residency_read.cu has SM 0 and SM s read 20 MiB each three
+# sdpa_repeat.py): sm_pair_read of memeff_residency_read.cu has SM 0 and SM s read 20 MiB each three
 # times after a read that evicts everything; pairs on one partition thrash (each partition holds its home
 # lines and the other side's copies) and take longer (1.88-1.91 ms against 1.66-1.68 on an H200; gaps of 1.07-1.12 seen). The two
 # clusters split at the largest ratio between neighbouring times, the best of two launches a pair.

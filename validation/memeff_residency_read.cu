@@ -29,7 +29,8 @@ extern "C" int launch_residency_read(const void* base, size_t bytes, int stride,
 }
 
 // The same read by `blocks` blocks of 256 threads: one block is one SM (memeff_room_probe.py's copies set).
-extern "C" int launch_residency_read_blocks(const void* base, size_t bytes, int stride, int blocks, void* sink) {
+extern "C" int launch_residency_read_blocks(const void* base, size_t bytes, int stride, int blocks,
+                                            void* sink) {
   residency_read<<<blocks, 256>>>(static_cast<const char*>(base), bytes / 128, stride,
                                   static_cast<unsigned*>(sink));
   return static_cast<int>(cudaGetLastError());
@@ -80,9 +81,9 @@ extern "C" int launch_masked_read(const void* base, size_t bytes, const void* ma
 // (each partition then holds its home lines and the other side's copies) and thrash in one partition
 // otherwise (l2_probe.cu's pair mode, measured there with ncu: 43 MB against 83 MB of DRAM reads, 0.57
 // against 0.69 ms at base clocks), so the launch takes longer. `claimed`: two zeroed words.
-__global__ void __launch_bounds__(1024) sm_pair_read(const char* __restrict__ base, size_t lines, int passes,
-                                                     unsigned sm_a, unsigned sm_b, int* claimed,
-                                                     unsigned* sink) {
+__global__ void __launch_bounds__(1024)
+    sm_pair_read(const char* __restrict__ base, size_t lines, int passes, unsigned sm_a, unsigned sm_b,
+                 int* claimed, unsigned* sink) {
   __shared__ int mine;
   if (threadIdx.x == 0) {
     const unsigned sm = sm_id();
@@ -111,8 +112,9 @@ __global__ void __launch_bounds__(1024) sm_pair_read(const char* __restrict__ ba
 extern "C" int launch_sm_pair_read(const void* base, size_t bytes, int passes, int sm_a, int sm_b,
                                    void* claimed, void* sink) {
   cudaMemsetAsync(claimed, 0, 2 * sizeof(int));
-  sm_pair_read<<<264, 1024>>>(static_cast<const char*>(base), bytes / 128, passes, static_cast<unsigned>(sm_a),
-                              static_cast<unsigned>(sm_b), static_cast<int*>(claimed), static_cast<unsigned*>(sink));
+  sm_pair_read<<<264, 1024>>>(static_cast<const char*>(base), bytes / 128, passes,
+                              static_cast<unsigned>(sm_a), static_cast<unsigned>(sm_b),
+                              static_cast<int*>(claimed), static_cast<unsigned*>(sink));
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -774,6 +774,9 @@ int cmd_probe(const std::vector<std::string>& args) {
   const traces::HotReread reread = bracket_reread == "first"    ? traces::HotReread::FirstHalf
                                    : bracket_reread == "second" ? traces::HotReread::SecondHalf
                                                                 : traces::HotReread::All;
+  if (!bracket_cores.empty() && !bracket_bytes)
+    throw InputError("attnsim probe", {},
+                     "--bracket-cores needs --bracket-mib (the buffer those cores read)");
   if (bracket_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())

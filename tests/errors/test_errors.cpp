@@ -222,6 +222,8 @@ TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
   for (const char* cores : {"66", "70-60", "0-132", "a-b"})
     expect_input_error(run({"probe", "-c", h200, "--bracket-mib", "8", "--bracket-cores", cores}),
                        "attnsim probe: error: ", {"--bracket-cores must be LO-HI with 0 <= LO <= HI < 132"});
+  expect_input_error(run({"probe", "-c", h200, "--bracket-cores", "0-65"}),
+                     "attnsim probe: error: ", {"--bracket-cores needs --bracket-mib"});
 }
 
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {

@@ -68,6 +68,7 @@ class Machine {
   RegisterFile& regfile() { return *regfile_; }
   Hbm* hbm() { return hbm_.get(); }
   Sram* sram() { return sram_.get(); }
+  TileRegisterFile* tile_regs() { return tile_regs_.get(); }
   MxuUnit* mxu() { return mxu_.get(); }
   VpuUnit* vpu() { return vpu_.get(); }
   DmaEngine* dma() { return dma_.get(); }

@@ -282,13 +282,6 @@ void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
       continue;
     }
     const isa::TileRef& ref = tiles[operand.tensor];
-    // The DMA engine moves data between memory and SRAM; register-file buffers are filled with MOV.
-    if (is_memory_op(inst.op) && ref.is_buffer &&
-        program.buffers[ref.index].space == isa::BufferDecl::Space::Regs)
-      throw InputError(program.file, operand.loc(),
-                       std::string(isa::mnemonic(inst.op)) + " moves tiles between HBM and SRAM; '" +
-                           program.buffers[ref.index].name +
-                           "' is in the register file, so MOV it from or to an SRAM buffer");
     TileOperand& o = d.ops[i];
     o.storage = ref.index;
     o.is_buffer = ref.is_buffer;
@@ -430,9 +423,13 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   transfer.is_write = is_store;
   transfer.acquire = !is_store && tensor.coherent;
   transfer.core = id_;
-  DmaEngine::Timing t = accumulate
-                            ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, *units_.sram)
-                            : units_.dma->submit(ready, transfer, *units_.memory, *units_.sram);
+  // A buffer in the register file is loaded and stored as a GPU's ld.global / st.global do, with no
+  // shared memory on the way.
+  OnChipEnd& end = ctx.buffers[d.ops[is_store ? 0 : 1].storage].in_regs
+                       ? static_cast<OnChipEnd&>(*units_.tile_regs)
+                       : *units_.sram;
+  DmaEngine::Timing t = accumulate ? units_.dma->submit_accumulate(ready, transfer, *units_.memory, end)
+                                   : units_.dma->submit(ready, transfer, *units_.memory, end);
   // The copy's instructions issue from its start; it is done no earlier than the last of them.
   if (IssueUnit* issue = units_.issue) {
     const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes);

@@ -80,18 +80,18 @@ uint64_t DmaEngine::earliest_start(uint64_t ready_cycle) const {
 }
 
 DmaEngine::Timing DmaEngine::submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory,
-                                    Sram& sram) {
-  return submit_kind(ready_cycle, transfer, transfer.is_write ? Kind::Store : Kind::Load, memory, sram);
+                                    OnChipEnd& end) {
+  return submit_kind(ready_cycle, transfer, transfer.is_write ? Kind::Store : Kind::Load, memory, end);
 }
 
 DmaEngine::Timing DmaEngine::submit_accumulate(uint64_t ready_cycle, const Transfer& transfer,
-                                               MemoryLevel& memory, Sram& sram) {
-  return submit_kind(ready_cycle, transfer, Kind::Accumulate, memory, sram);
+                                               MemoryLevel& memory, OnChipEnd& end) {
+  return submit_kind(ready_cycle, transfer, Kind::Accumulate, memory, end);
 }
 
 DmaEngine::Timing DmaEngine::submit_atomic(uint64_t ready_cycle, const Transfer& transfer,
-                                           MemoryLevel& memory, Sram& sram) {
-  return submit_kind(ready_cycle, transfer, Kind::Atomic, memory, sram);
+                                           MemoryLevel& memory, OnChipEnd& end) {
+  return submit_kind(ready_cycle, transfer, Kind::Atomic, memory, end);
 }
 
 void DmaEngine::record_failed_atomics(uint64_t cycle, const Transfer& transfer, uint64_t count,
@@ -111,12 +111,12 @@ void DmaEngine::record_failed_atomics(uint64_t cycle, const Transfer& transfer, 
 }
 
 DmaEngine::Timing DmaEngine::submit_release(uint64_t ready_cycle, const Transfer& transfer,
-                                            MemoryLevel& memory, Sram& sram) {
-  return submit_kind(ready_cycle, transfer, Kind::Release, memory, sram);
+                                            MemoryLevel& memory, OnChipEnd& end) {
+  return submit_kind(ready_cycle, transfer, Kind::Release, memory, end);
 }
 
 DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind,
-                                         MemoryLevel& memory, Sram& sram) {
+                                         MemoryLevel& memory, OnChipEnd& end) {
   // Slots whose transfer has finished by ready_cycle are free again.
   std::erase_if(in_flight_, [ready_cycle](uint64_t done) { return done <= ready_cycle; });
   const uint64_t start = earliest_start(ready_cycle);
@@ -146,22 +146,23 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
   } else {
     hbm_done = memory.access(transfer, issue);
   }
-  // The SRAM side streams alongside the HBM side through one port; whichever is slower decides. A lock's
-  // word comes from and goes to a register.
-  const bool through_sram = kind != Kind::Atomic && kind != Kind::Release;
-  const uint64_t done = std::max(hbm_done, issue + (through_sram ? sram.access_cycles(bytes) : 0));
+  // The on-chip side (SRAM, or registers for ld.global / st.global) streams alongside the memory side;
+  // whichever is slower decides. A lock's word comes from and goes to a register.
+  const bool through_end = kind != Kind::Atomic && kind != Kind::Release;
+  const uint64_t done =
+      std::max(hbm_done, issue + (through_end ? end.stream_cycles(bytes, kind == Kind::Load) : 0));
 
   switch (kind) {
     case Kind::Load:
-      sram.record_write(bytes);
+      end.record_write(bytes);
       bytes_loaded += bytes;
       break;
     case Kind::Store:
-      sram.record_read(bytes);
+      end.record_read(bytes);
       bytes_stored += bytes;
       break;
     case Kind::Accumulate:  // the addend leaves SRAM; the old tile never enters it
-      sram.record_read(bytes);
+      end.record_read(bytes);
       bytes_loaded += bytes;
       bytes_stored += bytes;
       break;
@@ -174,7 +175,7 @@ DmaEngine::Timing DmaEngine::submit_kind(uint64_t ready_cycle, const Transfer& t
       break;
   }
   transfers += 1;
-  if (transfer.tensor >= 0 && through_sram) {
+  if (transfer.tensor >= 0 && through_end && end.is_sram()) {
     const auto t = static_cast<size_t>(transfer.tensor);
     if (t >= sram_bytes_per_tensor.size()) sram_bytes_per_tensor.resize(t + 1, 0);
     sram_bytes_per_tensor[t] += bytes;

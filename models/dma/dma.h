@@ -1,7 +1,8 @@
-// The DMA engine between off-chip memory (HBM, or the L2 of a chip) and SRAM: a queue of at most
+// The DMA engine between off-chip memory (HBM, or the L2 of a chip) and the core: a queue of at most
 // `queue_depth` transfers in flight. A transfer starts when it is submitted and a queue slot is free, pays
-// `setup_cycles`, then moves its bytes through HBM (hbm.h) and one SRAM port; it completes when both sides
-// are done. Overlap with MXU/VPU work comes from the sequencer issuing the next instructions while transfers
+// `setup_cycles`, then moves its bytes through HBM (hbm.h) and its on-chip end (one SRAM port, or the
+// register file for a GPU's ld.global / st.global: on_chip_end.h); it completes when both sides are
+// done. Overlap with MXU/VPU work comes from the sequencer issuing the next instructions while transfers
 // are in flight.
 #pragma once
 
@@ -10,8 +11,8 @@
 
 #include "models/common/component.h"
 #include "models/common/memory_level.h"
+#include "models/common/on_chip_end.h"
 #include "models/common/params.h"
-#include "models/sram/sram.h"
 
 namespace attnsim {
 
@@ -22,7 +23,7 @@ class DmaEngine : public Component {
     int64_t setup_cycles = 0;
     int64_t fence_cycles = 0;  // a memory barrier's own round trip, after the block's stores arrived
   };
-  using Transfer = MemAccess;  // is_write: SRAM -> memory (STORE)
+  using Transfer = MemAccess;  // is_write: on-chip -> memory (STORE)
   struct Timing {
     uint64_t start = 0;  // queue slot granted
     uint64_t done = 0;
@@ -34,22 +35,23 @@ class DmaEngine : public Component {
 
   // Submits at `ready_cycle` (operands ready, in program order: ready cycles never decrease). The memory
   // level behind the DMA (HBM, or L2 on a chip) keeps its own ledger; this updates the SRAM byte counters
-  // and the DMA stats.
-  Timing submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  // and the DMA stats. `end` is the transfer's on-chip side.
+  Timing submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, OnChipEnd& end);
   // An accumulating store (STORE_ADD: memory tile += SRAM tile): one queue slot, the SRAM tile read once,
   // and two accesses of the memory tile, a read and then a write, both issued when the transfer starts
   // (the add is done beside the memory, as a GPU's L2 executes red.global.add, so the write does not wait
   // for the old values to come back to the core). `transfer.is_write` is ignored. Counted in both
   // bytes_loaded and bytes_stored.
-  Timing submit_accumulate(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  Timing submit_accumulate(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory,
+                           OnChipEnd& end);
   // One attempt of a lock's compare-and-swap (LOCK): an atomic at the word's home, its old value back to
   // the core; no SRAM bytes. Counted in bytes_loaded and bytes_stored as STORE_ADD is.
-  Timing submit_atomic(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  Timing submit_atomic(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, OnChipEnd& end);
   // `count` failed attempts of a lock's compare-and-swap, issued together at `cycle` (their bytes; the wait
   // they fill is the LOCK's): no queue slot, no time of their own.
   void record_failed_atomics(uint64_t cycle, const Transfer& transfer, uint64_t count, MemoryLevel& memory);
   // A lock's release (UNLOCK): a store from a register, no SRAM bytes.
-  Timing submit_release(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, Sram& sram);
+  Timing submit_release(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, OnChipEnd& end);
   // The cycle a transfer ready at `ready_cycle` would get a queue slot.
   uint64_t earliest_start(uint64_t ready_cycle) const;
   void reset();
@@ -73,7 +75,7 @@ class DmaEngine : public Component {
  private:
   enum class Kind : uint8_t { Load, Store, Accumulate, Atomic, Release };
   Timing submit_kind(uint64_t ready_cycle, const Transfer& transfer, Kind kind, MemoryLevel& memory,
-                     Sram& sram);
+                     OnChipEnd& end);
 
   Params params_;
   std::deque<uint64_t>

@@ -9,12 +9,13 @@
 
 #include "isa/diagnostics.h"
 #include "models/common/component.h"
+#include "models/common/on_chip_end.h"
 #include "models/common/params.h"
 #include "models/sram/sram.h"  // BufferRequest
 
 namespace attnsim {
 
-class TileRegisterFile : public Component {
+class TileRegisterFile : public Component, public OnChipEnd {
  public:
   // Defaults: TPU-like vector registers, 32 of 8 sublanes x 128 lanes x 4 bytes.
   struct Params {
@@ -36,8 +37,12 @@ class TileRegisterFile : public Component {
   // Cycles to move `bytes` through all read (is_write false) or write ports: ceil(bytes / (width *
   // ports)), at least 1 for a non-empty access.
   uint64_t access_cycles(uint64_t bytes, bool is_write = false) const;
-  void record_read(uint64_t bytes) { bytes_read += bytes; }
-  void record_write(uint64_t bytes) { bytes_written += bytes; }
+  uint64_t stream_cycles(uint64_t bytes, bool is_write) const override {
+    return access_cycles(bytes, is_write);
+  }
+  void record_read(uint64_t bytes) override { bytes_read += bytes; }
+  void record_write(uint64_t bytes) override { bytes_written += bytes; }
+  bool is_sram() const override { return false; }
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 
   uint64_t bytes_read = 0;

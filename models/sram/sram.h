@@ -8,6 +8,7 @@
 
 #include "isa/diagnostics.h"
 #include "models/common/component.h"
+#include "models/common/on_chip_end.h"
 #include "models/common/params.h"
 
 namespace attnsim {
@@ -18,7 +19,7 @@ struct BufferRequest {
   SourceLoc loc;  // the .buffer line, for the error
 };
 
-class Sram : public Component {
+class Sram : public Component, public OnChipEnd {
  public:
   struct Params {
     uint64_t capacity_bytes = 228 * 1024;
@@ -36,8 +37,10 @@ class Sram : public Component {
 
   // Cycles to move `bytes` through one port (at least 1 for a non-empty access).
   uint64_t access_cycles(uint64_t bytes) const;
-  void record_read(uint64_t bytes) { bytes_read += bytes; }
-  void record_write(uint64_t bytes) { bytes_written += bytes; }
+  uint64_t stream_cycles(uint64_t bytes, bool /*is_write*/) const override { return access_cycles(bytes); }
+  void record_read(uint64_t bytes) override { bytes_read += bytes; }
+  void record_write(uint64_t bytes) override { bytes_written += bytes; }
+  bool is_sram() const override { return true; }
   // The run's length, for the average-bandwidth formulas.
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 

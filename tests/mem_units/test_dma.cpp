@@ -9,6 +9,7 @@
 #include "models/dma/dma.h"
 #include "models/hbm/hbm.h"
 #include "models/hbm/hbm_presets.h"
+#include "models/sram/sram.h"
 #include "tests/mem_units/config_reader.h"
 
 namespace attnsim {

@@ -357,16 +357,17 @@ std::vector<std::vector<double>> model_causal_ends(const std::vector<std::pair<i
 }
 
 // The kernel's computeDelta loads O_i and dO_i with ld.global and multiplies them in registers; the
-// model's prologue went through shared memory until the thirty-sixth session. The GPU's fixed part grows
-// by 1,322 cycles a query block (49 k, 88 k, 176 k cycles at T = 32, 64, 128; 457 k at 256, where the
-// head's 16 MiB of O and dO meet the L2's limit), the model's by 1,387 (73 k, 127 k, 206 k; 537 k): the
-// prologue's cost per query block within 5% (2,664 through shared memory: 108 k, 198 k, 364 k). What is
-// left is a fixed 21 k cycles more than the GPU's 8 k (the epilogue, K_j) and a shorter step, 25-27 k
-// cycles against 33-35 k (the kernel is latency-bound and the program counts half its instructions,
-// docs/validation.md "Where the memory-efficient backward's step goes").
+// model's prologue went through shared memory until the thirty-sixth session. The GPU's fixed part: 49 k,
+// 88 k, 176 k, 457 k cycles at T = 32, 64, 128, 256 (1,322 more a query block from 32 to 128); the model's
+// 73 k, 127 k, 206 k, 537 k (1,387), and 108 k, 198 k, 364 k, 812 k (2,664) through shared memory
+// (docs/validation.md, "The memory-efficient backward's prologue runs in registers"). Held here at T = 32
+// and 64 only (the larger shapes take minutes to simulate): the fixed part 1.44-1.48 of the GPU's (2.2-2.25
+// before), its growth from 32 to 64 1.38 (2.3). What is left: the model's fixed time beside the prologue,
+// 21 k cycles more than the GPU's 8 k, and a step 0.75-0.78 of the GPU's, 25-27 k cycles against 33-35 k
+// (the kernel is latency-bound and the program counts half its instructions, docs/validation.md "Where the
+// memory-efficient backward's step goes").
 TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
-  // (T = 256 too on the GPU, 457 k and 33.0 k; the model's 537 k and 26.0 k take 3 minutes more to run.)
-  const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 4096}, {16, 8192}, {8, 16384}};
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 4096}, {16, 8192}};
   const std::vector<std::vector<double>> model_ends = model_causal_ends(shapes);
   ASSERT_EQ(model_ends.size(), shapes.size());
   std::vector<BlockLine> model, gpu;
@@ -379,18 +380,17 @@ TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
     std::printf("T = %lld: fixed part, step (cycles): GPU %.0f, %.0f; model %.0f, %.0f\n",
                 static_cast<long long>(n / 128), gpu.back().fixed, gpu.back().step, model.back().fixed,
                 model.back().step);
+    EXPECT_GT(model.back().fixed / gpu.back().fixed, 1.3);
+    EXPECT_LT(model.back().fixed / gpu.back().fixed, 1.6);
     EXPECT_GT(model.back().step / gpu.back().step, 0.70);
     EXPECT_LT(model.back().step / gpu.back().step, 0.85);
   }
-  // Per query block of the prologue, from T = 32 to 128.
-  const double gpu_per_block = (gpu[2].fixed - gpu[0].fixed) / 96,
-               model_per_block = (model[2].fixed - model[0].fixed) / 96;
-  std::printf("prologue per query block: GPU %.0f, model %.0f cycles\n", gpu_per_block, model_per_block);
-  EXPECT_NEAR(gpu_per_block, 1300, 50);
-  EXPECT_GT(model_per_block / gpu_per_block, 0.95);
-  EXPECT_LT(model_per_block / gpu_per_block, 1.15);
-  EXPECT_GT(model[1].fixed / gpu[1].fixed, 1.3);
-  EXPECT_LT(model[1].fixed / gpu[1].fixed, 1.6);
+  const double gpu_growth = gpu[1].fixed - gpu[0].fixed, model_growth = model[1].fixed - model[0].fixed;
+  std::printf("fixed part's growth from T = 32 to 64: GPU %.0f, model %.0f cycles\n", gpu_growth,
+              model_growth);
+  EXPECT_NEAR(gpu_growth, 38.9e3, 1e3);
+  EXPECT_GT(model_growth / gpu_growth, 1.2);
+  EXPECT_LT(model_growth / gpu_growth, 1.6);
 }
 #endif
 

@@ -34,11 +34,11 @@ class DmaEngine : public Component {
   const Params& params() const { return params_; }
 
   // Submits at `ready_cycle` (operands ready, in program order: ready cycles never decrease). The memory
-  // level behind the DMA (HBM, or L2 on a chip) keeps its own ledger; this updates the SRAM byte counters
-  // and the DMA stats. `end` is the transfer's on-chip side.
+  // level behind the DMA (HBM, or L2 on a chip) keeps its own ledger; this updates the on-chip end's byte
+  // counters (`end`: the SRAM, or the register file) and the DMA stats.
   Timing submit(uint64_t ready_cycle, const Transfer& transfer, MemoryLevel& memory, OnChipEnd& end);
-  // An accumulating store (STORE_ADD: memory tile += SRAM tile): one queue slot, the SRAM tile read once,
-  // and two accesses of the memory tile, a read and then a write, both issued when the transfer starts
+  // An accumulating store (STORE_ADD: memory tile += on-chip tile): one queue slot, the on-chip tile read
+  // once, and two accesses of the memory tile, a read and then a write, both issued when the transfer starts
   // (the add is done beside the memory, as a GPU's L2 executes red.global.add, so the write does not wait
   // for the old values to come back to the core). `transfer.is_write` is ignored. Counted in both
   // bytes_loaded and bytes_stored.

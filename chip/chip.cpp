@@ -249,8 +249,12 @@ Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
 }
 
 void Chip::step(int core, Slot& slot) {
-  state_[core].tile->execute(slot.next, slot.ctx, params_.blocking_issue, values_, slot.ready);
+  const TileCore::Step done =
+      state_[core].tile->execute(slot.next, slot.ctx, params_.blocking_issue, values_, slot.ready);
   ++instructions_;
+  if (observer_)
+    observer_->after_step({slot.launch, slot.work.index, core, slot.started, 0}, slot.next.op, done.start,
+                          done.done);
   const BlockSegment& seg = slot.work.segments[slot.segment];
   if (++slot.position < seg.end) return prepare(core, slot);
   if (++slot.segment < slot.work.segments.size()) {
@@ -267,6 +271,7 @@ void Chip::step(int core, Slot& slot) {
   slot.free_at = slot.ctx.end;
   if (record_blocks_)
     block_records_.push_back({slot.launch, slot.work.index, core, slot.started, slot.ctx.end});
+  if (observer_) observer_->block_done({slot.launch, slot.work.index, core, slot.started, slot.ctx.end});
   slot.work.segments.clear();
   --resident_;
   ChipCore& c = *cores_[core];

@@ -94,6 +94,16 @@ struct BlockRecord {
 
 nlohmann::json kernel_reports_json(const std::vector<KernelReport>& kernels);
 
+// Told of every instruction a core executes and of every block's end, as they happen (attnsim run and
+// validate --timeline). `block` carries the block's launch, index, core and start; its end_cycle is set in
+// block_done only.
+class ChipObserver {
+ public:
+  virtual ~ChipObserver() = default;
+  virtual void after_step(const BlockRecord& block, isa::Opcode op, uint64_t start, uint64_t done) = 0;
+  virtual void block_done(const BlockRecord& block) = 0;
+};
+
 class Chip : public Component {
  public:
   SC_HAS_PROCESS(Chip);
@@ -120,6 +130,8 @@ class Chip : public Component {
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).
   void record_blocks(bool on) { record_blocks_ = on; }
   const std::vector<BlockRecord>& block_records() const { return block_records_; }
+  // Tell `observer` (null: nobody) of every instruction and block end of the next runs; not owned.
+  void set_observer(ChipObserver* observer) { observer_ = observer; }
   std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
   const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
   Hbm& dram() { return hbm_; }
@@ -209,6 +221,7 @@ class Chip : public Component {
   std::vector<KernelReport> kernel_reports_;
   bool record_blocks_ = false;
   std::vector<BlockRecord> block_records_;
+  ChipObserver* observer_ = nullptr;
 
   sc_core::sc_event start_event_, quantum_done_;
   bool start_pending_ = false;

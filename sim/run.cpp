@@ -13,6 +13,7 @@
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
+#include "sim/chip_timeline.h"
 #include "sim/html_view.h"
 #include "sim/machine.h"
 #include "sim/timeline.h"
@@ -154,13 +155,25 @@ void record_values_and_checks(const isa::Program& program, const RunOptions& opt
 
 // A tile program on a whole chip: its blocks spread over the cores; counts per level.
 RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Machine& machine) {
-  if (options.table || !options.timeline.empty() || !options.vcd.empty() || !options.html.empty())
+  if (options.table || !options.vcd.empty() || !options.html.empty())
     throw InputError(program.file, {},
-                     "--table, --timeline, --vcd and --html are for single-core machines, not a whole chip");
+                     "--table, --vcd and --html are for single-core machines, not a whole chip (--timeline "
+                     "shows every core)");
   Chip& chip = *machine.chip();
+  std::unique_ptr<ChipTimelineRecorder> timeline;
+  if (!options.timeline.empty()) {
+    try {
+      timeline = std::make_unique<ChipTimelineRecorder>(
+          parse_timeline_cores(options.timeline_cores, chip.params().cores), options.timeline_limit);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(program.file, {}, std::string("--timeline-cores: ") + e.what());
+    }
+    chip.set_observer(timeline.get());
+  }
   std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
   machine.run();
+  chip.set_observer(nullptr);
   RunResult result;
   result.machine = machine.name();
   result.tile_machine = true;
@@ -179,8 +192,13 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
                   {"summary", chip_summary_json(*result.chip)},
                   {"stats", machine.stats_json()},
                   {"checks", checks_json(result.checks)}};
-  if (!options.stats_json.empty())
-    write_file_atomically(options.stats_json, json_text(result.stats, 2) + "\n");
+  std::vector<std::pair<std::string, std::string>> files;
+  if (!options.stats_json.empty()) files.emplace_back(options.stats_json, json_text(result.stats, 2) + "\n");
+  if (timeline) {
+    files.emplace_back(options.timeline, timeline->json(program.file, chip.kernels()));
+    if (auto note = timeline->note(); !note.empty()) result.notes.push_back(options.timeline + ": " + note);
+  }
+  write_files_atomically(files);
   return result;
 }
 

@@ -26,6 +26,7 @@ struct RunOptions {
   bool timing_only = false;            // tile programs: counts and cycles only, no values
   std::string timeline;                // write a Perfetto/Chrome trace of unit activity here when non-empty
   size_t timeline_limit = 200000;      // instructions kept in the timeline
+  std::string timeline_cores = "all";  // whole chip: the cores the timeline shows ("0-3,17")
   std::string vcd;                     // write a VCD waveform (GTKWave) here when non-empty
   size_t vcd_limit = 100000;           // instructions drawn in the VCD
   std::string html;                    // write a step-through page (sim/html_view.h) here when non-empty

@@ -8,8 +8,11 @@
 namespace attnsim {
 
 std::string unit_of(const isa::Program& program, const isa::Instruction& inst) {
-  const bool tile = program.has_tiles();
-  switch (inst.op) {
+  return unit_of(inst.op, program.has_tiles());
+}
+
+std::string unit_of(isa::Opcode op, bool tile) {
+  switch (op) {
     case isa::Opcode::Load:
     case isa::Opcode::Store:
     case isa::Opcode::StoreAdd:

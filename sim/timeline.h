@@ -13,6 +13,7 @@ namespace attnsim {
 
 // The unit an instruction occupies: dram, mac, alu on scalar machines; dma, mxu, vpu on tile machines.
 std::string unit_of(const isa::Program& program, const isa::Instruction& inst);
+std::string unit_of(isa::Opcode op, bool tile);
 
 class TimelineRecorder : public StepObserver {
  public:

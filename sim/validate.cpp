@@ -13,6 +13,7 @@
 
 #include "isa/diagnostics.h"
 #include "sim/chip_report.h"
+#include "sim/chip_timeline.h"
 #include "sim/config.h"
 #include "sim/csv_row.h"
 #include "sim/machine.h"
@@ -462,8 +463,15 @@ void set_row_feed(Machine& machine, const Measurement& m, const MxuUnit::Feed& c
 
 // Runs one measured row's program on `machine` and reads off its predictions; an empty optional (and the
 // reason in `skipped`) when the model's footprint does not fit the config (e.g. S and P in SRAM).
+// The row's timeline, when asked for, into `summary`.
+struct RowTimeline {
+  const TimelineRequest* request = nullptr;
+  ValidationSummary* summary = nullptr;
+};
+
 std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m, const std::string& where,
-                                          std::string& skipped, bool record_blocks, uint64_t hot_part_bytes) {
+                                          std::string& skipped, bool record_blocks, uint64_t hot_part_bytes,
+                                          RowTimeline timeline) {
   const int64_t cores = machine.is_chip() ? static_cast<int64_t>(machine.chip()->cores().size()) : 1;
   const isa::Program program = measured_program(m, where, machine.is_chip(), hot_part_bytes, cores);
   try {
@@ -476,7 +484,23 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     machine.chip()->set_kernel_occupancy(kernel_occupancy(m, program, where, hot_part_bytes != 0));
     machine.chip()->record_blocks(record_blocks);
   }
+  std::unique_ptr<ChipTimelineRecorder> recorder;
+  if (timeline.request && machine.chip_loaded()) {
+    try {
+      recorder = std::make_unique<ChipTimelineRecorder>(
+          parse_timeline_cores(timeline.request->cores, machine.chip()->params().cores),
+          timeline.request->limit);
+    } catch (const std::invalid_argument& e) {
+      throw InputError(where, {m.line, 1}, std::string("--timeline-cores: ") + e.what());
+    }
+    machine.chip()->set_observer(recorder.get());
+  }
   machine.run();
+  if (recorder) {
+    machine.chip()->set_observer(nullptr);
+    timeline.summary->timeline_json = recorder->json(where, machine.chip()->kernels());
+    timeline.summary->timeline_note = recorder->note();
+  }
   ValidationRow row;
   row.measured = m;
   if (machine.chip_loaded()) {  // SM <-> L2 from the network's ledger; DRAM behind the L2
@@ -555,7 +579,11 @@ void summarize_rows(ValidationSummary& s) {
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& given_overrides, bool record_blocks,
-                           uint64_t hot_part_bytes) {
+                           uint64_t hot_part_bytes, const TimelineRequest* timeline) {
+  if (timeline && measurements.size() != 1)
+    throw InputError(
+        data_path, {},
+        fmt::format("--timeline shows one row's run: give one row, not {}", measurements.size()));
   std::vector<std::string> overrides = given_overrides;
   if (hot_part_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   const YAML::Node config = load_config(config_path, overrides).root;
@@ -590,7 +618,7 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m) && !m.wgmma, !m.wgmma);
     if (skipped.empty())
       row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped, record_blocks,
-                         hot_part_bytes);
+                         hot_part_bytes, {timeline, &summary});
     if (!row) {
       summary.not_simulated.push_back(m);
       summary.not_simulated.back().not_simulated = skipped;

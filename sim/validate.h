@@ -130,6 +130,7 @@ struct ValidationSummary {
   double read_pearson = 0, write_pearson = 0;
   bool chip = false;  // DRAM figures below are set for whole-chip configs
   std::vector<Measurement> not_simulated;
+  std::string timeline_json, timeline_note;  // with a TimelineRequest: the row's timeline, where it stopped
   double dram_read_nrmse = 0, dram_read_pearson = 0;
   double dram_write_nrmse = 0, dram_write_pearson = 0;
   double clock_ghz = 0;            // the config's clock, which turns predicted cycles into time
@@ -148,10 +149,16 @@ struct ValidationSummary {
 // hot_part_bytes > 0: each row's kernels run between two reads of a buffer of that many bytes by every core,
 // the L2 kept between kernels (traces/hot_part.h; the GPU's twin is validation/memeff_room_probe.py); the
 // rows' DRAM figures then include the buffer's reads.
+// `timeline`: the one row's instructions on a whole chip as a Perfetto / Chrome JSON (sim/chip_timeline.h),
+// into ValidationSummary::timeline_json; refused (InputError) with more than one row.
+struct TimelineRequest {
+  std::string cores = "all";  // the cores shown: all, or a list such as 0-3,17
+  size_t limit = 200000;      // instructions kept
+};
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
                            const std::vector<Measurement>& measurements,
                            const std::vector<std::string>& overrides = {}, bool record_blocks = false,
-                           uint64_t hot_part_bytes = 0);
+                           uint64_t hot_part_bytes = 0, const TimelineRequest* timeline = nullptr);
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 // Simulated / measured cycles of each kernel of the multi-kernel rows whose data give each launch's time
 // and clock, grouped by schedule and kernel name; "" when there are none. print_validation ends with it.

@@ -139,7 +139,10 @@ int cmd_run(const std::vector<std::string>& args) {
       "timing-only", po::bool_switch(&options.timing_only),
       "tile programs: skip values, keep counts and cycles")(
       "timeline", po::value(&options.timeline),
-      "write each unit's activity as a Perfetto / chrome://tracing JSON (first 200,000 instructions)")(
+      "write each unit's activity as a Perfetto / chrome://tracing JSON (first 200,000 instructions); on a "
+      "whole chip a process per core, with its thread blocks and units")(
+      "timeline-cores", po::value(&options.timeline_cores)->default_value(options.timeline_cores),
+      "--timeline on a whole chip: the cores shown, all or a list such as 0-3,17")(
       "vcd", po::value(&options.vcd),
       "write a VCD waveform for GTKWave: registers, unit busy, DRAM accesses; tile machines: unit busy, SRAM "
       "occupancy (first 100,000 instructions)")(
@@ -642,9 +645,10 @@ int cmd_plot(const std::vector<std::string>& args) {
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string config_path, csv_file, block_times;
+  std::string config_path, csv_file, block_times, timeline_file;
   std::vector<std::string> data, overrides;
   double hot_mib = 0;
+  TimelineRequest timeline;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
       "data", po::value(&data)->required(),
@@ -660,13 +664,24 @@ int cmd_validate(const std::vector<std::string>& args) {
       "whole chip: run each row's kernels between two reads of a buffer of this many MiB by every core, "
       "the L2 kept between kernels, and print the share of it the kernels pushed out of the L2 "
       "(validation/memeff_room_probe.py measures the same on the GPU; the row's program is held in memory, "
-      "up to 5 million instructions: a wave or a few)");
+      "up to 5 million instructions: a wave or a few)")(
+      "timeline", po::value(&timeline_file),
+      "whole chip, one row: write every instruction of its run as a Perfetto / chrome://tracing JSON, a "
+      "process per core with its thread blocks and units (first 200,000 instructions)")(
+      "timeline-cores", po::value(&timeline.cores)->default_value(timeline.cores),
+      "--timeline: the cores shown, all or a list such as 0-3,17")(
+      "timeline-limit", po::value(&timeline.limit)->default_value(timeline.limit),
+      "--timeline: instructions kept");
   po::positional_options_description pos;
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,
-                      "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M]");
+                      "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M] "
+                      "[--timeline FILE]");
   if (parsed.help) return 0;
-  check_output_paths({csv_file, block_times});
+  if (timeline.limit < 1 || timeline.limit > (size_t{1} << 28))
+    throw InputError("attnsim validate", {},
+                     fmt::format("--timeline-limit must be from 1 to {}", size_t{1} << 28));
+  check_output_paths({csv_file, block_times, timeline_file});
   std::vector<Measurement> measurements;
   for (const auto& path : data) {  // every file read (and checked) before anything is simulated
     std::vector<Measurement> rows = read_measurements(path);
@@ -678,12 +693,18 @@ int cmd_validate(const std::vector<std::string>& args) {
     throw InputError("attnsim validate", {}, "--hot-mib must be a multiple of 1/64 from 0 to 2^20");
   const auto hot_bytes = static_cast<uint64_t>(hot_mib * 64) << 14;
   const ValidationSummary summary =
-      validate(config_path, data.front(), measurements, overrides, !block_times.empty(), hot_bytes);
+      validate(config_path, data.front(), measurements, overrides, !block_times.empty(), hot_bytes,
+               timeline_file.empty() ? nullptr : &timeline);
+  if (!timeline_file.empty() && summary.timeline_json.empty())
+    throw InputError("attnsim validate", {},
+                     "--timeline: the row did not run on a whole chip (not simulated, or a one-core config)");
   std::vector<std::pair<std::string, std::string>> files;
   if (!csv_file.empty()) files.emplace_back(csv_file, validation_csv(summary));
   if (!block_times.empty()) files.emplace_back(block_times, validation_block_times_csv(summary));
+  if (!timeline_file.empty()) files.emplace_back(timeline_file, summary.timeline_json);
   if (!files.empty()) write_files_atomically(files);
   print_validation(std::cout, summary);
+  if (!summary.timeline_note.empty()) std::cout << timeline_file << ": " << summary.timeline_note << "\n";
   return 0;
 }
 

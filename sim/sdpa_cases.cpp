@@ -215,6 +215,11 @@ Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficient
   m.warps = kernel.tiles.warps;
   m.warp_rows = kernel.tiles.warp_rows;
   m.as_mem_efficient = true;
+  // CUTLASS's mainloops step through k a tile of 32 at a time in a loop: in the kernel's SASS each HMMA
+  // runs 4 times a step at d = 128, beside 20 BAR and 20 BRA a warp and step (validation/data/
+  // h200_memeff_profile.tar.gz; 876 other instructions a warp and step inside those loops, 21.9 a k-step of
+  // 16, where the presets' rolled_kstep_instructions, measured on the project's kernels, count 12).
+  m.rolled_k_loops = true;
   m.mma = kMemEfficientMma;
   m.reload_k = kernel.reload_k;
   // O (the forward's output), the copy of dO the backward makes and the gradients are (b, n, h, d): one

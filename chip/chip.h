@@ -130,7 +130,8 @@ class Chip : public Component {
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).
   void record_blocks(bool on) { record_blocks_ = on; }
   const std::vector<BlockRecord>& block_records() const { return block_records_; }
-  // Tell `observer` (null: nobody) of every instruction and block end of the next runs; not owned.
+  // Tell `observer` (null: nobody) of every instruction and block end of the next runs; not owned (see
+  // ObservedBy, which takes it away again however the run ends).
   void set_observer(ChipObserver* observer) { observer_ = observer; }
   std::vector<std::unique_ptr<ChipCore>>& cores() { return cores_; }
   const std::vector<KernelReport>& kernels() const { return kernel_reports_; }
@@ -228,6 +229,18 @@ class Chip : public Component {
   std::exception_ptr error_;
   sc_core::sc_time period_;
   uint64_t limit_ = 0;  // end of the quantum the cores are running
+};
+
+// `observer` watches `chip` for this object's lifetime, also when a run throws.
+class ObservedBy {
+ public:
+  ObservedBy(Chip& chip, ChipObserver* observer) : chip_(chip) { chip_.set_observer(observer); }
+  ~ObservedBy() { chip_.set_observer(nullptr); }
+  ObservedBy(const ObservedBy&) = delete;
+  ObservedBy& operator=(const ObservedBy&) = delete;
+
+ private:
+  Chip& chip_;
 };
 
 void register_chip_params(ParamReader& reader, ChipParams& params);

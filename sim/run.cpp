@@ -168,12 +168,13 @@ RunResult run_on_chip(const isa::Program& program, const RunOptions& options, Ma
     } catch (const std::invalid_argument& e) {
       throw InputError(program.file, {}, std::string("--timeline-cores: ") + e.what());
     }
-    chip.set_observer(timeline.get());
   }
   std::vector<std::vector<double>> initial;
   for (size_t t = 0; t < program.tensors.size(); ++t) initial.push_back(chip.tensor_values(int(t)));
-  machine.run();
-  chip.set_observer(nullptr);
+  {
+    const ObservedBy watched(chip, timeline.get());
+    machine.run();
+  }
   RunResult result;
   result.machine = machine.name();
   result.tile_machine = true;

@@ -493,11 +493,14 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     } catch (const std::invalid_argument& e) {
       throw InputError(where, {m.line, 1}, std::string("--timeline-cores: ") + e.what());
     }
-    machine.chip()->set_observer(recorder.get());
   }
-  machine.run();
+  if (machine.chip_loaded()) {
+    const ObservedBy watched(*machine.chip(), recorder.get());
+    machine.run();
+  } else {
+    machine.run();
+  }
   if (recorder) {
-    machine.chip()->set_observer(nullptr);
     timeline.summary->timeline_json = recorder->json(where, machine.chip()->kernels());
     timeline.summary->timeline_note = recorder->note();
   }

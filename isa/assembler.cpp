@@ -414,11 +414,11 @@ class Assembler {
   }
 
   struct KernelOptionsSeen {
-    bool k_loops = false, warps = false, mma = false, softmax = false;
+    bool k_loops = false, warps = false, mma = false, softmax = false, exp = false;
   };
 
-  // k_loops(rolled | unrolled), warps(W, R), mma(M, N, K) or softmax(iterative) after a kernel's grid,
-  // each at most once.
+  // k_loops(rolled | unrolled), warps(W, R), mma(M, N, K), softmax(iterative) or exp(accurate) after a
+  // kernel's grid, each at most once.
   static void parse_kernel_option(LineCursor& c, KernelDecl& decl, KernelOptionsSeen& seen) {
     const SourceLoc loc = c.loc();
     const std::string option = c.identifier();
@@ -426,11 +426,12 @@ class Assembler {
                  : option == "warps"   ? &seen.warps
                  : option == "mma"     ? &seen.mma
                  : option == "softmax" ? &seen.softmax
+                 : option == "exp"     ? &seen.exp
                                        : nullptr;
     if (!flag)
       c.fail(loc,
              "unexpected text after the kernel declaration (only k_loops(rolled | unrolled), warps(W, R), "
-             "mma(M, N, K) and softmax(iterative) may follow the grid)");
+             "mma(M, N, K), softmax(iterative) and exp(accurate) may follow the grid)");
     if (*flag) c.fail(loc, option + "(...) is given twice");
     *flag = true;
     if (option == "k_loops")
@@ -439,8 +440,10 @@ class Assembler {
       parse_warps(c, decl);
     else if (option == "mma")
       parse_mma(c, decl);
-    else
+    else if (option == "softmax")
       parse_softmax(c, decl);
+    else
+      parse_exp(c, decl);
   }
 
   // mma(M, N, K): the kernel's mma instruction shape (KernelDecl::mma).
@@ -462,6 +465,14 @@ class Assembler {
     if (c.identifier() != "iterative") c.fail(value_loc, "expected softmax(iterative)" + c.found());
     decl.iterative_softmax = true;
     c.expect(')', "to close softmax(...)");
+  }
+
+  static void parse_exp(LineCursor& c, KernelDecl& decl) {
+    c.expect('(', "after exp");
+    const SourceLoc value_loc = c.loc();
+    if (c.identifier() != "accurate") c.fail(value_loc, "expected exp(accurate)" + c.found());
+    decl.accurate_exp = true;
+    c.expect(')', "to close exp(...)");
   }
 
   // warps(W, R): the block's W warps share a product's output in bands of R rows (KernelDecl::warps).

@@ -117,7 +117,8 @@ std::string disassemble(const Program& program) {
            (k.rolled_k_loops ? " k_loops(rolled)" : "") +
            (k.warps > 0 ? fmt::format(" warps({}, {})", k.warps, k.warp_rows) : "") +
            (k.mma[0] > 0 ? fmt::format(" mma({}, {}, {})", k.mma[0], k.mma[1], k.mma[2]) : "") +
-           (k.iterative_softmax ? " softmax(iterative)" : "") + "\n";
+           (k.iterative_softmax ? " softmax(iterative)" : "") + (k.accurate_exp ? " exp(accurate)" : "") +
+           "\n";
   for (const auto& check : program.checks) {
     out += ".check " + program.tensors[check.target].name + " = " + check.function + "(";
     for (size_t i = 0; i < check.args.size(); ++i)

@@ -199,6 +199,11 @@ struct KernelDecl {
   // its passes, the tests kept as predicates. What it costs per score is the machine's
   // (issue.iterative_softmax_per_element), charged with the row maximum of each score tile.
   bool iterative_softmax = false;
+  // The kernel's exponential is the accurate expf (`.kernel ... exp(accurate)`, PyTorch's memory-efficient
+  // backward: expf(s - lse) after a separate multiply by the scale), not ex2.approx with the scale folded in
+  // as the project's kernels have it. What it costs per element is the machine's
+  // (issue.accurate_exp_per_element).
+  bool accurate_exp = false;
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 

@@ -378,6 +378,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.heads_inner_outputs = m.heads_inner_outputs;
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     shape.mma = m.mma;
+    shape.accurate_exp = m.accurate_exp;
     return program([shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError(data_path, {m.line, 1}, e.what());

@@ -75,6 +75,7 @@ struct Measurement {
   // is CUTLASS's iterative one (ForwardShape::iterative_softmax): PyTorch's memory-efficient kernels.
   std::array<int64_t, 3> mma{0, 0, 0};
   bool iterative_softmax = false;
+  bool accurate_exp = false;  // BackwardShape::accurate_exp: PyTorch's memory-efficient backward
   // The kernel's two consumer warp groups take turns at the tensor cores: ForwardShape::ping_pong for a
   // forward row, BackwardShape::warp_groups for a backward one (cuDNN's).
   bool ping_pong = false;

@@ -249,6 +249,7 @@ int64_t spill_slot_rows(const BackwardShape& s, size_t key_blocks) {
 isa::KernelDecl main_kernel(const BackwardShape& s, const std::string& name, std::array<int64_t, 3> grid) {
   isa::KernelDecl decl{name, grid, s.rolled_k_loops, s.warps, s.warp_rows};
   decl.mma = s.mma;
+  decl.accurate_exp = s.accurate_exp;
   return decl;
 }
 

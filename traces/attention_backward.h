@@ -105,6 +105,9 @@ struct BackwardShape : AttentionShape {
   // PyTorch's memory-efficient kernels allocate their outputs in ((batch, n, heads, d)), dO included (the
   // backward copies it so). The same bytes move; which L2 sets and partitions they fill changes.
   int64_t heads_inner_outputs = 0;
+  // The main kernel computes P with expf, not ex2.approx (isa::KernelDecl::accurate_exp): PyTorch's
+  // memory-efficient backward. Time only.
+  bool accurate_exp = false;
 };
 
 isa::Program backward_program(BackwardSchedule schedule, const BackwardShape& shape);

@@ -198,7 +198,8 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   const double softmax = ctx.iterative_softmax && d.op == isa::Opcode::RowMax && src.out_cols() > 1
                              ? issue.iterative_softmax_instructions(src.out_rows(), src.out_cols())
                              : 0.0;
-  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit) +
+  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit,
+                                   ctx.accurate_exp) +
          shared_access_cost(d, ctx) + softmax;
 }
 

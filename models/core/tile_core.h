@@ -92,6 +92,7 @@ struct BlockContext {
   int64_t warps = 0, warp_rows = 0;  // how its warps share a product's output (isa::KernelDecl::warps)
   std::array<int64_t, 3> mma{};      // its mma instruction shape (isa::KernelDecl::mma; 0: the machine's)
   bool iterative_softmax = false;    // isa::KernelDecl::iterative_softmax
+  bool accurate_exp = false;         // isa::KernelDecl::accurate_exp
   WarpTiling tiling() const { return {warps, warp_rows, mma}; }
   void take_code(const isa::KernelDecl& kernel) {
     rolled_k_loops = kernel.rolled_k_loops;
@@ -99,6 +100,7 @@ struct BlockContext {
     warp_rows = kernel.warp_rows;
     mma = kernel.mma;
     iterative_softmax = kernel.iterative_softmax;
+    accurate_exp = kernel.accurate_exp;
   }
 };
 

@@ -116,12 +116,15 @@ double IssueUnit::product_instructions(int64_t m, int64_t k, int64_t n, double l
          p.fixed_per_warp * static_cast<double>(warp_count);
 }
 
-double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const {
+double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit,
+                                      bool accurate_exp) const {
   const Params& p = params_;
   const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
   const int64_t elements = rows_per_thread * ceil_div(cols, p.threads_per_row);
-  double per_warp = static_cast<double>(elements) *
-                    (p.per_element[static_cast<size_t>(op)] + (to_16bit ? p.convert_per_element : 0.0));
+  const double own = op == VpuOp::Exp && accurate_exp && p.accurate_exp_per_element > 0
+                         ? p.accurate_exp_per_element
+                         : p.per_element[static_cast<size_t>(op)];
+  double per_warp = static_cast<double>(elements) * (own + (to_16bit ? p.convert_per_element : 0.0));
   // Each stage of the butterfly: a shuffle and the op, per row a thread holds.
   if (is_reduction(op)) per_warp += static_cast<double>(2 * p.reduction_stages * rows_per_thread);
   return (per_warp + p.fixed_per_warp) * static_cast<double>(warps(rows));
@@ -239,6 +242,11 @@ void register_issue_models() {
              "instructions per score a thread holds that CUTLASS's iterative softmax (.kernel ... "
              "softmax(iterative)) executes beyond the program's ops: its scalings, bound tests and their "
              "predicates, charged with the row maximum of each score tile");
+        real("accurate_exp_per_element", q.accurate_exp_per_element,
+             "instructions per element of an EXP in a kernel whose exponential is expf (.kernel ... "
+             "exp(accurate)): its range reduction, ex2 and scaling by 2^n, and the score's own multiply by "
+             "the "
+             "scale; 0: exp_per_element's");
         for (size_t i = 0; i < kVpuOpCount; ++i) {
           const std::string key = std::string(vpu_op_name(static_cast<VpuOp>(i))) + "_per_element";
           q.per_element[i] = p.get<double>(key, q.per_element[i], "instructions",

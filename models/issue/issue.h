@@ -28,7 +28,8 @@
 //  - every MXU and VPU instruction: `fixed_per_warp` per warp (index, predicate and loop set-up);
 //  - a kernel may say its own mma shape (`.kernel ... mma(16, 8, 8)`: CUTLASS's sm80 builds) and that its
 //    softmax is CUTLASS's iterative one (`softmax(iterative)`), whose row maximum of a score tile costs
-//    `iterative_softmax_per_element` more per element a thread holds.
+//    `iterative_softmax_per_element` more per element a thread holds, and that its exponential is expf
+//    (`exp(accurate)`: PyTorch's memory-efficient backward), whose EXP costs `accurate_exp_per_element`.
 // No section: no issue limit (the toy and TPU-like machines, whose units are fed without warps).
 #pragma once
 
@@ -85,7 +86,10 @@ class IssueUnit : public Component {
     std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
     double convert_per_element = 0;                 // into a 16-bit destination
     double iterative_softmax_per_element = 0;  // per score a thread holds (iterative_softmax_instructions)
-    int64_t reduction_stages = 2;              // butterfly shuffles per row (log2 threads_per_row)
+    // An EXP's instructions per element in a kernel whose exponential is expf
+    // (isa::KernelDecl::accurate_exp); 0: per_element's, as in any kernel.
+    double accurate_exp_per_element = 0;
+    int64_t reduction_stages = 2;  // butterfly shuffles per row (log2 threads_per_row)
   };
   IssueUnit(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }
@@ -104,8 +108,10 @@ class IssueUnit : public Component {
   // The same with its ldmatrix counted already (ldmatrix_instructions), whether A comes from SRAM.
   double product_instructions(int64_t m, int64_t k, int64_t n, double ldmatrix, bool a_in_sram,
                               bool rolled_k_loops, const WarpTiling& tiling) const;
-  // a vector op whose result (a reduction: whose source) is rows x cols;
-  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit) const;
+  // a vector op whose result (a reduction: whose source) is rows x cols, in a kernel whose exponential is
+  // expf or not (isa::KernelDecl::accurate_exp);
+  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit,
+                             bool accurate_exp = false) const;
   // a copy of `bytes` between memory and SRAM.
   double copy_instructions(uint64_t bytes) const;
   // an mma operand's fragments loaded from `bytes` of SRAM into the registers of the warps of `rows`

@@ -63,7 +63,7 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
   tile_context_.rolled_k_loops = std::any_of(program.kernels.begin(), program.kernels.end(),
                                              [](const isa::KernelDecl& k) { return k.rolled_k_loops; });
   // and their products share out their warps as the first kernel that says how does; the same for the
-  // mma shape and the softmax's code.
+  // mma shape and the softmax's and exponential's code.
   for (const isa::KernelDecl& k : program.kernels)
     if (k.warps > 0) {
       tile_context_.warps = k.warps;
@@ -77,6 +77,8 @@ void Sequencer::load_tiles(const isa::Program& program, bool timing_only) {
     }
   tile_context_.iterative_softmax = std::any_of(program.kernels.begin(), program.kernels.end(),
                                                 [](const isa::KernelDecl& k) { return k.iterative_softmax; });
+  tile_context_.accurate_exp = std::any_of(program.kernels.begin(), program.kernels.end(),
+                                           [](const isa::KernelDecl& k) { return k.accurate_exp; });
 
   // An in-memory program is decoded (and so validated) before it runs; a streamed one chunk by chunk.
   if (!program.stream) decode_chunk(program.instructions, program.tiles);

@@ -197,6 +197,23 @@ TEST(KernelSyntax, MmaShapeAndIterativeSoftmaxRoundTrip) {
   EXPECT_TRUE(swapped.kernels[0].iterative_softmax);
 }
 
+// `exp(accurate)` (the kernel's exponential is expf) is kept and printed, in any place among the options.
+TEST(KernelSyntax, AccurateExpRoundTrips) {
+  const std::string text =
+      ".kernel k grid(2) mma(16, 8, 8) exp(accurate)\n"
+      ".kernel u grid(1)\n"
+      ".block k(0)\n"
+      ".block k(1)\n"
+      ".block u(0)\n";
+  const Program p = asm_text(text);
+  EXPECT_TRUE(p.kernels[0].accurate_exp);
+  EXPECT_FALSE(p.kernels[1].accurate_exp);
+  EXPECT_EQ(disassemble(p), text);
+  const Program first = asm_text(".kernel k grid(1) exp(accurate) k_loops(rolled)\n.block k(0)\n");
+  EXPECT_TRUE(first.kernels[0].accurate_exp);
+  EXPECT_TRUE(first.kernels[0].rolled_k_loops);
+}
+
 TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
   // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
   // and several kernels run one after another.
@@ -351,12 +368,16 @@ TEST(KernelErrors, KernelDirective) {
                {"expected k_loops(rolled) or k_loops(unrolled)"});
   expect_error(".kernel k grid(2) k_loops(rolled\n", 1, 33, {"expected ')'", "k_loops(...)"});
   expect_error(".kernel k grid(2) k_loops(rolled) x\n", 1, 35,
-               {"unexpected text after the kernel declaration", "mma(M, N, K)", "softmax(iterative)"});
+               {"unexpected text after the kernel declaration", "mma(M, N, K)", "softmax(iterative)",
+                "exp(accurate)"});
   expect_error(".kernel k grid(2) mma(16, 8)\n", 1, 28, {"expected ','", "mma(16, 8, 8)"});
   expect_error(".kernel k grid(2) mma(16, 0, 8)\n", 1, 27, {"an mma extent: an integer from 1 to 256"});
   expect_error(".kernel k grid(2) mma(16, 8, 8) mma(16, 8, 8)\n", 1, 33, {"mma(...) is given twice"});
   expect_error(".kernel k grid(2) softmax(online)\n", 1, 27, {"expected softmax(iterative)"});
   expect_error(".kernel k grid(2) softmax(iterative\n", 1, 36, {"expected ')'", "softmax(...)"});
+  expect_error(".kernel k grid(2) exp(fast)\n", 1, 23, {"expected exp(accurate)"});
+  expect_error(".kernel k grid(2) exp(accurate) exp(accurate)\n", 1, 33, {"exp(...) is given twice"});
+  expect_error(".kernel k grid(2) exp(accurate\n", 1, 31, {"expected ')'", "exp(...)"});
   expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
 }
 

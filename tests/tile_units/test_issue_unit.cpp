@@ -99,6 +99,17 @@ TEST(IssueUnit, TheIterativeSoftmaxCostsItsInstructionsPerScoreAThreadHolds) {
   EXPECT_DOUBLE_EQ(build(kCosts)->iterative_softmax_instructions(64, 64), 0);
 }
 
+// A kernel whose exponential is expf (exp(accurate)): accurate_exp_per_element per element instead of
+// exp_per_element, the conversion as before; other ops and kernels without it unchanged; without the key
+// expf costs what exp2 does.
+TEST(IssueUnit, AnAccurateExpCostsItsOwnInstructionsPerElement) {
+  auto issue = build(std::string(kCosts) + "accurate_exp_per_element: 9\n");
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true, true), (32 * 10.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true, false), (32 * 5.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, true), (32 + 4) * 8);
+  EXPECT_DOUBLE_EQ(build(kCosts)->vector_instructions(VpuOp::Exp, 128, 64, true, true), (32 * 5.5 + 4) * 8);
+}
+
 // In the mma accumulator layout a thread holds 2 of its warp's 16 rows and a quarter of each row's columns.
 TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
   auto issue = build(kCosts);

@@ -31,7 +31,7 @@ heavy+='|H100/SdpaRowOnTheWholeChip\..*'  # 48 measured PyTorch rows, whole chip
 # SdpaTimes needs those rows (ctest fixture sdpa_times): selected, it would bring them all back.
 heavy+='|SdpaTimes\..*'
 heavy+='|TensorCoreTimes\..*)$'  # every committed tensor-core row (label long): minutes even in Release
-exclude=(-E "$heavy" -LE long)  # label long: minutes in Release (ctest -L long runs them there)
+exclude=(-E "$heavy" -LE "long|slow")  # labels long, slow: minutes in Release (ctest -L long, -L slow run them there)
 if [ "${1:-}" = "--all" ]; then
   exclude=()
   shift

@@ -49,17 +49,23 @@ void PrintTo(const SmsRow& r, std::ostream* os) {
 // 0.923), causal 0.755 and 0.760 (0.667, 0.651), 8 x 32 x 2,048 0.803 and 0.868 (0.762, 0.849). Since D's
 // prologue runs in registers as the kernel's does (thirty-sixth session), causal 0.883 and 0.887, 8 x 32 x
 // 2,048 0.859 and 0.908, 1 x 16 x 8,192 1.135 and 1.076 on 128 and 132 SMs; the rows on 16 and 64 SMs
-// within 0.015 of 1.0.
+// within 0.015 of 1.0. Since P is computed with expf as the kernel's is (thirty-eighth session), causal 0.930
+// and 0.967 on 128 and 132 SMs: the 132-SM band's top moves from 0.95 to 1.03.
 std::vector<SmsRow> sms_rows() {
   std::vector<SmsRow> rows = {{8, 32, 2048, 128, false, 64, 0.97, 1.03}};
 #ifdef ATTNSIM_MEMEFF_SMS_LONG
   rows = {{1, 16, 8192, 128, false, 16, 0.97, 1.03},  {1, 16, 8192, 128, false, 64, 0.97, 1.03},
           {1, 16, 8192, 128, false, 128, 1.03, 1.18}, {1, 16, 8192, 128, false, 132, 0.98, 1.12},
           {1, 16, 8192, 128, true, 64, 0.97, 1.03},   {1, 16, 8192, 128, true, 128, 0.80, 0.95},
-          {1, 16, 8192, 128, true, 132, 0.80, 0.95},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
+          {1, 16, 8192, 128, true, 132, 0.80, 1.03},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
           {8, 32, 2048, 128, false, 128, 0.78, 0.93}, {8, 32, 2048, 128, false, 132, 0.83, 0.98},
-          {1, 16, 16384, 64, false, 16, 0.97, 1.03},  {1, 16, 16384, 64, false, 132, 0.96, 1.03},
-          {1, 8, 32768, 128, false, 16, 0.77, 0.93}};
+          {1, 16, 16384, 64, false, 16, 0.97, 1.03}};
+#endif
+  // Three and a half minutes and three of one core (label `slow`, scripts/slow-bounds.sh, not in CI, whose
+  // 90 minutes they would crowd): the d = 64 row on all 132 SMs (the same shape on 132 SMs in
+  // h200_sdpa_cases.csv is SdpaRowOnTheH200's) and 1 x 8 x 32,768 on 16 SMs.
+#ifdef ATTNSIM_MEMEFF_SMS_SLOW
+  rows = {{1, 16, 16384, 64, false, 132, 0.96, 1.03}, {1, 8, 32768, 128, false, 16, 0.77, 0.93}};
 #endif
   return rows;
 }
@@ -105,6 +111,7 @@ TEST_P(MemEfficientSms, DramReadsInTheirBand) {
 
 INSTANTIATE_TEST_SUITE_P(H200, MemEfficientSms, ::testing::ValuesIn(sms_rows()), sms_row_name);
 
+#ifndef ATTNSIM_MEMEFF_SMS_SLOW  // the slow binary has only its two rows above
 // One wave on 128 SMs (validation/data/h200_memeff_sms_onewave_cases.csv: 32 to 128 blocks of one to eight
 // heads, every block starting together on a flushed L2) simulated on the SMs' own attachment, the pair
 // probe's partition of each SM the launch ran on, in the order CUDA handed them blocks (column
@@ -192,6 +199,7 @@ INSTANTIATE_TEST_SUITE_P(H200, MemEfficientOneWave, ::testing::ValuesIn(one_wave
                            return "1x" + std::to_string(info.param.heads) + "x" +
                                   std::to_string(info.param.n);
                          });
+#endif
 
 #ifdef ATTNSIM_MEMEFF_SMS_LONG
 // How clean a launch's waves are, from its blocks' end times in launch order (any unit): the first `slots`

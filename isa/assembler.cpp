@@ -440,10 +440,13 @@ class Assembler {
       parse_warps(c, decl);
     else if (option == "mma")
       parse_mma(c, decl);
-    else if (option == "softmax")
-      parse_softmax(c, decl);
-    else
-      parse_exp(c, decl);
+    else if (option == "softmax") {
+      parse_word(c, option, "iterative");
+      decl.iterative_softmax = true;
+    } else {
+      parse_word(c, option, "accurate");
+      decl.accurate_exp = true;
+    }
   }
 
   // mma(M, N, K): the kernel's mma instruction shape (KernelDecl::mma).
@@ -459,20 +462,12 @@ class Assembler {
     c.expect(')', "to close mma(...)");
   }
 
-  static void parse_softmax(LineCursor& c, KernelDecl& decl) {
-    c.expect('(', "after softmax");
+  // OPTION(WORD), the one word such an option takes: softmax(iterative), exp(accurate).
+  static void parse_word(LineCursor& c, const std::string& option, const std::string& word) {
+    c.expect('(', "after " + option);
     const SourceLoc value_loc = c.loc();
-    if (c.identifier() != "iterative") c.fail(value_loc, "expected softmax(iterative)" + c.found());
-    decl.iterative_softmax = true;
-    c.expect(')', "to close softmax(...)");
-  }
-
-  static void parse_exp(LineCursor& c, KernelDecl& decl) {
-    c.expect('(', "after exp");
-    const SourceLoc value_loc = c.loc();
-    if (c.identifier() != "accurate") c.fail(value_loc, "expected exp(accurate)" + c.found());
-    decl.accurate_exp = true;
-    c.expect(')', "to close exp(...)");
+    if (c.identifier() != word) c.fail(value_loc, "expected " + option + "(" + word + ")" + c.found());
+    c.expect(')', "to close " + option + "(...)");
   }
 
   // warps(W, R): the block's W warps share a product's output in bands of R rows (KernelDecl::warps).

@@ -221,9 +221,9 @@ Measurement mem_efficient_backward_measurement(Measurement m, const MemEfficient
   // 16, where the presets' rolled_kstep_instructions, measured on the project's kernels, count 12).
   m.rolled_k_loops = true;
   m.mma = kMemEfficientMma;
-  // It computes P as expf(s * scale - lse) (CUTLASS's B2bGemm accumToSmem): in its SASS, per score a thread
-  // holds, FFMA.SAT, FFMA.RM, FADD, two FFMA, SHF.L, MUFU.EX2 and FMUL, and the scale's own FMUL (at 1 x 16 x
-  // 8,192 x 128, 32 scores a thread and step: 32 MUFU.EX2, 32 FFMA.SAT, 32 FFMA.RM, 64 FFMA, 64 FMUL;
+  // It computes P as expf(s * scale - lse) (CUTLASS's B2bGemm::accumApplyLSEToSmem): in its SASS, per score a
+  // thread holds, FFMA.SAT, FFMA.RM, FADD, two FFMA, SHF.L, MUFU.EX2 and FMUL, and the scale's own FMUL (at 1
+  // x 16 x 8,192 x 128, 32 scores a thread and step: 32 MUFU.EX2, 32 FFMA.SAT, 32 FFMA.RM, 64 FFMA, 64 FMUL;
   // h200_memeff_profile.tar.gz).
   m.accurate_exp = true;
   m.reload_k = kernel.reload_k;

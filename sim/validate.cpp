@@ -495,12 +495,9 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
       throw InputError(where, {m.line, 1}, std::string("--timeline-cores: ") + e.what());
     }
   }
-  if (machine.chip_loaded()) {
-    const ObservedBy watched(*machine.chip(), recorder.get());
-    machine.run();
-  } else {
-    machine.run();
-  }
+  std::optional<ObservedBy> watched;
+  if (machine.chip_loaded()) watched.emplace(*machine.chip(), recorder.get());
+  machine.run();
   if (recorder) {
     timeline.summary->timeline_json = recorder->json(where, machine.chip()->kernels());
     timeline.summary->timeline_note = recorder->note();

@@ -244,8 +244,7 @@ void register_issue_models() {
              "predicates, charged with the row maximum of each score tile");
         real("accurate_exp_per_element", q.accurate_exp_per_element,
              "instructions per element of an EXP in a kernel whose exponential is expf (.kernel ... "
-             "exp(accurate)): its range reduction, ex2 and scaling by 2^n, and the score's own multiply by "
-             "the "
+             "exp(accurate)): its range reduction, ex2, scaling by 2^n and the score's multiply by the "
              "scale; 0: exp_per_element's");
         for (size_t i = 0; i < kVpuOpCount; ++i) {
           const std::string key = std::string(vpu_op_name(static_cast<VpuOp>(i))) + "_per_element";

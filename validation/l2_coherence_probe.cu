@@ -20,6 +20,10 @@
 // partition they reach A's lines homed at the owner's partition through the fabric, and whether those
 // fetches count as uses decides whether C evicts them before B. The owner's last read of A then finds its
 // home lines in L2, or reads them from DRAM again (about PART / 2 bytes more).
+// OTHER_READS=2 asks where a line that a far SM's miss brings into its home partition enters that
+// partition's replacement order: the owner reads only B, the other SM reads A, the owner reads C and A
+// again. A's lines homed at the owner's partition came in for the other SM; as the most recent they
+// outlast B when C pushes lines out, as the oldest they leave first and the owner reads them from DRAM.
 // Prints one RESULT line (ran=11 when both roles ran); the run script profiles the launch.
 #include <cuda_runtime.h>
 
@@ -125,7 +129,7 @@ __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, siz
   unsigned acc = 0;
   for (int step = role; step <= 2; step += 2) {  // the owner takes turns 0 and 2, the other turn 1
     if (!take_turn(turn, step, gave_up)) return;
-    if (step == 0) acc ^= read_chunks(buffer, 0, 2 * part);  // A, then B
+    if (step == 0) acc ^= other_reads == 2 ? read_chunks(buffer, part, part) : read_chunks(buffer, 0, 2 * part);
     if (step == 1 && other_reads) acc ^= read_chunks(buffer, 0, part);
     if (step == 2) acc ^= read_chunks(buffer, 2 * part, c_chunks), acc ^= read_chunks(buffer, 0, part);
     pass_turn(turn, step + 1);

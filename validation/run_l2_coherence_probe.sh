@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # L2 coherence probe (validation/l2_coherence_probe.cu), in one call on the device machine:
 #   bash validation/run_l2_coherence_probe.sh   (from the repository root; $OUT comes back)
+#   SET=farfill bash validation/run_l2_coherence_probe.sh   (where a line fetched for a far SM enters its home
+#     partition's replacement order: SM 128 reads B, SM 4, 0, 5 or 1 reads A, SM 128 reads C and A again;
+#     A and B 0.4 of a partition, C 0.5 and 0.7; and the same with nothing read by the other SM, the
+#     control; <gpu>_l2_farfill_probe.csv, columns as refresh's)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -20,12 +24,12 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
 SET="${SET:-rewrite}"
-NAME=$([ "$SET" = refresh ] && echo l2_refresh_probe || echo l2_coherence_probe)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
 CSV="$OUT/${G}_${NAME}.csv"
-COLUMNS=$([ "$SET" = refresh ] && echo "mode,part_bytes,c_bytes,blocks" || echo "mode,bytes,passes,blocks")
+COLUMNS=$([ "$SET" = rewrite ] && echo "mode,bytes,passes,blocks" || echo "mode,part_bytes,c_bytes,blocks")
 echo "$COLUMNS,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
 MB=$((1 << 20))
 run() {  # bytes rounds sm_a sm_b fence, or refresh part_bytes c_bytes sm_owner sm_other other_reads
@@ -51,7 +55,15 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = refresh ]; then
+if [ "$SET" = farfill ]; then
+  L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
+  HALF=$((L2 * MB / 2))
+  for other in 4 0 5 1; do
+    run refresh $((HALF * 2 / 5)) $((HALF / 2)) 128 "$other" 2
+    run refresh $((HALF * 2 / 5)) $((HALF * 7 / 10)) 128 "$other" 2
+    run refresh $((HALF * 2 / 5)) $((HALF / 2)) 128 "$other" 0
+  done
+elif [ "$SET" = refresh ]; then
   L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
   HALF=$((L2 * MB / 2))
   for other in 4 0 5 1; do

@@ -564,6 +564,7 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
     partition_bytes_[static_cast<size_t>(home)] +=
         sectors(missing) * static_cast<uint64_t>(params_.sector_bytes);
     Line& h = find_or_allocate(home, line_index, tensor, present);
+    if (!present && params_.far_fills_oldest) h.stamp = 0;
     const uint8_t from_dram = static_cast<uint8_t>(missing & ~h.valid);
     h.valid |= missing;
     missing = from_dram;
@@ -1024,6 +1025,11 @@ void register_l2_models() {
             "far_data: copy, copies_on_store: keep: a load of a coherent tensor (taken under a lock) fetches "
             "again from home a copy that a store from a core of another partition made stale; false: the "
             "stale copy serves it");
+        r.far_fills_oldest = p.get<bool>(
+            "far_fills_oldest", d.far_fills_oldest, "",
+            "far_data: copy: a line fetched from DRAM into its home partition for a core of the other "
+            "partition enters that partition as its set's oldest line (the requester keeps its copy); "
+            "false: as the most recent, as any fill");
         r.store_copies = p.get<bool>(
             "store_copies", d.store_copies, "",
             "far_data: copy: a store of a line homed in the other partition also leaves a clean copy of the "

@@ -103,6 +103,10 @@ class L2Cache : public Component, public MemoryLevel {
     // one SM's stores push its earlier reads out as its loads of the same bytes do, docs/chip.md); false:
     // the store reaches the home partition only.
     bool store_copies = false;
+    // far_data: copy. Where a line that a far core's miss brings into its home partition goes in that
+    // partition's replacement order: recent (as any fill) or oldest (the next victim of its set unless
+    // touched again: the requester keeps the copy it reads).
+    bool far_fills_oldest = false;
     // Which partition is a line's home. hashed: a multiplicative hash of the line index, half and half;
     // address_parity (two partitions): the parity of address bits 12, 13, 15, 17 and 19 and of a hash of the
     // 2 MiB page, as the H200's line maps show within a page (docs/chip.md, "Sets line by line").

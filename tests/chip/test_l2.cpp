@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -563,6 +564,72 @@ TEST(L2, AFetchAcrossTheFabricKeepsTheHomeLineYoung) {
       EXPECT_NEAR(r.extra_over_part, 0.5, 0.01) << row;
     } else if (r.other_sm == 4 || r.other_sm == 5) {
       EXPECT_LT(simulated, 0.1) << row;
+    }
+  }
+}
+
+// Where a line that a far core's miss brings into its home partition enters that partition's replacement
+// order (`SET=farfill` of validation/run_l2_coherence_probe.sh, validation/data/h200_l2_farfill_probe.csv,
+// an H200, 2026-12-01): SM 128 reads B (0.4 of a partition), another SM reads A (0.4), SM 128 reads C (0.5
+// or 0.7) and A again. With the other SM across the fabric (SMs 4, 5: their reads of A cross it), A's lines
+// homed at SM 128's partition came in for it. At C = 0.5 SM 128's partition must give up 0.1 of itself:
+// the GPU reads 0.002 of A again (B left), where were such a fill the oldest line of its set A's home half
+// would leave first (a quarter of A again). So the fill enters as the most recent, as the presets have it
+// (l2.far_fills_oldest: false); the model, the same rows on a scaled L2 (16 ways, 2,048 sets a partition):
+// 0.015 / 0.206 (C = 0.5 / 0.7) beside the GPU's 0.002 / 0.241, and 0.47 / 0.50 with far_fills_oldest. With
+// the other SM beside SM 128 (0, 1) the model reads 0.06 of A again at C = 0.5 where the GPU reads 0.002
+// (its partition just full: the scaled sets fill less evenly), 0.415 at 0.7 beside 0.436.
+struct FarFillRow {
+  int other_sm;
+  double c_fraction, extra_over_part;  // C's size over a partition's; DRAM reads past A + B + C, over A
+};
+
+std::vector<FarFillRow> measured_far_fill_rows() {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_l2_farfill_probe.csv");
+  std::string line;
+  std::getline(in, line);  // mode,part_bytes,c_bytes,blocks,dram_read_bytes,...
+  std::vector<FarFillRow> rows;
+  constexpr double kPartition = 30.0 * (1 << 20);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream stream(line);
+    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
+    if (cells.size() < 5 || cells[0].back() != '2') continue;  // mode refresh:128:<other>:reads2
+    const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
+    const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
+    rows.push_back({std::stoi(cells[0].substr(other)), c / kPartition, (dram - 2 * part - c) / part});
+  }
+  return rows;
+}
+
+double simulated_far_fill_extra(const FarFillRow& r, bool far_fills_oldest) {
+  L2Cache::Params p = tiny(16, 2048, 2);
+  p.far_data = L2Cache::FarData::Copy;
+  p.far_fills_oldest = far_fills_oldest;
+  Rig rig(p);
+  const auto lines = [](double fraction) { return static_cast<uint64_t>(fraction * 16 * 2048) * kLine; };
+  const uint64_t part = lines(0.4), c = lines(r.c_fraction);
+  const bool across = r.other_sm == 4 || r.other_sm == 5;
+  const auto read = [&](uint64_t addr, uint64_t bytes, int core) {
+    rig.l2.access(MemAccess{0, addr, 1, bytes, bytes, false, core}, 0);
+  };
+  read(part, part, 0);                     // core 0 (SM 128): B
+  read(0, part, across ? 1 : 2);           // core % 2: 1 is across, 2 beside core 0: A
+  read(2 * part, c, 0), read(0, part, 0);  // C, then A again
+  return (static_cast<double>(rig.dram.read) - static_cast<double>(2 * part + c)) / static_cast<double>(part);
+}
+
+TEST(L2, ALineFetchedForAFarCoreEntersItsHomeAsTheMostRecent) {
+  const auto rows = measured_far_fill_rows();
+  ASSERT_EQ(rows.size(), 8u);
+  for (const FarFillRow& r : rows) {
+    const std::string row = "SM " + std::to_string(r.other_sm) + ", C = " + std::to_string(r.c_fraction);
+    std::printf("%s: GPU %.3f, model %.3f, oldest %.3f\n", row.c_str(), r.extra_over_part,
+                simulated_far_fill_extra(r, false), simulated_far_fill_extra(r, true));
+    EXPECT_NEAR(simulated_far_fill_extra(r, false), r.extra_over_part, 0.07) << row;
+    if ((r.other_sm == 4 || r.other_sm == 5) && r.c_fraction < 0.6) {
+      EXPECT_LT(r.extra_over_part, 0.01) << row;                 // the GPU kept A's home half
+      EXPECT_GT(simulated_far_fill_extra(r, true), 0.3) << row;  // as the oldest it would not have
     }
   }
 }

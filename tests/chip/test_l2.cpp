@@ -516,40 +516,67 @@ struct RefreshRow {
   double part_fraction, extra_over_part;  // A's size over a partition's; DRAM reads past A + B + C, over A
 };
 
-std::vector<RefreshRow> measured_refresh_rows() {
-  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_l2_refresh_probe.csv");
+// The cells of each row of a validation/data/h200_l2_*_probe.csv (mode,part_bytes,c_bytes,blocks,
+// dram_read_bytes,...) with at least five.
+std::vector<std::vector<std::string>> probe_rows(const std::string& file) {
+  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/" + file);
   std::string line;
-  std::getline(in, line);  // mode,part_bytes,c_bytes,blocks,dram_read_bytes,...
-  std::vector<RefreshRow> rows;
-  constexpr double kPartition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
+  std::getline(in, line);
+  std::vector<std::vector<std::string>> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> cells;
     std::stringstream stream(line);
     for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 5) continue;
+    if (cells.size() >= 5) rows.push_back(std::move(cells));
+  }
+  return rows;
+}
+
+constexpr double kH200Partition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
+
+std::vector<RefreshRow> measured_refresh_rows() {
+  std::vector<RefreshRow> rows;
+  for (const auto& cells : probe_rows("h200_l2_refresh_probe.csv")) {
     const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
     // mode refresh:128:<other>:reads<0|1>
     const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
-    rows.push_back({std::stoi(cells[0].substr(other)), cells[0].back() == '1', part / kPartition,
+    rows.push_back({std::stoi(cells[0].substr(other)), cells[0].back() == '1', part / kH200Partition,
                     (dram - 2 * part - c) / part});
   }
   return rows;
 }
 
+// The probes' sequences on a scaled H200 partition pair (16 ways, 2,048 sets a partition: 4 MiB), core 0
+// standing for SM 128, core 1 for an SM across the fabric (4, 5) and core 2 for one beside it (0, 1).
+struct ScaledPartitions {
+  explicit ScaledPartitions(bool far_fills_oldest = false) : rig(params(far_fills_oldest)) {}
+  static L2Cache::Params params(bool far_fills_oldest) {
+    L2Cache::Params p = tiny(16, 2048, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.far_fills_oldest = far_fills_oldest;
+    return p;
+  }
+  static uint64_t bytes(double fraction) { return static_cast<uint64_t>(fraction * 16 * 2048) * kLine; }
+  static int core_of(int sm) { return sm == 4 || sm == 5 ? 1 : 2; }
+  void read(uint64_t addr, uint64_t size, int core) {
+    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
+  }
+  // Both probes end alike: SM 128 reads C (after A and B, `part` bytes each) and A again; the DRAM reads
+  // past A + B + C, over A.
+  double c_then_a_again(uint64_t part, uint64_t c) {
+    read(2 * part, c, 0), read(0, part, 0);
+    return (static_cast<double>(rig.dram.read) - static_cast<double>(2 * part + c)) /
+           static_cast<double>(part);
+  }
+  Rig rig;
+};
+
 double simulated_refresh_extra(const RefreshRow& r) {
-  L2Cache::Params p = tiny(16, 2048, 2);
-  p.far_data = L2Cache::FarData::Copy;
-  Rig rig(p);
-  const auto lines = [](double fraction) { return static_cast<uint64_t>(fraction * 16 * 2048) * kLine; };
-  const uint64_t part = lines(r.part_fraction), c = lines(r.part_fraction < 0.35 ? 8.0 / 15 : 0.6);
-  const bool across = r.other_sm == 4 || r.other_sm == 5;
-  const auto read = [&](uint64_t addr, uint64_t bytes, int core) {
-    rig.l2.access(MemAccess{0, addr, 1, bytes, bytes, false, core}, 0);
-  };
-  read(0, 2 * part, 0);                              // core 0 (SM 128): A, then B
-  if (r.other_reads) read(0, part, across ? 1 : 2);  // core % 2: 1 is across, 2 beside core 0
-  read(2 * part, c, 0), read(0, part, 0);            // C, then A again
-  return (static_cast<double>(rig.dram.read) - static_cast<double>(2 * part + c)) / static_cast<double>(part);
+  ScaledPartitions l2;
+  const uint64_t part = l2.bytes(r.part_fraction), c = l2.bytes(r.part_fraction < 0.35 ? 8.0 / 15 : 0.6);
+  l2.read(0, 2 * part, 0);                                      // SM 128: A, then B
+  if (r.other_reads) l2.read(0, part, l2.core_of(r.other_sm));  // the other SM: A
+  return l2.c_then_a_again(part, c);
 }
 
 TEST(L2, AFetchAcrossTheFabricKeepsTheHomeLineYoung) {
@@ -585,38 +612,22 @@ struct FarFillRow {
 };
 
 std::vector<FarFillRow> measured_far_fill_rows() {
-  std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_l2_farfill_probe.csv");
-  std::string line;
-  std::getline(in, line);  // mode,part_bytes,c_bytes,blocks,dram_read_bytes,...
   std::vector<FarFillRow> rows;
-  constexpr double kPartition = 30.0 * (1 << 20);
-  while (std::getline(in, line)) {
-    std::vector<std::string> cells;
-    std::stringstream stream(line);
-    for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
-    if (cells.size() < 5 || cells[0].back() != '2') continue;  // mode refresh:128:<other>:reads2
+  for (const auto& cells : probe_rows("h200_l2_farfill_probe.csv")) {
+    if (cells[0].back() != '2') continue;  // mode refresh:128:<other>:reads2
     const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
     const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
-    rows.push_back({std::stoi(cells[0].substr(other)), c / kPartition, (dram - 2 * part - c) / part});
+    rows.push_back({std::stoi(cells[0].substr(other)), c / kH200Partition, (dram - 2 * part - c) / part});
   }
   return rows;
 }
 
 double simulated_far_fill_extra(const FarFillRow& r, bool far_fills_oldest) {
-  L2Cache::Params p = tiny(16, 2048, 2);
-  p.far_data = L2Cache::FarData::Copy;
-  p.far_fills_oldest = far_fills_oldest;
-  Rig rig(p);
-  const auto lines = [](double fraction) { return static_cast<uint64_t>(fraction * 16 * 2048) * kLine; };
-  const uint64_t part = lines(0.4), c = lines(r.c_fraction);
-  const bool across = r.other_sm == 4 || r.other_sm == 5;
-  const auto read = [&](uint64_t addr, uint64_t bytes, int core) {
-    rig.l2.access(MemAccess{0, addr, 1, bytes, bytes, false, core}, 0);
-  };
-  read(part, part, 0);                     // core 0 (SM 128): B
-  read(0, part, across ? 1 : 2);           // core % 2: 1 is across, 2 beside core 0: A
-  read(2 * part, c, 0), read(0, part, 0);  // C, then A again
-  return (static_cast<double>(rig.dram.read) - static_cast<double>(2 * part + c)) / static_cast<double>(part);
+  ScaledPartitions l2(far_fills_oldest);
+  const uint64_t part = l2.bytes(0.4), c = l2.bytes(r.c_fraction);
+  l2.read(part, part, 0);                    // SM 128: B
+  l2.read(0, part, l2.core_of(r.other_sm));  // the other SM: A
+  return l2.c_then_a_again(part, c);
 }
 
 TEST(L2, ALineFetchedForAFarCoreEntersItsHomeAsTheMostRecent) {

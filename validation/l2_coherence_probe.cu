@@ -129,7 +129,8 @@ __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, siz
   unsigned acc = 0;
   for (int step = role; step <= 2; step += 2) {  // the owner takes turns 0 and 2, the other turn 1
     if (!take_turn(turn, step, gave_up)) return;
-    if (step == 0) acc ^= other_reads == 2 ? read_chunks(buffer, part, part) : read_chunks(buffer, 0, 2 * part);
+    if (step == 0)
+      acc ^= other_reads == 2 ? read_chunks(buffer, part, part) : read_chunks(buffer, 0, 2 * part);
     if (step == 1 && other_reads) acc ^= read_chunks(buffer, 0, part);
     if (step == 2) acc ^= read_chunks(buffer, 2 * part, c_chunks), acc ^= read_chunks(buffer, 0, part);
     pass_turn(turn, step + 1);

@@ -516,33 +516,39 @@ struct RefreshRow {
   double part_fraction, extra_over_part;  // A's size over a partition's; DRAM reads past A + B + C, over A
 };
 
-// The cells of each row of a validation/data/h200_l2_*_probe.csv (mode,part_bytes,c_bytes,blocks,
-// dram_read_bytes,...) with at least five.
-std::vector<std::vector<std::string>> probe_rows(const std::string& file) {
+// A row of a validation/data/h200_l2_*_probe.csv (mode,part_bytes,c_bytes,blocks,dram_read_bytes,...), mode
+// refresh:128:<other SM>:reads<0|1|2>: what the other SM did, A's and C's bytes and the DRAM reads past
+// A + B + C, over A.
+struct ProbeRow {
+  int other_sm;
+  char other_reads;
+  double part, c, extra_over_part;
+};
+
+constexpr double kH200Partition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
+
+std::vector<ProbeRow> probe_rows(const std::string& file) {
   std::ifstream in(std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/" + file);
   std::string line;
   std::getline(in, line);
-  std::vector<std::vector<std::string>> rows;
+  std::vector<ProbeRow> rows;
   while (std::getline(in, line)) {
     std::vector<std::string> cells;
     std::stringstream stream(line);
     for (std::string cell; std::getline(stream, cell, ',');) cells.push_back(cell);
-    if (cells.size() >= 5) rows.push_back(std::move(cells));
+    if (cells.size() < 5) continue;
+    const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
+    const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
+    rows.push_back(
+        {std::stoi(cells[0].substr(other)), cells[0].back(), part, c, (dram - 2 * part - c) / part});
   }
   return rows;
 }
 
-constexpr double kH200Partition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
-
 std::vector<RefreshRow> measured_refresh_rows() {
   std::vector<RefreshRow> rows;
-  for (const auto& cells : probe_rows("h200_l2_refresh_probe.csv")) {
-    const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
-    // mode refresh:128:<other>:reads<0|1>
-    const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
-    rows.push_back({std::stoi(cells[0].substr(other)), cells[0].back() == '1', part / kH200Partition,
-                    (dram - 2 * part - c) / part});
-  }
+  for (const ProbeRow& r : probe_rows("h200_l2_refresh_probe.csv"))
+    rows.push_back({r.other_sm, r.other_reads == '1', r.part / kH200Partition, r.extra_over_part});
   return rows;
 }
 
@@ -613,12 +619,8 @@ struct FarFillRow {
 
 std::vector<FarFillRow> measured_far_fill_rows() {
   std::vector<FarFillRow> rows;
-  for (const auto& cells : probe_rows("h200_l2_farfill_probe.csv")) {
-    if (cells[0].back() != '2') continue;  // mode refresh:128:<other>:reads2
-    const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
-    const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
-    rows.push_back({std::stoi(cells[0].substr(other)), c / kH200Partition, (dram - 2 * part - c) / part});
-  }
+  for (const ProbeRow& r : probe_rows("h200_l2_farfill_probe.csv"))
+    if (r.other_reads == '2') rows.push_back({r.other_sm, r.c / kH200Partition, r.extra_over_part});
   return rows;
 }
 
@@ -635,12 +637,12 @@ TEST(L2, ALineFetchedForAFarCoreEntersItsHomeAsTheMostRecent) {
   ASSERT_EQ(rows.size(), 8u);
   for (const FarFillRow& r : rows) {
     const std::string row = "SM " + std::to_string(r.other_sm) + ", C = " + std::to_string(r.c_fraction);
-    std::printf("%s: GPU %.3f, model %.3f, oldest %.3f\n", row.c_str(), r.extra_over_part,
-                simulated_far_fill_extra(r, false), simulated_far_fill_extra(r, true));
-    EXPECT_NEAR(simulated_far_fill_extra(r, false), r.extra_over_part, 0.07) << row;
+    const double recent = simulated_far_fill_extra(r, false), oldest = simulated_far_fill_extra(r, true);
+    std::printf("%s: GPU %.3f, model %.3f, oldest %.3f\n", row.c_str(), r.extra_over_part, recent, oldest);
+    EXPECT_NEAR(recent, r.extra_over_part, 0.07) << row;
     if ((r.other_sm == 4 || r.other_sm == 5) && r.c_fraction < 0.6) {
-      EXPECT_LT(r.extra_over_part, 0.01) << row;                 // the GPU kept A's home half
-      EXPECT_GT(simulated_far_fill_extra(r, true), 0.3) << row;  // as the oldest it would not have
+      EXPECT_LT(r.extra_over_part, 0.01) << row;  // the GPU kept A's home half
+      EXPECT_GT(oldest, 0.3) << row;              // as the oldest it would not have
     }
   }
 }

@@ -24,6 +24,13 @@
 // partition's replacement order: the owner reads only B, the other SM reads A, the owner reads C and A
 // again. A's lines homed at the owner's partition came in for the other SM; as the most recent they
 // outlast B when C pushes lines out, as the oldest they leave first and the owner reads them from DRAM.
+//   l2_coherence_probe share PART C_BYTES SM_OWNER SM_OTHER OTHER_READS
+// How a partition's home lines and its copies of far-homed lines give way to each other: the owner reads A
+// and B (PART bytes each) and C, then A backwards (so the lines of A still there are found before the
+// misses push them out). The other SM reads each buffer just after the owner (OTHER_READS=1), just before
+// (2) or never (0). The last read's lookup misses in the owner's partition split into A's home lines there
+// (read from DRAM again) and its copies of lines homed across the fabric (fetched through it, from their
+// home, where the other partition still holds them).
 // Prints one RESULT line (ran=11 when both roles ran); the run script profiles the launch.
 #include <cuda_runtime.h>
 
@@ -138,7 +145,51 @@ __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, siz
   sink[role * kThreads + threadIdx.x] = acc;
 }
 
-int run_refresh(char** argv) {
+__device__ unsigned read_chunks_backwards(const int4* buffer, size_t begin, size_t count) {
+  unsigned acc = 0;
+  for (size_t i = count; i-- > 0;) {
+    const int4 v = __ldcg(buffer + (begin + i) * kThreads + threadIdx.x);
+    acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+  }
+  return acc;
+}
+
+// The turns of `share`, in order: who reads (0 the owner, 1 the other) and what (kAB: A and B, kC: C, kABack:
+// A backwards). OTHER_READS=0: the owner alone; 1: the other reads each buffer just after the owner; 2: just
+// before.
+enum Read { kAB, kC, kABack };
+struct Turn {
+  int who;
+  Read what;
+};
+__constant__ Turn kShareTurns[3][5] = {{{0, kAB}, {0, kC}, {0, kABack}},
+                                       {{0, kAB}, {1, kAB}, {0, kC}, {1, kC}, {0, kABack}},
+                                       {{1, kAB}, {0, kAB}, {1, kC}, {0, kC}, {0, kABack}}};
+__constant__ int kShareTurnCount[3] = {3, 5, 5};
+
+__device__ unsigned share_read(const int4* buffer, size_t part, size_t c_chunks, Read what) {
+  if (what == kAB) return read_chunks(buffer, 0, 2 * part);
+  if (what == kC) return read_chunks(buffer, 2 * part, c_chunks);
+  return read_chunks_backwards(buffer, 0, part);
+}
+
+__global__ void share_kernel(const int4* __restrict__ buffer, size_t part, size_t c_chunks, unsigned sm_owner,
+                             unsigned sm_other, int other_reads, int* __restrict__ claimed,
+                             volatile int* turn, int* __restrict__ gave_up, unsigned* __restrict__ sink) {
+  const int role = claim_role(sm_owner, sm_other, claimed);
+  if (role < 0) return;
+  unsigned acc = 0;
+  for (int step = 0; step < kShareTurnCount[other_reads]; ++step) {
+    const Turn t = kShareTurns[other_reads][step];
+    if (t.who != role) continue;
+    if (!take_turn(turn, step, gave_up)) return;
+    acc ^= share_read(buffer, part, c_chunks, t.what);
+    pass_turn(turn, step + 1);
+  }
+  sink[role * kThreads + threadIdx.x] = acc;
+}
+
+int run_refresh(char** argv, bool share) {
   const size_t part = std::strtoull(argv[2], nullptr, 10) / kChunk;
   const size_t c_chunks = std::strtoull(argv[3], nullptr, 10) / kChunk;
   const unsigned sm_owner = static_cast<unsigned>(std::atoi(argv[4]));
@@ -147,7 +198,8 @@ int run_refresh(char** argv) {
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const unsigned sms = static_cast<unsigned>(prop.multiProcessorCount);
-  if (part < 1 || c_chunks < 1 || sm_owner == sm_other || sm_owner >= sms || sm_other >= sms) {
+  if (part < 1 || c_chunks < 1 || sm_owner == sm_other || sm_owner >= sms || sm_other >= sms ||
+      other_reads < 0 || other_reads > 2) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
@@ -161,15 +213,20 @@ int run_refresh(char** argv) {
   CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
   CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
   CHECK(cudaDeviceSynchronize());
-  refresh_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, part, c_chunks, sm_owner, sm_other,
+  if (share)
+    share_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(buffer, part, c_chunks, sm_owner, sm_other,
                                                              other_reads, flags, flags + 2, flags + 3, sink);
+  else
+    refresh_kernel<<<8 * prop.multiProcessorCount, kThreads>>>(
+        buffer, part, c_chunks, sm_owner, sm_other, other_reads, flags, flags + 2, flags + 3, sink);
   CHECK(cudaGetLastError());
   CHECK(cudaDeviceSynchronize());
   int got[4] = {0, 0, 0, 0};
   CHECK(cudaMemcpy(got, flags, sizeof(got), cudaMemcpyDeviceToHost));
   std::printf(
-      "RESULT mode=refresh:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
-      sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0], got[1], got[2], got[3]);
+      "RESULT mode=%s:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
+      share ? "share" : "refresh", sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0],
+      got[1], got[2], got[3]);
   CHECK(cudaFree(buffer));
   CHECK(cudaFree(flags));
   CHECK(cudaFree(sink));
@@ -177,11 +234,12 @@ int run_refresh(char** argv) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 7 && std::string(argv[1]) == "refresh") return run_refresh(argv);
+  if (argc >= 7 && std::string(argv[1]) == "refresh") return run_refresh(argv, false);
+  if (argc >= 7 && std::string(argv[1]) == "share") return run_refresh(argv, true);
   if (argc < 6) {
     std::fprintf(stderr,
                  "usage: l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE\n"
-                 "       l2_coherence_probe refresh PART C_BYTES SM_OWNER SM_OTHER OTHER_READS\n");
+                 "       l2_coherence_probe refresh|share PART C_BYTES SM_OWNER SM_OTHER OTHER_READS\n");
     return 2;
   }
   const size_t bytes = std::strtoull(argv[1], nullptr, 10);

@@ -5,6 +5,11 @@
 #     partition's replacement order: SM 128 reads B, SM 4, 0, 5 or 1 reads A, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.5 and 0.7; and the same with nothing read by the other SM, the
 #     control; <gpu>_l2_farfill_probe.csv, columns as refresh's)
+#   SET=share bash validation/run_l2_coherence_probe.sh   (how a partition's home lines and its copies of
+#     far-homed lines give way to each other: SM 128 reads A and B (0.4 of a partition each) and C (0.3, 0.4,
+#     0.5), then A backwards; SM 4 or 5 (or 0, the control) reads each buffer just after SM 128 (reads1),
+#     just before (reads2) or not at all (reads0). The last read's DRAM bytes are A's lines lost at home,
+#     its fabric sectors those of its copies; <gpu>_l2_share_probe.csv, columns as refresh's)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -24,7 +29,7 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
 SET="${SET:-rewrite}"
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -32,9 +37,9 @@ CSV="$OUT/${G}_${NAME}.csv"
 COLUMNS=$([ "$SET" = rewrite ] && echo "mode,bytes,passes,blocks" || echo "mode,part_bytes,c_bytes,blocks")
 echo "$COLUMNS,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns" > "$CSV"
 MB=$((1 << 20))
-run() {  # bytes rounds sm_a sm_b fence, or refresh part_bytes c_bytes sm_owner sm_other other_reads
+run() {  # bytes rounds sm_a sm_b fence, or refresh|share part_bytes c_bytes sm_owner sm_other other_reads
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:coherence_kernel|refresh_kernel" \
+  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:coherence_kernel|refresh_kernel|share_kernel" \
     --csv --page raw --print-units base "$WORK/probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" << 'EOF'
 import csv, io, sys
@@ -42,7 +47,7 @@ log, out = sys.argv[1:3]
 text = open(log).read()
 result = [l for l in text.splitlines() if l.startswith("RESULT")]
 rows = [l for l in text.splitlines() if l.startswith('"')]
-row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith(("coherence_kernel", "refresh_kernel"))][0]
+row = [r for r in csv.DictReader(io.StringIO("\n".join(rows))) if r.get("Kernel Name", "").startswith(("coherence_kernel", "refresh_kernel", "share_kernel"))][0]
 fields = dict(kv.split("=") for kv in result[0].split()[1:])
 names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
@@ -55,7 +60,16 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = farfill ]; then
+if [ "$SET" = share ]; then
+  L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
+  HALF=$((L2 * MB / 2))
+  for tenths in 3 4 5; do
+    run share $((HALF * 2 / 5)) $((HALF * tenths / 10)) 128 4 0
+    for other in 4 5 0; do
+      for reads in 1 2; do run share $((HALF * 2 / 5)) $((HALF * tenths / 10)) 128 "$other" "$reads"; done
+    done
+  done
+elif [ "$SET" = farfill ]; then
   L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
   HALF=$((L2 * MB / 2))
   for other in 4 0 5 1; do

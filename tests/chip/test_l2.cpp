@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "models/l2/l2.h"
+#include "sim/config.h"
+#include "sim/machine.h"
 
 namespace attnsim {
 namespace {
@@ -523,6 +525,7 @@ struct ProbeRow {
   int other_sm;
   char other_reads;
   double part, c, extra_over_part;
+  double dram_read, lookup_miss_sectors, fabric_sectors;  // the whole launch's
 };
 
 constexpr double kH200Partition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
@@ -539,8 +542,8 @@ std::vector<ProbeRow> probe_rows(const std::string& file) {
     if (cells.size() < 5) continue;
     const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
     const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
-    rows.push_back(
-        {std::stoi(cells[0].substr(other)), cells[0].back(), part, c, (dram - 2 * part - c) / part});
+    rows.push_back({std::stoi(cells[0].substr(other)), cells[0].back(), part, c, (dram - 2 * part - c) / part,
+                    dram, std::stod(cells[8]), std::stod(cells[9])});
   }
   return rows;
 }
@@ -643,6 +646,74 @@ TEST(L2, ALineFetchedForAFarCoreEntersItsHomeAsTheMostRecent) {
     if ((r.other_sm == 4 || r.other_sm == 5) && r.c_fraction < 0.6) {
       EXPECT_LT(r.extra_over_part, 0.01) << row;  // the GPU kept A's home half
       EXPECT_GT(oldest, 0.3) << row;              // as the oldest it would not have
+    }
+  }
+}
+
+// How a partition's home lines and its copies of far-homed lines give way to each other (`SET=share` of
+// validation/run_l2_coherence_probe.sh, validation/data/h200_l2_share_probe.csv, an H200, 2026-12-01): SM 128
+// reads A and B (0.4 of a partition each) and C (0.3, 0.4, 0.5), then A backwards (the lines of A still
+// there are found before the misses push them out); another SM reads each buffer just after SM 128
+// (reads1), just before (reads2) or never (reads0). Alone, SM 128 loses as many of A's home lines (read
+// from DRAM again) as of its copies (fetched again through the fabric): 0.153 / 0.278 / 0.402 of A each,
+// so neither kind leaves first. With SMs across the fabric reading just after SM 128 the GPU reads more of
+// A from DRAM again at C = 0.4 and 0.5 (0.33, 0.56 of A); just before, as much as alone. The model runs the
+// same sequences on the H200's L2 (its preset's sets, homes and rules): every launch's DRAM reads, lookup
+// misses and fabric sectors 0.00-0.08 of A below the GPU's. On each row the GPU loses about 0.05 of A more
+// than its partition's 30 MiB would under LRU (0.63 MiB at each C), the model none (docs/chip.md).
+struct ShareRun {
+  double dram_read, lookup_misses, fabric_sectors;  // over A's bytes, its sectors, its sectors
+};
+
+// The H200 preset's L2 parameters; its machine is gone when they return (its module names are free again).
+L2Cache::Params h200_l2_params() {
+  Machine machine(load_config(std::string(ATTNSIM_SOURCE_DIR) + "/configs/h200.yaml", {}));
+  return machine.l2()->params();
+}
+
+ShareRun simulated_share(const L2Cache::Params& h200, const ProbeRow& r) {
+  Rig rig(h200);
+  const auto read = [&](uint64_t addr, uint64_t size, int core) {
+    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
+  };
+  const uint64_t part = static_cast<uint64_t>(r.part), c = static_cast<uint64_t>(r.c);
+  const int other = r.other_sm == 4 || r.other_sm == 5 ? 1 : 2;  // core % 2 is its partition; SM 128's 0
+  const auto a_and_b = [&](int core) { read(0, 2 * part, core); };
+  const auto c_alone = [&](int core) { read(2 * part, c, core); };
+  if (r.other_reads == '0') a_and_b(0), c_alone(0);
+  if (r.other_reads == '1') a_and_b(0), a_and_b(other), c_alone(0), c_alone(other);
+  if (r.other_reads == '2') a_and_b(other), a_and_b(0), c_alone(other), c_alone(0);
+  constexpr uint64_t kChunk = 16384;  // the probe's step: 1,024 threads x 16 bytes
+  for (uint64_t end = part; end > 0; end -= kChunk) read(end - kChunk, kChunk, 0);  // A backwards
+  const double sectors = r.part / kSector;
+  return {static_cast<double>(rig.dram.read) / r.part,
+          static_cast<double>(rig.l2.lookup_read_miss_sectors) / sectors,
+          static_cast<double>(rig.l2.fabric_read_sectors) / sectors};
+}
+
+TEST(L2, HomeLinesAndCopiesGiveWayAlike) {
+  const L2Cache::Params h200 = h200_l2_params();
+  const auto rows = probe_rows("h200_l2_share_probe.csv");
+  ASSERT_EQ(rows.size(), 21u);
+  for (const ProbeRow& r : rows) {
+    const double a_sectors = r.part / kSector;
+    const ShareRun gpu{r.dram_read / r.part, r.lookup_miss_sectors / a_sectors, r.fabric_sectors / a_sectors};
+    const ShareRun model = simulated_share(h200, r);
+    const std::string row = "SM " + std::to_string(r.other_sm) + " reads" + r.other_reads +
+                            ", C = " + std::to_string(r.c / kH200Partition).substr(0, 3);
+    std::printf("%s: DRAM %.3f / %.3f, lookup misses %.3f / %.3f, fabric %.3f / %.3f (GPU / model)\n",
+                row.c_str(), gpu.dram_read, model.dram_read, gpu.lookup_misses, model.lookup_misses,
+                gpu.fabric_sectors, model.fabric_sectors);
+    for (const auto& [measured, simulated] : {std::pair{gpu.dram_read, model.dram_read},
+                                              {gpu.lookup_misses, model.lookup_misses},
+                                              {gpu.fabric_sectors, model.fabric_sectors}}) {
+      EXPECT_LE(simulated, measured + 0.005) << row;
+      EXPECT_GE(simulated, measured - 0.08) << row;
+    }
+    if (r.other_reads ==
+        '0') {  // the GPU's last read: A's home lines from DRAM, its copies through the fabric
+      const double first_fabric = (2 * r.part + r.c) / 2 / kSector;
+      EXPECT_NEAR(r.extra_over_part, (r.fabric_sectors - first_fabric) / a_sectors, 0.01) << row;
     }
   }
 }

@@ -10,6 +10,12 @@
 #     0.5), then A backwards; SM 4 or 5 (or 0, the control) reads each buffer just after SM 128 (reads1),
 #     just before (reads2) or not at all (reads0). The last read's DRAM bytes are A's lines lost at home,
 #     its fabric sectors those of its copies; <gpu>_l2_share_probe.csv, columns as refresh's)
+#   SET=knee bash validation/run_l2_coherence_probe.sh   (how a partition's sets fill: SM 128 (or SM 4) reads X (26
+#     to 34 MiB, as A and B of `share` with C one 16 KiB step), then its older half backwards: the misses
+#     are the lines past what each set holds, summed over the sets; <gpu>_l2_knee_probe.csv)
+#   SET=kneeclean bash validation/run_l2_coherence_probe.sh   (knee's launches after a kernel reading 256
+#     MiB, under ncu --cache-control none and application replay: whether what ncu's flush leaves in L2
+#     takes room; <gpu>_l2_kneeclean_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -29,7 +35,12 @@ exec > >(tee -a "$OUT/run.log") 2>&1
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
 SET="${SET:-rewrite}"
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; *) echo l2_coherence_probe ;; esac)
+CACHE_FLAGS="--cache-control all"
+if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, not by ncu's flush
+  CACHE_FLAGS="--cache-control none --replay-mode application"
+  export PROBE_EVICT_BYTES=$((256 << 20))
+fi
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -39,7 +50,8 @@ echo "$COLUMNS,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sect
 MB=$((1 << 20))
 run() {  # bytes rounds sm_a sm_b fence, or refresh|share part_bytes c_bytes sm_owner sm_other other_reads
   local log="$WORK/ncu.log"
-  timeout 120 "$NCU" --metrics "$METRICS" --cache-control all --clock-control base -k "regex:coherence_kernel|refresh_kernel|share_kernel" \
+  # shellcheck disable=SC2086  # CACHE_FLAGS is a list of flags
+  timeout 120 "$NCU" --metrics "$METRICS" $CACHE_FLAGS --clock-control base -k "regex:coherence_kernel|refresh_kernel|share_kernel" \
     --csv --page raw --print-units base "$WORK/probe" "$@" > "$log" 2>&1 || { echo "FAILED $*"; tail -5 "$log"; return; }
   python3 - "$log" "$CSV" << 'EOF'
 import csv, io, sys
@@ -60,7 +72,12 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = share ]; then
+if [ "$SET" = knee ] || [ "$SET" = kneeclean ]; then
+  for kib in 26624 28672 29696 30208 30720 31232 31744 32768 34816; do  # 26 to 34 MiB
+    run share $((kib * 1024 / 2)) 16384 128 4 0
+    run share $((kib * 1024 / 2)) 16384 4 128 0  # SM 4: the other partition
+  done
+elif [ "$SET" = share ]; then
   L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
   HALF=$((L2 * MB / 2))
   for tenths in 3 4 5; do

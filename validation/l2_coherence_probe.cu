@@ -230,13 +230,18 @@ int run_refresh(char** argv, bool share) {
     return 2;
   }
   const size_t chunks = 2 * part + c_chunks;
-  int4* buffer = nullptr;
+  // PROBE_OFFSET_BYTES (environment, a multiple of 16 KiB): the buffers start that far into the allocation
+  // (cudaMalloc's are 2 MiB aligned), to see whether what a set keeps moves with the pages.
+  const char* offset_env = std::getenv("PROBE_OFFSET_BYTES");
+  const size_t offset_chunks = offset_env ? std::strtoull(offset_env, nullptr, 10) / kChunk : 0;
+  int4* allocation = nullptr;
   int* flags = nullptr;  // claimed[2], turn, gave_up
   unsigned* sink = nullptr;
-  CHECK(cudaMalloc(&buffer, chunks * kChunk));
+  CHECK(cudaMalloc(&allocation, (offset_chunks + chunks) * kChunk));
+  int4* buffer = allocation + offset_chunks * kThreads;
   CHECK(cudaMalloc(&flags, 4 * sizeof(int)));
   CHECK(cudaMalloc(&sink, 2 * kThreads * sizeof(unsigned)));
-  CHECK(cudaMemset(buffer, 0x5a, chunks * kChunk));
+  CHECK(cudaMemset(allocation, 0x5a, (offset_chunks + chunks) * kChunk));
   CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
   CHECK(cudaDeviceSynchronize());
   evict_first(sink);
@@ -254,7 +259,7 @@ int run_refresh(char** argv, bool share) {
       "RESULT mode=%s:%u:%u:reads%d part_bytes=%zu c_bytes=%zu blocks=2 ran=%d%d turns=%d gave_up=%d\n",
       share ? "share" : "refresh", sm_owner, sm_other, other_reads, part * kChunk, c_chunks * kChunk, got[0],
       got[1], got[2], got[3]);
-  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(allocation));
   CHECK(cudaFree(flags));
   CHECK(cudaFree(sink));
   return got[0] && got[1] && !got[3] ? 0 : 1;

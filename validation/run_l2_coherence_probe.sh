@@ -16,6 +16,9 @@
 #   SET=kneeclean bash validation/run_l2_coherence_probe.sh   (knee's launches after a kernel reading 256
 #     MiB, under ncu --cache-control none and application replay: whether what ncu's flush leaves in L2
 #     takes room; <gpu>_l2_kneeclean_probe.csv)
+#   SET=kneefine bash validation/run_l2_coherence_probe.sh   (knee's launches for SM 128 at 28 to 29.25 MiB
+#     in quarter MiB, at 36 and 40 MiB; <gpu>_l2_kneefine_probe.csv; and at 28.5 to 30 MiB starting 1 MiB
+#     into the allocation, <gpu>_l2_kneefine_offset_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -40,7 +43,7 @@ if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, n
   CACHE_FLAGS="--cache-control none --replay-mode application"
   export PROBE_EVICT_BYTES=$((256 << 20))
 fi
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -72,7 +75,18 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = knee ] || [ "$SET" = kneeclean ]; then
+if [ "$SET" = kneefine ]; then
+  for kib in 28672 28928 29184 29440 29696 29952 36864 40960; do  # 28 to 29.25 MiB, 36 and 40
+    run share $((kib * 1024 / 2)) 16384 128 4 0
+  done
+  head -n1 "$CSV" > "$OUT/${G}_l2_kneefine_offset_probe.csv"
+  CSV="$OUT/${G}_l2_kneefine_offset_probe.csv"
+  export PROBE_OFFSET_BYTES=$((1 << 20))
+  for kib in 29184 29696 30208 30720; do  # 28.5 to 30 MiB, 1 MiB into the allocation
+    run share $((kib * 1024 / 2)) 16384 128 4 0
+  done
+  unset PROBE_OFFSET_BYTES
+elif [ "$SET" = knee ] || [ "$SET" = kneeclean ]; then
   for kib in 26624 28672 29696 30208 30720 31232 31744 32768 34816; do  # 26 to 34 MiB
     run share $((kib * 1024 / 2)) 16384 128 4 0
     run share $((kib * 1024 / 2)) 16384 4 128 0  # SM 4: the other partition

@@ -672,10 +672,11 @@ L2Cache::Params h200_l2_params() {
   return machine.l2()->params();
 }
 
-ShareRun simulated_share(const L2Cache::Params& h200, const ProbeRow& r) {
+// `base`: where the buffers start (the probe's PROBE_OFFSET_BYTES).
+ShareRun simulated_share(const L2Cache::Params& h200, const ProbeRow& r, uint64_t base = 0) {
   Rig rig(h200);
   const auto read = [&](uint64_t addr, uint64_t size, int core) {
-    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
+    rig.l2.access(MemAccess{0, base + addr, 1, size, size, false, core}, 0);
   };
   const uint64_t part = static_cast<uint64_t>(r.part), c = static_cast<uint64_t>(r.c);
   const int other = r.other_sm == 4 || r.other_sm == 5 ? 1 : 2;  // core % 2 is its partition; SM 128's 0
@@ -720,48 +721,59 @@ TEST(L2, HomeLinesAndCopiesGiveWayAlike) {
 }
 
 // How much of a partition a read stream keeps (`SET=knee` of validation/run_l2_coherence_probe.sh on two
-// H200s, 2026-12-01: validation/data/h200_l2_knee_probe{,_rep}.csv): SM 128 (or SM 4, the other partition)
-// reads X (26 to 34 MiB), then its older half backwards; the backward read's misses are the lines past what
-// each set keeps. The GPU loses nothing at 26 MiB, 0.56-0.61 MiB at 29, 0.66-0.73 at 30, and from 32 MiB on
-// 0.65-0.69 MiB more than the overflow past 30 MiB, on both partitions: its partitions keep ~29.34 MiB of
-// the stream. The model keeps all 30 from 32 MiB on (its sets, filled a little unevenly, lose 0.46-0.94
-// MiB at 29-30, 0.47 past the overflow at 31). After a kernel that read 256 MiB, with no flush between
-// (`SET=kneeclean`, h200_l2_kneeclean_probe.csv), the GPU loses more below 34 MiB (0.29 MiB at 26, 0.99 at
-// 29: some of the old lines outlast the probe's, which LRU would not allow) and the same 0.66 past the
-// overflow at 34. What takes the 0.66 MiB is not known; the read-only probe writes 0.6-1.4 MB to DRAM too
-// (docs/chip.md, "A partition keeps 29.3 MiB of a stream").
+// H200s, 2026-12-01: validation/data/h200_l2_knee_probe{,_rep}.csv; `SET=kneefine` on a third,
+// h200_l2_kneefine_probe.csv): SM 128 (or SM 4, the other partition) reads X (26 to 40 MiB), then its older
+// half backwards; the backward read's misses are the lines past what each set keeps. The GPU loses nothing
+// at 26-28.25 MiB, 0.19 / 0.33 / 0.61 MiB at 28.5 / 28.75 / 29, 0.59-0.73 at 29.25-30, and from 32 MiB on
+// (up to 40) 0.64-0.69 MiB more than the overflow past 30 MiB, on both partitions: its partitions keep
+// ~29.35 MiB of the stream. The model keeps all 30 from 32 MiB on (its sets, filled a little unevenly,
+// lose 0.12-0.94 MiB at 28.25-30, 0.47 past the overflow at 31). With X starting 1 MiB into its allocation
+// (h200_l2_kneefine_offset_probe.csv) the GPU's knee comes later (0.02 / 0.12 MiB lost at 28.5 / 29, 1.04 at
+// 30) and the model's earlier (0.50 / 0.67, 1.06): its sets follow the pages otherwise than the GPU's.
+// After a kernel that read 256 MiB, with no flush between (`SET=kneeclean`, h200_l2_kneeclean_probe.csv),
+// the GPU loses more below 34 MiB (0.29 MiB at 26, 0.99 at 29: some of the old lines outlast the probe's,
+// which LRU would not allow) and the same 0.66 past the overflow at 34. What takes the 0.65 MiB is not
+// known; the read-only probe writes 0.6-1.4 MB to DRAM too (docs/chip.md, "A partition keeps 29.3 MiB of a
+// stream").
 struct KneeRow {
   std::string file;
   int owner_sm;
   double mib, lost_mib;  // X, and the backward read's lookup misses past X's first reads
+  uint64_t offset;       // where X starts in its allocation
 };
 
 std::vector<KneeRow> knee_rows() {
   std::vector<KneeRow> rows;
   for (const char* file :
-       {"h200_l2_knee_probe.csv", "h200_l2_knee_probe_rep.csv", "h200_l2_kneeclean_probe.csv"})
+       {"h200_l2_knee_probe.csv", "h200_l2_knee_probe_rep.csv", "h200_l2_kneeclean_probe.csv",
+        "h200_l2_kneefine_probe.csv", "h200_l2_kneefine_offset_probe.csv"})
     for (const ProbeRow& r : probe_rows(file)) {
       const double first_sectors = (2 * r.part + r.c) / kSector;
+      const bool offset = std::string(file).find("offset") != std::string::npos;
       rows.push_back({file, r.other_sm == 4 ? 128 : 4, 2 * r.part / (1 << 20),
-                      (r.lookup_miss_sectors - first_sectors) * kSector / (1 << 20)});
+                      (r.lookup_miss_sectors - first_sectors) * kSector / (1 << 20), offset ? 1u << 20 : 0u});
     }
   return rows;
+}
+
+// The backward read's lookup misses past X's first reads in the model, MiB.
+double simulated_knee_loss(const L2Cache::Params& h200, const KneeRow& r) {
+  const double part = r.mib * (1 << 20) / 2;
+  const ShareRun model = simulated_share(h200, {4, '0', part, 16384, 0, 0, 0, 0}, r.offset);
+  return (model.lookup_misses * part / kSector - (2 * part + 16384) / kSector) * kSector / (1 << 20);
 }
 
 TEST(L2, APartitionKeepsLessOfAStreamThanItsShare) {
   const L2Cache::Params h200 = h200_l2_params();
   const auto rows = knee_rows();
-  ASSERT_EQ(rows.size(), 54u);
-  std::map<double, double> model_lost;  // by X's MiB: the model's sets are the same whichever SM reads
+  ASSERT_EQ(rows.size(), 66u);
+  std::map<std::pair<double, uint64_t>, double> model_lost;  // the model's sets are the same for either SM
   for (const KneeRow& r : rows) {
-    if (!model_lost.count(r.mib)) {
-      const double part = r.mib * (1 << 20) / 2;
-      const ShareRun model = simulated_share(h200, {4, '0', part, 16384, 0, 0, 0, 0});
-      model_lost[r.mib] =
-          (model.lookup_misses * part / kSector - (2 * part + 16384) / kSector) * kSector / (1 << 20);
-    }
-    const double overflow = std::max(0.0, r.mib - 30), model = model_lost[r.mib];
-    const std::string row = r.file + ", SM " + std::to_string(r.owner_sm) + ", " + std::to_string(r.mib);
+    const auto key = std::pair{r.mib, r.offset};
+    if (!model_lost.count(key)) model_lost[key] = simulated_knee_loss(h200, r);
+    const double overflow = std::max(0.0, r.mib - 30), model = model_lost[key];
+    const std::string row =
+        r.file + ", SM " + std::to_string(r.owner_sm) + ", " + std::to_string(r.mib).substr(0, 5);
     std::printf("%s MiB: lost %.3f MiB (model %.3f)\n", row.c_str(), r.lost_mib, model);
     const bool after_other_lines = r.file.find("clean") != std::string::npos;
     if (r.mib >= (after_other_lines ? 34 : 32)) {             // past every set's room
@@ -769,6 +781,15 @@ TEST(L2, APartitionKeepsLessOfAStreamThanItsShare) {
       EXPECT_NEAR(model - overflow, 0.0, 0.03) << row;        // the model: none
     }
     if (after_other_lines) continue;  // below 34 MiB the old lines take room too (docs/chip.md)
+    if (r.offset != 0) {              // 1 MiB in: the GPU's knee comes later, the model's earlier
+      if (r.mib <= 29) {
+        EXPECT_LT(r.lost_mib, 0.15) << row;
+        EXPECT_GT(model, r.lost_mib + 0.3) << row;
+      } else if (r.mib >= 30) {
+        EXPECT_NEAR(model, r.lost_mib, 0.1) << row;
+      }
+      continue;
+    }
     if (r.mib <= 26) {
       EXPECT_LT(r.lost_mib, 0.05) << row;
     } else if (r.mib <= 30.5) {

@@ -19,6 +19,9 @@
 #   SET=kneefine bash validation/run_l2_coherence_probe.sh   (knee's launches for SM 128 at 28 to 29.25 MiB
 #     in quarter MiB, at 36 and 40 MiB; <gpu>_l2_kneefine_probe.csv; and at 28.5 to 30 MiB starting 1 MiB
 #     into the allocation, <gpu>_l2_kneefine_offset_probe.csv)
+#   SET=kneeoffsets bash validation/run_l2_coherence_probe.sh   (knee's launches for SM 128 at 28.5 to 32
+#     MiB, starting 0.25, 0.5, 0.75, 1 and 1.5 MiB into the allocation; the mode ends in :off<bytes>;
+#     <gpu>_l2_kneeoffsets_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -43,7 +46,7 @@ if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, n
   CACHE_FLAGS="--cache-control none --replay-mode application"
   export PROBE_EVICT_BYTES=$((256 << 20))
 fi
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -75,7 +78,16 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = kneefine ]; then
+if [ "$SET" = kneeoffsets ]; then
+  for offset in 262144 524288 786432 1048576 1572864; do
+    export PROBE_OFFSET_BYTES=$offset
+    for kib in 29184 29696 30208 30720 31744 32768; do  # 28.5 to 32 MiB
+      run share $((kib * 1024 / 2)) 16384 128 4 0
+      sed -i '$ s/^share:\([^,]*\)/share:\1:off'"$offset"'/' "$CSV"
+    done
+  done
+  unset PROBE_OFFSET_BYTES
+elif [ "$SET" = kneefine ]; then
   for kib in 28672 28928 29184 29440 29696 29952 36864 40960; do  # 28 to 29.25 MiB, 36 and 40
     run share $((kib * 1024 / 2)) 16384 128 4 0
   done

@@ -527,6 +527,7 @@ struct ProbeRow {
   char other_reads;
   double part, c, extra_over_part;
   double dram_read, lookup_miss_sectors, fabric_sectors;  // the whole launch's
+  uint64_t offset = 0;  // a mode ending in :off<bytes>: where the buffers start in their allocation
 };
 
 constexpr double kH200Partition = 30.0 * (1 << 20);  // the H200's 60 MiB in two
@@ -543,8 +544,10 @@ std::vector<ProbeRow> probe_rows(const std::string& file) {
     if (cells.size() < 5) continue;
     const double part = std::stod(cells[1]), c = std::stod(cells[2]), dram = std::stod(cells[4]);
     const size_t other = cells[0].find(':', cells[0].find(':') + 1) + 1;
+    const size_t off = cells[0].find(":off");
     rows.push_back({std::stoi(cells[0].substr(other)), cells[0].back(), part, c, (dram - 2 * part - c) / part,
-                    dram, std::stod(cells[8]), std::stod(cells[9])});
+                    dram, std::stod(cells[8]), std::stod(cells[9]),
+                    off == std::string::npos ? 0 : std::stoull(cells[0].substr(off + 4))});
   }
   return rows;
 }
@@ -729,7 +732,10 @@ TEST(L2, HomeLinesAndCopiesGiveWayAlike) {
 // ~29.35 MiB of the stream. The model keeps all 30 from 32 MiB on (its sets, filled a little unevenly,
 // lose 0.12-0.94 MiB at 28.25-30, 0.47 past the overflow at 31). With X starting 1 MiB into its allocation
 // (h200_l2_kneefine_offset_probe.csv) the GPU's knee comes later (0.02 / 0.12 MiB lost at 28.5 / 29, 1.04 at
-// 30) and the model's earlier (0.50 / 0.67, 1.06): its sets follow the pages otherwise than the GPU's.
+// 30) and the model's earlier (0.50 / 0.67, 1.06): its sets follow the pages otherwise than the GPU's. At
+// five starts 0.25-1.5 MiB in (`SET=kneeoffsets`, h200_l2_kneeoffsets_probe.csv, a fourth H200) the GPU's
+// knee moves by up to half a MiB, but at 31 and 32 MiB every start loses alike (1.66-1.67, 2.65-2.68 MiB):
+// the shortfall is fixed; the model loses 1.46-1.60 and 2.12-2.42 there.
 // After a kernel that read 256 MiB, with no flush between (`SET=kneeclean`, h200_l2_kneeclean_probe.csv),
 // the GPU loses more below 34 MiB (0.29 MiB at 26, 0.99 at 29: some of the old lines outlast the probe's,
 // which LRU would not allow) and the same 0.66 past the overflow at 34. What takes the 0.65 MiB is not
@@ -746,12 +752,13 @@ std::vector<KneeRow> knee_rows() {
   std::vector<KneeRow> rows;
   for (const char* file :
        {"h200_l2_knee_probe.csv", "h200_l2_knee_probe_rep.csv", "h200_l2_kneeclean_probe.csv",
-        "h200_l2_kneefine_probe.csv", "h200_l2_kneefine_offset_probe.csv"})
+        "h200_l2_kneefine_probe.csv", "h200_l2_kneefine_offset_probe.csv", "h200_l2_kneeoffsets_probe.csv"})
     for (const ProbeRow& r : probe_rows(file)) {
       const double first_sectors = (2 * r.part + r.c) / kSector;
-      const bool offset = std::string(file).find("offset") != std::string::npos;
+      const bool one_mib_in = std::string(file).find("offset_probe") != std::string::npos;
       rows.push_back({file, r.other_sm == 4 ? 128 : 4, 2 * r.part / (1 << 20),
-                      (r.lookup_miss_sectors - first_sectors) * kSector / (1 << 20), offset ? 1u << 20 : 0u});
+                      (r.lookup_miss_sectors - first_sectors) * kSector / (1 << 20),
+                      one_mib_in ? uint64_t{1} << 20 : r.offset});
     }
   return rows;
 }
@@ -766,7 +773,7 @@ double simulated_knee_loss(const L2Cache::Params& h200, const KneeRow& r) {
 TEST(L2, APartitionKeepsLessOfAStreamThanItsShare) {
   const L2Cache::Params h200 = h200_l2_params();
   const auto rows = knee_rows();
-  ASSERT_EQ(rows.size(), 66u);
+  ASSERT_EQ(rows.size(), 96u);
   std::map<std::pair<double, uint64_t>, double> model_lost;  // the model's sets are the same for either SM
   for (const KneeRow& r : rows) {
     const auto key = std::pair{r.mib, r.offset};
@@ -774,14 +781,23 @@ TEST(L2, APartitionKeepsLessOfAStreamThanItsShare) {
     const double overflow = std::max(0.0, r.mib - 30), model = model_lost[key];
     const std::string row =
         r.file + ", SM " + std::to_string(r.owner_sm) + ", " + std::to_string(r.mib).substr(0, 5);
-    std::printf("%s MiB: lost %.3f MiB (model %.3f)\n", row.c_str(), r.lost_mib, model);
+    std::printf("%s MiB, %llu B in: lost %.3f MiB (model %.3f)\n", row.c_str(),
+                static_cast<unsigned long long>(r.offset), r.lost_mib, model);
     const bool after_other_lines = r.file.find("clean") != std::string::npos;
+    const bool offsets = r.file.find("offsets") != std::string::npos;
     if (r.mib >= (after_other_lines ? 34 : 32)) {             // past every set's room
       EXPECT_NEAR(r.lost_mib - overflow, 0.66, 0.06) << row;  // the GPU: ~0.66 MiB short
-      EXPECT_NEAR(model - overflow, 0.0, 0.03) << row;        // the model: none
+      // the model: none, or what its sets lack at some starts (0.12-0.42 MiB at 32 MiB)
+      EXPECT_NEAR(model - overflow, offsets ? 0.25 : 0.0, offsets ? 0.2 : 0.03) << row;
     }
     if (after_other_lines) continue;  // below 34 MiB the old lines take room too (docs/chip.md)
-    if (r.offset != 0) {              // 1 MiB in: the GPU's knee comes later, the model's earlier
+    if (offsets) {  // below 32 MiB: printed (docs/chip.md); at 31 MiB every start loses alike on the GPU
+      if (r.mib == 31) {
+        EXPECT_NEAR(r.lost_mib, 1.665, 0.02) << row;
+      }
+      continue;
+    }
+    if (r.offset != 0) {  // 1 MiB in: the GPU's knee comes later, the model's earlier
       if (r.mib <= 29) {
         EXPECT_LT(r.lost_mib, 0.15) << row;
         EXPECT_GT(model, r.lost_mib + 0.3) << row;

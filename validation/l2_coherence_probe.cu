@@ -241,7 +241,9 @@ int run_refresh(char** argv, bool share) {
   int4* buffer = allocation + offset_chunks * kThreads;
   CHECK(cudaMalloc(&flags, 4 * sizeof(int)));
   CHECK(cudaMalloc(&sink, 2 * kThreads * sizeof(unsigned)));
-  CHECK(cudaMemset(allocation, 0x5a, (offset_chunks + chunks) * kChunk));
+  // PROBE_NO_MEMSET (environment): the buffers are read as cudaMalloc left them, with no stores before.
+  if (std::getenv("PROBE_NO_MEMSET") == nullptr)
+    CHECK(cudaMemset(allocation, 0x5a, (offset_chunks + chunks) * kChunk));
   CHECK(cudaMemset(flags, 0, 4 * sizeof(int)));
   CHECK(cudaDeviceSynchronize());
   evict_first(sink);

@@ -22,6 +22,12 @@
 #   SET=kneeoffsets bash validation/run_l2_coherence_probe.sh   (knee's launches for SM 128 at 28.5 to 32
 #     MiB, starting 0.25, 0.5, 0.75, 1 and 1.5 MiB into the allocation; the mode ends in :off<bytes>;
 #     <gpu>_l2_kneeoffsets_probe.csv)
+#   SET=kneesources bash validation/run_l2_coherence_probe.sh   (knee's launch at 26, 29 and 34 MiB with L2
+#     sectors by source unit, aperture and operation, and the data-side fills: who else uses the L2 while a
+#     read-only stream runs; raw ncu CSVs <gpu>_l2_kneesources_<KiB>k.csv)
+#   SET=kneeunset bash validation/run_l2_coherence_probe.sh   (knee's launches at 26 to 34 MiB with no
+#     cudaMemset of the buffers before (PROBE_NO_MEMSET): whether the stores before the launch take room;
+#     <gpu>_l2_kneeunset_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -46,7 +52,7 @@ if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, n
   CACHE_FLAGS="--cache-control none --replay-mode application"
   export PROBE_EVICT_BYTES=$((256 << 20))
 fi
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; kneesources) echo l2_kneesources ;; kneeunset) echo l2_kneeunset_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -78,7 +84,27 @@ open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line), "ran=" + fields["ran"], "gave_up=" + fields["gave_up"])
 EOF
 }
-if [ "$SET" = kneeoffsets ]; then
+if [ "$SET" = kneeunset ]; then  # knee's launches with the buffers never stored to
+  export PROBE_NO_MEMSET=1
+  for kib in 26624 29696 31232 32768 34816; do  # 26, 29, 30.5, 32, 34 MiB
+    run share $((kib * 1024 / 2)) 16384 128 4 0
+  done
+  unset PROBE_NO_MEMSET
+elif [ "$SET" = kneesources ]; then  # who else looks lines up in L2 during the knee's launches: raw ncu CSVs
+  SOURCES=lts__t_sectors_srcunit_tex.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_srcunit_gcc.sum,lts__t_sectors_srcunit_l.sum
+  for u in tex ltcfabric gcc l; do
+    SOURCES=$SOURCES,lts__t_sectors_srcunit_${u}_op_read.sum,lts__t_sectors_srcunit_${u}_op_write.sum
+    SOURCES=$SOURCES,lts__t_sectors_srcunit_${u}_lookup_hit.sum,lts__t_sectors_srcunit_${u}_lookup_miss.sum
+  done
+  SOURCES=$SOURCES,lts__t_sectors_aperture_device.sum,lts__t_sectors_aperture_peer.sum,lts__t_sectors_aperture_sysmem.sum
+  SOURCES=$SOURCES,lts__d_sectors.sum,lts__d_sectors_fill_device.sum,lts__d_sectors_fill_sysmem.sum,lts__d_decomp_input_sectors.sum
+  SOURCES=$SOURCES,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sectors_op_atom.sum,lts__t_sectors_op_red.sum
+  SOURCES=$SOURCES,dram__sectors_read.sum,dram__sectors_write.sum
+  for kib in 26624 29696 34816; do  # 26, 29, 34 MiB
+    "$NCU" --metrics "$SOURCES" --cache-control all --clock-control base -k regex:share_kernel --csv --page raw \
+      --print-units base "$WORK/probe" share $((kib * 1024 / 2)) 16384 128 4 0 > "$OUT/${G}_l2_kneesources_${kib}k.csv" 2>&1
+  done
+elif [ "$SET" = kneeoffsets ]; then
   for offset in 262144 524288 786432 1048576 1572864; do
     export PROBE_OFFSET_BYTES=$offset
     for kib in 29184 29696 30208 30720 31744 32768; do  # 28.5 to 32 MiB

@@ -715,8 +715,8 @@ TEST(L2, HomeLinesAndCopiesGiveWayAlike) {
       EXPECT_LE(simulated, measured + 0.005) << row;
       EXPECT_GE(simulated, measured - 0.08) << row;
     }
-    if (r.other_reads ==
-        '0') {  // the GPU's last read: A's home lines from DRAM, its copies through the fabric
+    // Alone, the GPU's last read fetches A's home lines from DRAM and its copies through the fabric alike.
+    if (r.other_reads == '0') {
       const double first_fabric = (2 * r.part + r.c) / 2 / kSector;
       EXPECT_NEAR(r.extra_over_part, (r.fabric_sectors - first_fabric) / a_sectors, 0.01) << row;
     }

@@ -118,9 +118,11 @@ __global__ void coherence_kernel(int4* __restrict__ buffer, size_t chunks, int r
   }
 }
 
-__device__ unsigned read_chunks(const int4* buffer, size_t begin, size_t count) {
+// Reads chunks begin .. begin + count - 1, the last first when `backwards`.
+__device__ unsigned read_chunks(const int4* buffer, size_t begin, size_t count, bool backwards = false) {
   unsigned acc = 0;
-  for (size_t i = 0; i < count; ++i) {
+  for (size_t k = 0; k < count; ++k) {
+    const size_t i = backwards ? count - 1 - k : k;
     const int4 v = __ldcg(buffer + (begin + i) * kThreads + threadIdx.x);
     acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
   }
@@ -145,15 +147,6 @@ __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, siz
   sink[role * kThreads + threadIdx.x] = acc;
 }
 
-__device__ unsigned read_chunks_backwards(const int4* buffer, size_t begin, size_t count) {
-  unsigned acc = 0;
-  for (size_t i = count; i-- > 0;) {
-    const int4 v = __ldcg(buffer + (begin + i) * kThreads + threadIdx.x);
-    acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
-  }
-  return acc;
-}
-
 // The turns of `share`, in order: who reads (0 the owner, 1 the other) and what (kAB: A and B, kC: C, kABack:
 // A backwards). OTHER_READS=0: the owner alone; 1: the other reads each buffer just after the owner; 2: just
 // before.
@@ -170,7 +163,7 @@ __constant__ int kShareTurnCount[3] = {3, 5, 5};
 __device__ unsigned share_read(const int4* buffer, size_t part, size_t c_chunks, Read what) {
   if (what == kAB) return read_chunks(buffer, 0, 2 * part);
   if (what == kC) return read_chunks(buffer, 2 * part, c_chunks);
-  return read_chunks_backwards(buffer, 0, part);
+  return read_chunks(buffer, 0, part, true);
 }
 
 __global__ void share_kernel(const int4* __restrict__ buffer, size_t part, size_t c_chunks, unsigned sm_owner,
@@ -215,7 +208,7 @@ void evict_first(unsigned* sink) {
   CHECK(cudaFree(evict));
 }
 
-int run_refresh(char** argv, bool share) {
+int run_turns(char** argv, bool share) {
   const size_t part = std::strtoull(argv[2], nullptr, 10) / kChunk;
   const size_t c_chunks = std::strtoull(argv[3], nullptr, 10) / kChunk;
   const unsigned sm_owner = static_cast<unsigned>(std::atoi(argv[4]));
@@ -268,8 +261,8 @@ int run_refresh(char** argv, bool share) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 7 && std::string(argv[1]) == "refresh") return run_refresh(argv, false);
-  if (argc >= 7 && std::string(argv[1]) == "share") return run_refresh(argv, true);
+  if (argc >= 7 && std::string(argv[1]) == "refresh") return run_turns(argv, false);
+  if (argc >= 7 && std::string(argv[1]) == "share") return run_turns(argv, true);
   if (argc < 6) {
     std::fprintf(stderr,
                  "usage: l2_coherence_probe BYTES ROUNDS SM_A SM_B FENCE\n"

@@ -33,6 +33,9 @@ struct ChipSummary {
   // Sectors that crossed between the partitions (far_data: copy): a copy's fill from the far-homed line's
   // home, a store to a far-homed line (Nsight Compute's lts__t_sectors_srcunit_ltcfabric counts both).
   uint64_t l2_fabric_sectors = 0;
+  // Read sectors of copies that missed in their home partition too (read from DRAM): Nsight Compute's
+  // lts__t_sectors_lookup_miss less its srcunit_tex part.
+  uint64_t l2_home_lookup_miss_sectors = 0;
   TensorBytes dirty_at_kernel_end;     // dirty in L2 when kernels ended: not counted as DRAM writes
   TensorBytes resident_at_kernel_end;  // valid in L2 when kernels ended (a line in two partitions once)
   std::vector<KernelReport> kernels;

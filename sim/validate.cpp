@@ -170,6 +170,8 @@ Measurement project_measurement(const CsvRow& row) {
     m.l2_lookup_miss_sectors = number("lts_tex_miss_sectors");
   if (row.has("lts_fabric_sectors") && !text("lts_fabric_sectors").empty())
     m.l2_fabric_sectors = number("lts_fabric_sectors");
+  if (row.has("lts_miss_sectors") && !text("lts_miss_sectors").empty() && m.l2_lookup_miss_sectors >= 0)
+    m.l2_home_miss_sectors = number("lts_miss_sectors") - m.l2_lookup_miss_sectors;
   if (row.has("sm_clock_ghz") && !text("sm_clock_ghz").empty()) {
     m.sm_clock_ghz = number("sm_clock_ghz");
     if (!(m.sm_clock_ghz > 0.01 && m.sm_clock_ghz < 10))
@@ -514,6 +516,7 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
     if (c.has_l2) {
       row.predicted_l2_lookup_read_miss_sectors = static_cast<double>(c.l2_lookup_read_miss_sectors);
       row.predicted_l2_fabric_sectors = static_cast<double>(c.l2_fabric_sectors);
+      row.predicted_l2_home_miss_sectors = static_cast<double>(c.l2_home_lookup_miss_sectors);
     }
     row.predicted_dram_read_by_tensor = c.dram_read;
     if (hot_part_bytes) {  // the first read fetches the buffer once; the rest is what the kernels pushed out
@@ -848,13 +851,13 @@ std::string validation_csv(const ValidationSummary& s) {
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
       "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
-      "l2_resident_end_pred_by_tensor\n";
+      "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{},{},{},{}"
+        "{},,{},{},{},{},{},{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
@@ -864,10 +867,11 @@ std::string validation_csv(const ValidationSummary& s) {
         by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
         count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
-        by_tensor(r.predicted_l2_resident_by_tensor));
+        by_tensor(r.predicted_l2_resident_by_tensor), count_cell(r.predicted_l2_home_miss_sectors),
+        count_cell(m.l2_home_miss_sectors));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,\n", measurement_cells(m, false),
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,\n", measurement_cells(m, false),
                        csv_cell(m.not_simulated));
   return out;
 }

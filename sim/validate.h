@@ -28,6 +28,7 @@ struct Measurement {
   double dram_read_bytes = 0, dram_write_bytes = 0;
   double l2_lookup_miss_sectors = -1;  // Nsight Compute's lts__t_sectors_srcunit_tex_lookup_miss (-1: none)
   double l2_fabric_sectors = -1;       // lts__t_sectors_srcunit_ltcfabric: sectors between the partitions
+  double l2_home_miss_sectors = -1;    // lts__t_sectors_lookup_miss less its srcunit_tex part (-1: none)
   double max_rel_error = 0;
   // Resident blocks per SM of each launch (the smallest of Nsight Compute's occupancy limits: shared memory,
   // registers, warps, blocks), when the CSV has them; one value applies to every launch.
@@ -110,6 +111,7 @@ struct ValidationRow {
   double predicted_dram_written = -1;  // whole-chip configs only: evicted while kernels ran
   double predicted_l2_lookup_read_miss_sectors = -1;  // whole-chip configs with an L2
   double predicted_l2_fabric_sectors = -1;            // whole-chip configs with an L2
+  double predicted_l2_home_miss_sectors = -1;         // whole-chip configs with an L2
   // Whole-chip configs: DRAM bytes per tensor (which tensors miss the L2), and the SM <-> L2 reads.
   std::map<std::string, uint64_t> predicted_dram_read_by_tensor, predicted_dram_written_by_tensor;
   std::map<std::string, uint64_t> predicted_l2_resident_by_tensor;  // valid in L2 when the kernels ended

@@ -28,6 +28,9 @@
 #   SET=kneeunset bash validation/run_l2_coherence_probe.sh   (knee's launches at 26 to 34 MiB with no
 #     cudaMemset of the buffers before (PROBE_NO_MEMSET): whether the stores before the launch take room;
 #     <gpu>_l2_kneeunset_probe.csv)
+#   SET=refreshsweep bash validation/run_l2_coherence_probe.sh   (refresh's launches with A 0.4 of a partition and C
+#     0.45 to 0.85 in twentieths, SM 4 (across the fabric) or SM 0 reading A; three with nothing read:
+#     where A's home lines start to go; <gpu>_l2_refreshsweep_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -52,7 +55,7 @@ if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, n
   CACHE_FLAGS="--cache-control none --replay-mode application"
   export PROBE_EVICT_BYTES=$((256 << 20))
 fi
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; kneesources) echo l2_kneesources ;; kneeunset) echo l2_kneeunset_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; refreshsweep) echo l2_refreshsweep_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; kneesources) echo l2_kneesources ;; kneeunset) echo l2_kneeunset_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -146,6 +149,14 @@ elif [ "$SET" = farfill ]; then
     run refresh $((HALF * 2 / 5)) $((HALF * 7 / 10)) 128 "$other" 2
     run refresh $((HALF * 2 / 5)) $((HALF / 2)) 128 "$other" 0
   done
+elif [ "$SET" = refreshsweep ]; then  # refresh's launches at A = 0.4 and C from 0.45 to 0.85 of a partition
+  L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
+  HALF=$((L2 * MB / 2))
+  for twentieths in 9 10 11 12 13 14 15 16 17; do
+    run refresh $((HALF * 2 / 5)) $((HALF * twentieths / 20)) 128 4 1
+    run refresh $((HALF * 2 / 5)) $((HALF * twentieths / 20)) 128 0 1
+  done
+  for twentieths in 9 12 15; do run refresh $((HALF * 2 / 5)) $((HALF * twentieths / 20)) 128 4 0; done
 elif [ "$SET" = refresh ]; then
   L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
   HALF=$((L2 * MB / 2))

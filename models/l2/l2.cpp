@@ -120,6 +120,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
              "copy; Nsight Compute's lts__t_sectors_srcunit_tex_op_read_lookup_miss)");
   stats_.add(&fabric_write_sectors, "fabric_write_sectors", "sectors",
              "sectors cores wrote into the partition they are not attached to (far_data: copy)");
+  stats_.add(&home_lookup_miss_sectors, "home_lookup_miss_sectors", "sectors",
+             "read sectors a copy fetched across the fabric that missed in their home partition too (Nsight "
+             "Compute: lts__t_sectors_lookup_miss less its srcunit_tex part; writes never miss)");
   stats_.add(&eager_writebacks, "eager_writebacks", "lines",
              "dirty lines written back early because their set had max_dirty_ways dirty lines");
   stats_.add(&second_chances, "second_chance_writebacks", "lines",
@@ -145,8 +148,8 @@ void L2Cache::reset(const std::vector<std::string>& names) {
                   &write_miss_sectors, &writeback_bytes, &flushed_dirty_bytes, &resident_bytes_at_kernel_end})
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
-      eager_writebacks = second_chances = invalidated_copies = updated_copy_sectors = refetched_stale_copies =
-          0;
+      home_lookup_miss_sectors = eager_writebacks = second_chances = invalidated_copies =
+          updated_copy_sectors = refetched_stale_copies = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
@@ -566,6 +569,7 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
     Line& h = find_or_allocate(home, line_index, tensor, present);
     if (!present && params_.far_fills_oldest) h.stamp = 0;
     const uint8_t from_dram = static_cast<uint8_t>(missing & ~h.valid);
+    home_lookup_miss_sectors += sectors(from_dram);
     h.valid |= missing;
     missing = from_dram;
   }

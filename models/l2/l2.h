@@ -173,6 +173,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t fabric_read_sectors = 0;       // copies fetched from the home partition (far_data: copy)
   uint64_t lookup_read_miss_sectors = 0;  // missing in the partition a read looked up first
   uint64_t fabric_write_sectors = 0;      // written by cores into the partition they are not attached to
+  uint64_t home_lookup_miss_sectors = 0;  // copies' fetches that missed at home too (read from DRAM)
   uint64_t eager_writebacks = 0;          // dirty lines written back early (max_dirty_ways)
   uint64_t second_chances = 0;            // dirty victims written back and kept (dirty_second_chance)
   uint64_t invalidated_copies = 0;        // copies dropped by stores to their lines

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -967,4 +968,63 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
 }
 
 }  // namespace
+// Where a read across the fabric leaves A's home lines as C grows (`SET=refreshsweep` of
+// validation/run_l2_coherence_probe.sh, validation/data/h200_l2_refreshsweep_probe.csv, an H200,
+// 2026-12-02, 43 s): SM 128 reads A and B (0.4 of a partition each), SM 4 (across the fabric) or SM 0
+// (beside it) reads A, SM 128 reads C (0.45 to 0.85 of a partition) and A again. The DRAM reads past A + B
+// + C are A's home lines lost. The GPU starts losing them between C = 0.5 and 0.55 with SM 4 and grows to
+// 0.48 of A at 0.85; with SM 0 (A's copies kept young too) it loses more at every C up to the 0.5 of A its
+// home lines are. The model on the H200 preset's L2 (a fetch across the fabric a use of the home line,
+// LRU) follows every row within 0.13 of A (RMS 0.049), a few hundredths short near the knee; with the
+// partition 2.2% smaller (61,603,840 bytes: the knee probe's 0.65 MiB) RMS 0.023. A far fetch that only
+// half renews the home line's age (a temporary switch, stamp halfway to now) would lose 0.13-0.21 of A at
+// C = 0.45-0.5 where the GPU loses 0.002: the refresh is whole (docs/chip.md).
+double simulated_refresh_sweep_extra(const L2Cache::Params& h200, const ProbeRow& r) {
+  Rig rig(h200);
+  const auto read = [&](uint64_t addr, uint64_t size, int core) {
+    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
+  };
+  const uint64_t part = static_cast<uint64_t>(r.part), c = static_cast<uint64_t>(r.c);
+  const int other = r.other_sm == 4 || r.other_sm == 5 ? 1 : 2;  // core % 2 is its partition; SM 128's 0
+  read(0, 2 * part, 0);                                          // SM 128: A, then B
+  if (r.other_reads == '1') read(0, part, other);                // the other SM: A
+  read(2 * part, c, 0), read(0, part, 0);                        // SM 128: C, then A again
+  return (static_cast<double>(rig.dram.read) - 2.0 * static_cast<double>(part) - static_cast<double>(c)) /
+         static_cast<double>(part);
+}
+
+TEST(L2, AFarFetchRenewsTheHomeLineWholeAsCGrows) {
+  const auto rows = probe_rows("h200_l2_refreshsweep_probe.csv");
+  ASSERT_EQ(rows.size(), 21u);
+  const L2Cache::Params h200 = h200_l2_params();
+  L2Cache::Params smaller = h200;
+  smaller.capacity_bytes = 61603840;
+  double preset_error = 0, smaller_error = 0;
+  std::map<double, double> across, beside;  // C over a partition: the GPU's extra over A
+  for (const ProbeRow& r : rows) {
+    const double model = simulated_refresh_sweep_extra(h200, r);
+    const double cut = simulated_refresh_sweep_extra(smaller, r);
+    const std::string row = "SM " + std::to_string(r.other_sm) +
+                            (r.other_reads == '1' ? " reads A" : " idle") +
+                            ", C = " + std::to_string(r.c / kH200Partition).substr(0, 4);
+    std::printf("%s: GPU %.3f, model %.3f, 2.2%% smaller %.3f\n", row.c_str(), r.extra_over_part, model, cut);
+    EXPECT_NEAR(model, r.extra_over_part, 0.13) << row;
+    EXPECT_LE(model, r.extra_over_part + 0.005) << row;  // never more than the GPU loses
+    preset_error += (model - r.extra_over_part) * (model - r.extra_over_part);
+    smaller_error += (cut - r.extra_over_part) * (cut - r.extra_over_part);
+    if (r.other_reads == '0') {
+      EXPECT_NEAR(r.extra_over_part, 0.5, 0.01) << row;  // nothing renewed A: its home half comes again
+    } else {
+      (r.other_sm == 4 ? across : beside)[std::round(r.c / kH200Partition * 20) / 20] = r.extra_over_part;
+    }
+  }
+  const double n = static_cast<double>(rows.size());
+  EXPECT_NEAR(std::sqrt(preset_error / n), 0.049, 0.005);
+  EXPECT_NEAR(std::sqrt(smaller_error / n), 0.023, 0.005);  // the knee probe's shortfall fits better here
+  ASSERT_EQ(across.size(), 9u);
+  EXPECT_LT(across.at(0.5), 0.01);  // up to C = 0.5 the far fetch kept every home line of A
+  EXPECT_GT(across.at(0.55), 0.01);
+  for (const auto& [c, extra] : across) EXPECT_LE(extra, beside.at(c) + 0.005) << c;
+}
+
 }  // namespace attnsim

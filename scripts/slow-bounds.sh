@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Validation bounds too slow for CI's 90 minutes (ctest label `slow`, minutes of one core each): the
-# memory-efficient backward's reduced-SM rows that take the longest (tests/validation/test_memeff_sms.cpp).
+# memory-efficient backward's reduced-SM rows that take the longest (tests/validation/test_memeff_sms.cpp)
+# and its one-head rows from 20,480 on, on two attachments (tests/validation/test_memeff_one_head.cpp).
 # Needs the build of scripts/test.sh (README command 2). Not run by .ci/run; run it after a change to the
 # chip, L2 or memory-efficient model.
 set -euo pipefail

@@ -65,6 +65,7 @@ DATE="$(date -u +%Y-%m-%d)"
   echo "# attnsim validation/run_dram_sweep.sh environment, $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "gpu: $GPU"; echo "driver: $DRIVER"; echo "cuda (nvcc): $CUDA"; echo "ncu: $NCUV ($NCU)"
   echo "torch: $TORCHV"; echo "date: $DATE"
+  echo "gpu uuid: $(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -n1)"
   nvidia-smi
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,memory.total,power.limit --format=csv
   nvcc --version

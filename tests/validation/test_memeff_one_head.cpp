@@ -95,9 +95,12 @@ TEST_P(MemEfficientOneHead, OnThePresetsAttachmentStaleCopiesAreFetchedAgain) {
   std::printf("core %% 2: DRAM reads %.3f, lookups %.3f, fabric %.3f\n", t.dram, t.lookups, t.fabric);
   EXPECT_GT(t.dram, want.presets_low);
   EXPECT_LT(t.dram, want.presets_high);
-  EXPECT_GT(t.fabric, 1.1);
+  // Above the GPU's fabric sectors on every row (1.04-1.43; the own attachment's 0.82-0.93), most where
+  // everything fits.
+  EXPECT_GT(t.fabric, 1.0);
   if (want.n <= 12288) {
     EXPECT_GT(t.lookups, 3.0);
+    EXPECT_GT(t.fabric, 1.25);
   }
 }
 

@@ -3,12 +3,16 @@
 # case, one launch each profiled: with its O ("normal", twice) and with O replaced by dO ("alias_o_do": the
 # prologue then reads dO twice, lines the main loop reads too; the gradients are wrong, the bytes are what is
 # measured). All tensors (b, n, h, d) contiguous here (SDPA keeps Q, K, V head by head: see
-# memeff_stride_probe.py). Run under ncu --profile-from-start off --cache-control all.
+# memeff_stride_probe.py). Run under ncu --profile-from-start off --cache-control all. SHAPES="B,H,N,D ..."
+# replaces the two shapes; PAD_MIB takes that much device memory first, so that the tensors lie elsewhere.
+import os
 import torch, sys
 torch.manual_seed(0)
+pad = torch.empty(int(os.environ.get("PAD_MIB", "0")) << 20, dtype=torch.uint8, device="cuda")
 op_f = torch.ops.aten._efficient_attention_forward
 op_b = torch.ops.aten._efficient_attention_backward
-for (b, h, n, d) in [(1, 4, 8192, 128), (1, 16, 8192, 128)]:
+SHAPES = os.environ.get("SHAPES", "1,4,8192,128 1,16,8192,128")
+for (b, h, n, d) in [tuple(int(v) for v in s.split(",")) for s in SHAPES.split()]:
     for causal in (0, 1):
         q, k, v, do = (torch.randn(b, n, h, d, device="cuda", dtype=torch.float16) for _ in range(4))
         res = op_f(q, k, v, None, None, None, n, n, 0.0, causal, True)

@@ -25,12 +25,20 @@ const std::string kRoot = ATTNSIM_SOURCE_DIR;
 const std::string kData = kRoot + "/validation/data/h200_memeff_bwd_1head_nsweep_cases.csv";
 const std::string kSms = kRoot + "/validation/data/h200_memeff_sms_cases.csv";
 
+struct Band {
+  double low, high;
+};
+
 struct OneHeadRow {
   int64_t n;
   bool causal;
-  // The predicted / measured DRAM reads held in these bands, on core % 2 and on the SMs' own attachment.
-  double presets_low, presets_high, own_low, own_high;
+  Band presets, own;  // the predicted / measured DRAM reads held here, on core % 2 and on the SMs' own
 };
+
+void expect_in(double value, Band band, const char* what) {
+  EXPECT_GT(value, band.low) << what;
+  EXPECT_LT(value, band.high) << what;
+}
 
 void PrintTo(const OneHeadRow& r, std::ostream* os) {
   *os << "1x1x" << r.n << "x128" << (r.causal ? " causal" : "");
@@ -42,12 +50,12 @@ void PrintTo(const OneHeadRow& r, std::ostream* os) {
 // 0.91 and 0.87, 0.89 and 0.77, 0.51 and 0.59.
 std::vector<OneHeadRow> one_head_rows() {
 #ifdef ATTNSIM_MEMEFF_ONE_HEAD_SLOW
-  return {{20480, false, 1.40, 1.70, 0.65, 0.85}, {20480, true, 1.35, 1.65, 0.75, 0.95},
-          {28672, false, 1.75, 2.10, 0.80, 0.98}, {28672, true, 2.00, 2.40, 0.77, 0.97},
-          {36864, false, 1.25, 1.50, 0.79, 0.99}, {36864, true, 2.00, 2.45, 0.67, 0.87},
-          {49152, false, 0.80, 1.00, 0.41, 0.61}, {49152, true, 1.50, 1.85, 0.49, 0.69}};
+  return {{20480, false, {1.40, 1.70}, {0.65, 0.85}}, {20480, true, {1.35, 1.65}, {0.75, 0.95}},
+          {28672, false, {1.75, 2.10}, {0.80, 0.98}}, {28672, true, {2.00, 2.40}, {0.77, 0.97}},
+          {36864, false, {1.25, 1.50}, {0.79, 0.99}}, {36864, true, {2.00, 2.45}, {0.67, 0.87}},
+          {49152, false, {0.80, 1.00}, {0.41, 0.61}}, {49152, true, {1.50, 1.85}, {0.49, 0.69}}};
 #else
-  return {{8192, false, 0.98, 1.02, 0.98, 1.02}};
+  return {{8192, false, {0.98, 1.02}, {0.98, 1.02}}};
 #endif
 }
 
@@ -81,39 +89,34 @@ Traffic simulate(const OneHeadRow& want, bool own) {
   if (s.rows.empty()) return {};
   const ValidationRow& r = s.rows[0];
   EXPECT_NEAR(r.predicted_read / r.measured.l1_read_bytes, 1.0, 0.015);
-  return {r.predicted_dram_read / r.measured.dram_read_bytes,
-          r.predicted_l2_lookup_read_miss_sectors / r.measured.l2_lookup_miss_sectors,
-          r.predicted_l2_fabric_sectors / r.measured.l2_fabric_sectors};
+  const Traffic t{r.predicted_dram_read / r.measured.dram_read_bytes,
+                  r.predicted_l2_lookup_read_miss_sectors / r.measured.l2_lookup_miss_sectors,
+                  r.predicted_l2_fabric_sectors / r.measured.l2_fabric_sectors};
+  std::printf("%s: DRAM reads %.3f, lookups %.3f, fabric %.3f\n", own ? "own attachment" : "core % 2", t.dram,
+              t.lookups, t.fabric);
+  return t;
 }
 
 class MemEfficientOneHead : public ::testing::TestWithParam<OneHeadRow> {};
 
 // One simulation per test: SystemC runs one elaboration per process (ctest runs each test on its own).
 TEST_P(MemEfficientOneHead, OnThePresetsAttachmentStaleCopiesAreFetchedAgain) {
-  const OneHeadRow& want = GetParam();
-  const Traffic t = simulate(want, false);
-  std::printf("core %% 2: DRAM reads %.3f, lookups %.3f, fabric %.3f\n", t.dram, t.lookups, t.fabric);
-  EXPECT_GT(t.dram, want.presets_low);
-  EXPECT_LT(t.dram, want.presets_high);
+  const Traffic t = simulate(GetParam(), false);
+  expect_in(t.dram, GetParam().presets, "DRAM reads");
   // Above the GPU's fabric sectors on every row (1.04-1.43; the own attachment's 0.82-0.93), most where
-  // everything fits.
+  // everything fits, and the lookup misses several times the GPU's there.
   EXPECT_GT(t.fabric, 1.0);
-  if (want.n <= 12288) {
+  if (GetParam().n <= 12288) {
     EXPECT_GT(t.lookups, 3.0);
     EXPECT_GT(t.fabric, 1.25);
   }
 }
 
 TEST_P(MemEfficientOneHead, OnTheSmsOwnAttachmentThePartitionsTrafficIsTheGpus) {
-  const OneHeadRow& want = GetParam();
-  const Traffic t = simulate(want, true);
-  std::printf("own attachment: DRAM reads %.3f, lookups %.3f, fabric %.3f\n", t.dram, t.lookups, t.fabric);
-  EXPECT_GT(t.dram, want.own_low);
-  EXPECT_LT(t.dram, want.own_high);
-  EXPECT_GT(t.lookups, 0.55);
-  EXPECT_LT(t.lookups, 1.10);
-  EXPECT_GT(t.fabric, 0.80);
-  EXPECT_LT(t.fabric, 0.95);
+  const Traffic t = simulate(GetParam(), true);
+  expect_in(t.dram, GetParam().own, "DRAM reads");
+  expect_in(t.lookups, {0.55, 1.10}, "L2 lookup read misses");
+  expect_in(t.fabric, {0.80, 0.95}, "sectors across the fabric");
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, MemEfficientOneHead, ::testing::ValuesIn(one_head_rows()), one_head_name);

@@ -150,18 +150,28 @@ __global__ void refresh_kernel(const int4* __restrict__ buffer, size_t part, siz
 // The turns of `share`, in order: who reads (0 the owner, 1 the other) and what (kAB: A and B, kC: C, kABack:
 // A backwards). OTHER_READS=0: the owner alone; 1: the other reads each buffer just after the owner; 2: just
 // before.
-enum Read { kAB, kC, kABack };
+// OTHER_READS=3 asks whether a hit on a copy is a use of the home line: the owner reads A, the other reads A
+// (its fetches across the fabric renew A's home lines and leave copies), the owner reads B, the other reads
+// A again (hits on its copies, nothing crosses the fabric), then the owner reads C and A backwards. If those
+// hits renew A's home lines, they are younger than B and C takes B first; if not, C takes A's home lines
+// first and the owner reads them from DRAM again. OTHER_READS=4 is the same without the other's second read.
+enum Read { kAB, kC, kABack, kA, kB };
 struct Turn {
   int who;
   Read what;
 };
-__constant__ Turn kShareTurns[3][5] = {{{0, kAB}, {0, kC}, {0, kABack}},
-                                       {{0, kAB}, {1, kAB}, {0, kC}, {1, kC}, {0, kABack}},
-                                       {{1, kAB}, {0, kAB}, {1, kC}, {0, kC}, {0, kABack}}};
-__constant__ int kShareTurnCount[3] = {3, 5, 5};
+__constant__ Turn kShareTurns[5][6] = {
+    {{0, kAB}, {0, kC}, {0, kABack}},
+    {{0, kAB}, {1, kAB}, {0, kC}, {1, kC}, {0, kABack}},
+    {{1, kAB}, {0, kAB}, {1, kC}, {0, kC}, {0, kABack}},
+    {{0, kA}, {1, kA}, {0, kB}, {1, kA}, {0, kC}, {0, kABack}},
+    {{0, kA}, {1, kA}, {0, kB}, {0, kC}, {0, kABack}}};
+__constant__ int kShareTurnCount[5] = {3, 5, 5, 6, 5};
 
 __device__ unsigned share_read(const int4* buffer, size_t part, size_t c_chunks, Read what) {
   if (what == kAB) return read_chunks(buffer, 0, 2 * part);
+  if (what == kA) return read_chunks(buffer, 0, part);
+  if (what == kB) return read_chunks(buffer, part, part);
   if (what == kC) return read_chunks(buffer, 2 * part, c_chunks);
   return read_chunks(buffer, 0, part, true);
 }
@@ -218,7 +228,7 @@ int run_turns(char** argv, bool share) {
   CHECK(cudaGetDeviceProperties(&prop, 0));
   const unsigned sms = static_cast<unsigned>(prop.multiProcessorCount);
   if (part < 1 || c_chunks < 1 || sm_owner == sm_other || sm_owner >= sms || sm_other >= sms ||
-      other_reads < 0 || other_reads > 2) {
+      other_reads < 0 || other_reads > (share ? 4 : 2)) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }

@@ -31,6 +31,10 @@
 #   SET=refreshsweep bash validation/run_l2_coherence_probe.sh   (refresh's launches with A 0.4 of a partition and C
 #     0.45 to 0.85 in twentieths, SM 4 (across the fabric) or SM 0 reading A; three with nothing read:
 #     where A's home lines start to go; <gpu>_l2_refreshsweep_probe.csv)
+#   SET=copyhit bash validation/run_l2_coherence_probe.sh   (whether a hit on a copy keeps the home line
+#     young: share's OTHER_READS 3 (SM 128 reads A, SM 4 reads A, SM 128 reads B, SM 4 reads A again, SM 128
+#     reads C and A backwards) and 4 (without SM 4's second read), A and B 0.4 of a partition, C 0.5 to 0.8;
+#     and 3 with SM 0 (the owner's partition) at C 0.6; <gpu>_l2_copyhit_probe.csv)
 #   SET=refresh bash validation/run_l2_coherence_probe.sh   (whether a read across the fabric keeps the
 #     home line young: SM 128 reads A and B, SM 4, 0, 5 or 1 reads A or not, SM 128 reads C and A again;
 #     A and B 0.4 of a partition, C 0.6, and 1/3 and 8/15; <gpu>_l2_refresh_probe.csv, mode, part_bytes,
@@ -55,7 +59,7 @@ if [ "$SET" = kneeclean ]; then  # L2 left by evict_kernel's 256 MiB of reads, n
   CACHE_FLAGS="--cache-control none --replay-mode application"
   export PROBE_EVICT_BYTES=$((256 << 20))
 fi
-NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; refreshsweep) echo l2_refreshsweep_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; kneesources) echo l2_kneesources ;; kneeunset) echo l2_kneeunset_probe ;; *) echo l2_coherence_probe ;; esac)
+NAME=$(case "$SET" in refresh) echo l2_refresh_probe ;; copyhit) echo l2_copyhit_probe ;; refreshsweep) echo l2_refreshsweep_probe ;; farfill) echo l2_farfill_probe ;; share) echo l2_share_probe ;; knee) echo l2_knee_probe ;; kneeclean) echo l2_kneeclean_probe ;; kneefine) echo l2_kneefine_probe ;; kneeoffsets) echo l2_kneeoffsets_probe ;; kneesources) echo l2_kneesources ;; kneeunset) echo l2_kneeunset_probe ;; *) echo l2_coherence_probe ;; esac)
 write_env "$OUT/${G}_${NAME}_env.txt"
 nvcc -O3 -arch=sm_90 -o "$WORK/probe" validation/l2_coherence_probe.cu || { echo "BUILD FAILED"; exit 1; }
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
@@ -132,6 +136,13 @@ elif [ "$SET" = knee ] || [ "$SET" = kneeclean ]; then
     run share $((kib * 1024 / 2)) 16384 128 4 0
     run share $((kib * 1024 / 2)) 16384 4 128 0  # SM 4: the other partition
   done
+elif [ "$SET" = copyhit ]; then  # share's turns 3 and 4: does a hit on a copy renew the home line?
+  L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
+  HALF=$((L2 * MB / 2))
+  for tenths in 5 6 7 8; do
+    for reads in 3 4; do run share $((HALF * 2 / 5)) $((HALF * tenths / 10)) 128 4 "$reads"; done
+  done
+  run share $((HALF * 2 / 5)) $((HALF * 6 / 10)) 128 0 3
 elif [ "$SET" = share ]; then
   L2=$(echo "$GPU" | grep -q H200 && echo 60 || echo 50)  # MiB
   HALF=$((L2 * MB / 2))

@@ -968,6 +968,27 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
 }
 
 }  // namespace
+// A coherence probe's turns on the H200's L2: SM 128 is core 0, the other SM core 1 across the fabric (SMs 4
+// and 5) or core 2 beside it (core % 2 is a core's partition); A and B `part` bytes from address 0, C after.
+struct TurnRig {
+  TurnRig(const L2Cache::Params& h200, const ProbeRow& r)
+      : rig(h200),
+        part(static_cast<uint64_t>(r.part)),
+        c(static_cast<uint64_t>(r.c)),
+        other(r.other_sm == 4 || r.other_sm == 5 ? 1 : 2) {}
+  void read(uint64_t addr, uint64_t size, int core) {
+    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
+  }
+  // DRAM reads past A + B + C, over A (A's lines read from DRAM again).
+  double extra_over_part() const {
+    return (static_cast<double>(rig.dram.read) - 2.0 * static_cast<double>(part) - static_cast<double>(c)) /
+           static_cast<double>(part);
+  }
+  Rig rig;
+  uint64_t part, c;
+  int other;
+};
+
 // Where a read across the fabric leaves A's home lines as C grows (`SET=refreshsweep` of
 // validation/run_l2_coherence_probe.sh, validation/data/h200_l2_refreshsweep_probe.csv, an H200,
 // 2026-12-02, 43 s): SM 128 reads A and B (0.4 of a partition each), SM 4 (across the fabric) or SM 0
@@ -980,17 +1001,11 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
 // half renews the home line's age (a temporary switch, stamp halfway to now) would lose 0.13-0.21 of A at
 // C = 0.45-0.5 where the GPU loses 0.002: the refresh is whole (docs/chip.md).
 double simulated_refresh_sweep_extra(const L2Cache::Params& h200, const ProbeRow& r) {
-  Rig rig(h200);
-  const auto read = [&](uint64_t addr, uint64_t size, int core) {
-    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
-  };
-  const uint64_t part = static_cast<uint64_t>(r.part), c = static_cast<uint64_t>(r.c);
-  const int other = r.other_sm == 4 || r.other_sm == 5 ? 1 : 2;  // core % 2 is its partition; SM 128's 0
-  read(0, 2 * part, 0);                                          // SM 128: A, then B
-  if (r.other_reads == '1') read(0, part, other);                // the other SM: A
-  read(2 * part, c, 0), read(0, part, 0);                        // SM 128: C, then A again
-  return (static_cast<double>(rig.dram.read) - 2.0 * static_cast<double>(part) - static_cast<double>(c)) /
-         static_cast<double>(part);
+  TurnRig t(h200, r);
+  t.read(0, 2 * t.part, 0);                              // SM 128: A, then B
+  if (r.other_reads == '1') t.read(0, t.part, t.other);  // the other SM: A
+  t.read(2 * t.part, t.c, 0), t.read(0, t.part, 0);      // SM 128: C, then A again
+  return t.extra_over_part();
 }
 
 TEST(L2, AFarFetchRenewsTheHomeLineWholeAsCGrows) {
@@ -1037,19 +1052,13 @@ TEST(L2, AFarFetchRenewsTheHomeLineWholeAsCGrows) {
 // (a copy's hit renews the copy only; a temporary switch renewing the home line too moved the
 // memory-efficient backward's causal row at 1 x 1 x 28,672 from 0.87 to 1.05 of the GPU: ruled out here).
 double simulated_copy_hit_extra(const L2Cache::Params& h200, const ProbeRow& r) {
-  Rig rig(h200);
-  const auto read = [&](uint64_t addr, uint64_t size, int core) {
-    rig.l2.access(MemAccess{0, addr, 1, size, size, false, core}, 0);
-  };
-  const uint64_t part = static_cast<uint64_t>(r.part), c = static_cast<uint64_t>(r.c);
-  const int other = r.other_sm == 4 || r.other_sm == 5 ? 1 : 2;  // core % 2 is its partition; SM 128's 0
-  read(0, part, 0), read(0, part, other), read(part, part, 0);
-  if (r.other_reads == '3') read(0, part, other);
-  read(2 * part, c, 0);
+  TurnRig t(h200, r);
+  t.read(0, t.part, 0), t.read(0, t.part, t.other), t.read(t.part, t.part, 0);
+  if (r.other_reads == '3') t.read(0, t.part, t.other);
+  t.read(2 * t.part, t.c, 0);
   constexpr uint64_t kChunk = 16384;  // the probe's step: 1,024 threads x 16 bytes
-  for (uint64_t end = part; end > 0; end -= kChunk) read(end - kChunk, kChunk, 0);  // A backwards
-  return (static_cast<double>(rig.dram.read) - 2.0 * static_cast<double>(part) - static_cast<double>(c)) /
-         static_cast<double>(part);
+  for (uint64_t end = t.part; end > 0; end -= kChunk) t.read(end - kChunk, kChunk, 0);  // A backwards
+  return t.extra_over_part();
 }
 
 TEST(L2, AHitOnACopyLeavesTheHomeLineAsItWas) {

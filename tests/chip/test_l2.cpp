@@ -968,6 +968,7 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
 }
 
 }  // namespace
+
 // A coherence probe's turns on the H200's L2: SM 128 is core 0, the other SM core 1 across the fabric (SMs 4
 // and 5) or core 2 beside it (core % 2 is a core's partition); A and B `part` bytes from address 0, C after.
 struct TurnRig {

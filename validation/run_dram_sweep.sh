@@ -75,6 +75,8 @@ DATE="$(date -u +%Y-%m-%d)"
 } > "$ENVF" 2>&1
 cat "$ENVF"
 META=(gpu="$GPU" driver="$DRIVER" cuda="$CUDA" date="$DATE" ncu="$NCUV" torch="$TORCHV")
+# Part B's tensors lie elsewhere with PAD_MIB (sdpa_measure.py): how much a row moves with the placement.
+[ -n "${PAD_MIB:-}" ] && META+=(pad_mib="$PAD_MIB")
 
 echo "=== build"
 if ! bash validation/build.sh; then

@@ -15,7 +15,8 @@ PREFIX="${G}_memeff_${TAG:-alias}"
 ENV="$OUT/${PREFIX}_env.txt"
 write_env "$ENV"
 python3 -c 'import torch; print("torch:", torch.__version__, "cuda", torch.version.cuda)' | tee -a "$ENV"
-METRICS=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum
+# METRICS replaces the three counters (e.g. the DRAM sweep's list, to see whether ncu's replay passes change them).
+METRICS="${METRICS:-dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum}"
 NCU_ARGS=(--clock-control base --cache-control all --profile-from-start off --kernel-name regex:fmha_cutlassB
   --metrics "$METRICS" --csv --page raw --print-units base)
 echo "ncu ${NCU_ARGS[*]}; SHAPES=${SHAPES:-} LAYOUT=${LAYOUT:-bnhd}, PAD_MIB=37 x process 1-${PROCS:-2}" | tee -a "$ENV"

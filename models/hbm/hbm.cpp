@@ -54,14 +54,15 @@ std::vector<uint64_t> Hbm::allocate(const std::vector<std::string>& names, const
   if (names.size() != bytes.size())
     throw std::invalid_argument(
         fmt::format("{}: {} tensor names but {} sizes", name(), names.size(), bytes.size()));
-  // Interleave alignment puts every tensor's first byte on a chunk boundary, as a real allocator's
-  // page alignment would, so a tensor's channel spread does not depend on its neighbours' sizes.
-  const uint64_t align = params_.timing.interleave_bytes;
+  // Interleave alignment (at least) puts every tensor's first byte on a chunk boundary, as a real
+  // allocator's page alignment would, so a tensor's channel spread does not depend on its neighbours' sizes.
+  const uint64_t align =
+      params_.tensor_alignment_bytes ? params_.tensor_alignment_bytes : params_.timing.interleave_bytes;
   const uint64_t capacity = params_.timing.capacity_bytes;
   constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
   std::vector<uint64_t> bases;
   bases.reserve(bytes.size());
-  uint64_t end = 0;
+  uint64_t end = params_.first_tensor_address;
   bool saturated = false;
   for (uint64_t size : bytes) {
     const uint64_t rem = end % align;
@@ -214,6 +215,20 @@ void register_hbm_models() {
             p.get<double>("t_rp_ns", d.bank.t_rp_ns, "ns", "precharge to activate (bank_mode)", 0);
         t.bank.t_cl_ns =
             p.get<double>("t_cl_ns", d.bank.t_cl_ns, "ns", "column command to first data (bank_mode)", 0);
+        params.tensor_alignment_bytes = static_cast<uint64_t>(
+            p.get<int64_t>("tensor_alignment_bytes", 0, "bytes",
+                           "every tensor starts at a multiple of this (a multiple of interleave_bytes; 0: "
+                           "interleave_bytes); "
+                           "2097152 lays large tensors out as PyTorch's caching allocator does",
+                           0, 1ll << 40));
+        if (params.tensor_alignment_bytes % t.interleave_bytes != 0)
+          p.fail("tensor_alignment_bytes", fmt::format("{} is not a multiple of interleave_bytes ({})",
+                                                       params.tensor_alignment_bytes, t.interleave_bytes));
+        params.first_tensor_address = static_cast<uint64_t>(
+            p.get<int64_t>("first_tensor_address", 0, "bytes",
+                           "where the first tensor starts (rounded up to the alignment): memory an earlier "
+                           "allocation holds, to see how much a figure moves with the placement",
+                           0, 1ll << 50));
         try {
           return std::make_unique<Hbm>(instance, params, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {

@@ -21,11 +21,17 @@ class Hbm : public Component, public MemoryLevel {
   struct Params {
     std::string preset = "hbm3_h100_sxm_80gb";  // a name from hbm_presets(); HbmParams{} is this preset
     hbm::HbmParams timing;
+    // Layout: allocate() puts the first tensor at first_tensor_address (rounded up to the alignment) and
+    // each tensor at a multiple of tensor_alignment_bytes (0: of interleave_bytes). A GPU's allocator
+    // decides both (PyTorch's caching allocator gives each tensor over 10 MiB its own 2 MiB-aligned
+    // segment), and the L2's set and partition hashes see them.
+    uint64_t tensor_alignment_bytes = 0;
+    uint64_t first_tensor_address = 0;
   };
   Hbm(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz);
   const Params& params() const { return params_; }
 
-  // Lays tensors out (each aligned to the interleave granularity); returns their base addresses and
+  // Lays tensors out in order (each aligned as Params say); returns their base addresses and
   // resets the ledger and the timing model (channel state too: a program starts at cycle 0). Throws
   // InputError(file, {}, ...) naming the tensors if capacity is exceeded.
   std::vector<uint64_t> allocate(const std::vector<std::string>& names, const std::vector<uint64_t>& bytes,

@@ -140,6 +140,34 @@ TEST(HbmComponent, TensorsAreAlignedToTheInterleave) {
   EXPECT_EQ(hbm.tensor_names, (std::vector<std::string>{"A", "B", "C"}));
 }
 
+TEST(HbmComponent, TensorAlignmentAndFirstAddressPlaceTheTensors) {
+  constexpr uint64_t kAlign = 4 * kInterleave;
+  Hbm::Params params = small_params();
+  params.tensor_alignment_bytes = kAlign;
+  params.first_tensor_address = kInterleave + 1;  // rounded up to the alignment
+  Hbm hbm("hbm", params, kClockGhz);
+  const auto bases = hbm.allocate({"A", "B", "C"}, {kAlign + 1, 1, kAlign}, "t.s");
+  EXPECT_EQ(bases, (std::vector<uint64_t>{kAlign, 3 * kAlign, 4 * kAlign}));
+}
+
+TEST(HbmComponent, LayoutKeysAreReadAndChecked) {
+  auto p = test::reader_for("tensor_alignment_bytes: 2097152\nfirst_tensor_address: 38797312\n", "hbm");
+  auto hbm = build(p);
+  p.finish();
+  EXPECT_EQ(hbm->params().tensor_alignment_bytes, 2097152u);
+  EXPECT_EQ(hbm->params().first_tensor_address, 38797312u);
+  EXPECT_EQ(doc(p, "hbm.tensor_alignment_bytes").unit, "bytes");
+  auto odd = test::reader_for("tensor_alignment_bytes: 1000\n", "hbm");
+  try {
+    build(odd);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("hbm.tensor_alignment_bytes"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("not a multiple of interleave_bytes (256)"), std::string::npos) << e.what();
+    EXPECT_EQ(e.loc().line, 1);
+  }
+}
+
 TEST(HbmComponent, CapacityErrorNamesTensors) {
   Hbm hbm("hbm", small_params(), kClockGhz);
   constexpr uint64_t kHalf = kCapacity / 2;

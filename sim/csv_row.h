@@ -37,6 +37,11 @@ struct CsvRow {
       fail(fmt::format("column {}: must be finite and >= 0, found '{}'", name, text(name)));
     return value;
   }
+  // A number from a column the file may lack or leave empty (an optional metric): nullopt then.
+  std::optional<double> optional_number(const std::string& name) const {
+    if (!has(name) || text(name).empty()) return std::nullopt;
+    return number(name);
+  }
   int64_t size(const std::string& name) const {
     const double value = number(name);
     if (value < 1 || value > 1e9 || value != std::floor(value))

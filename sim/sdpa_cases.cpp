@@ -323,13 +323,7 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.l1_write_bytes = row.number("attn_l1_write_bytes");
   m.dram_read_bytes = row.number("attn_dram_read_bytes");
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
-  if (row.has("attn_lts_tex_miss_sectors") && !row.text("attn_lts_tex_miss_sectors").empty())
-    m.l2_lookup_miss_sectors = row.number("attn_lts_tex_miss_sectors");
-  if (row.has("attn_lts_fabric_sectors") && !row.text("attn_lts_fabric_sectors").empty())
-    m.l2_fabric_sectors = row.number("attn_lts_fabric_sectors");
-  if (row.has("attn_lts_miss_sectors") && !row.text("attn_lts_miss_sectors").empty() &&
-      m.l2_lookup_miss_sectors >= 0)
-    m.l2_home_miss_sectors = row.number("attn_lts_miss_sectors") - m.l2_lookup_miss_sectors;
+  read_l2_counters(row, "attn_", m);
   m.max_rel_error = row.number("err_o_maxrel");
   if (row.has("main_sm_count") && !row.text("main_sm_count").empty()) m.sm_count = row.size("main_sm_count");
   if (row.has("core_partitions")) m.core_partitions = row.text("core_partitions");

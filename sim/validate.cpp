@@ -74,6 +74,14 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxx > 0 && syy > 0 ? sxy / std::sqrt(sxx * syy) : 0;
 }
 
+void read_l2_counters(const CsvRow& row, const std::string& prefix, Measurement& m) {
+  if (auto v = row.optional_number(prefix + "lts_tex_miss_sectors")) m.l2_lookup_miss_sectors = *v;
+  if (auto v = row.optional_number(prefix + "lts_fabric_sectors")) m.l2_fabric_sectors = *v;
+  // All lookup misses less the SMs' own: the copies' fetches that missed at home too.
+  if (auto v = row.optional_number(prefix + "lts_miss_sectors"); v && m.l2_lookup_miss_sectors >= 0)
+    m.l2_home_miss_sectors = *v - m.l2_lookup_miss_sectors;
+}
+
 namespace {
 
 // The smallest of the occupancy limits per launch ("4/32/4": one value per launch, or one for all);
@@ -165,13 +173,7 @@ Measurement project_measurement(const CsvRow& row) {
   m.l1_write_bytes = number("l1_write_bytes");
   m.dram_read_bytes = number("dram_read_bytes");
   m.dram_write_bytes = number("dram_write_bytes");
-  // The L2's own counters, where the sweep's optional metrics were collected.
-  if (row.has("lts_tex_miss_sectors") && !text("lts_tex_miss_sectors").empty())
-    m.l2_lookup_miss_sectors = number("lts_tex_miss_sectors");
-  if (row.has("lts_fabric_sectors") && !text("lts_fabric_sectors").empty())
-    m.l2_fabric_sectors = number("lts_fabric_sectors");
-  if (row.has("lts_miss_sectors") && !text("lts_miss_sectors").empty() && m.l2_lookup_miss_sectors >= 0)
-    m.l2_home_miss_sectors = number("lts_miss_sectors") - m.l2_lookup_miss_sectors;
+  read_l2_counters(row, "", m);
   if (row.has("sm_clock_ghz") && !text("sm_clock_ghz").empty()) {
     m.sm_clock_ghz = number("sm_clock_ghz");
     if (!(m.sm_clock_ghz > 0.01 && m.sm_clock_ghz < 10))

@@ -101,6 +101,11 @@ struct Measurement {
 // Reads the CSV (header row naming the columns); throws InputError naming the file and line.
 std::vector<Measurement> read_measurements(const std::string& path);
 
+// The L2's optional counters of a measurements row (Nsight Compute's lookup misses, fabric sectors, all
+// misses), from columns named prefix + lts_tex_miss_sectors, lts_fabric_sectors, lts_miss_sectors.
+struct CsvRow;
+void read_l2_counters(const CsvRow& row, const std::string& prefix, Measurement& m);
+
 struct ValidationRow {
   Measurement measured;
   double predicted_read = 0, predicted_write = 0;  // simulator HBM bytes (sector-rounded)

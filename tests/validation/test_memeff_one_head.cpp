@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/validation/l2_ratios.h"
 
 namespace attnsim {
 namespace {
@@ -71,11 +72,7 @@ std::string own_attachment() {
   return {};
 }
 
-struct Traffic {
-  double dram = 0, lookups = 0, fabric = 0;
-};
-
-Traffic simulate(const OneHeadRow& want, bool own) {
+L2Ratios simulate(const OneHeadRow& want, bool own) {
   std::vector<Measurement> rows;
   for (const Measurement& m : read_measurements(kData))
     if (m.label == "EFFICIENT_ATTENTION bwd 1x1" && m.n == want.n && m.d == 128 && m.causal == want.causal)
@@ -89,9 +86,7 @@ Traffic simulate(const OneHeadRow& want, bool own) {
   if (s.rows.empty()) return {};
   const ValidationRow& r = s.rows[0];
   EXPECT_NEAR(r.predicted_read / r.measured.l1_read_bytes, 1.0, 0.015);
-  const Traffic t{r.predicted_dram_read / r.measured.dram_read_bytes,
-                  r.predicted_l2_lookup_read_miss_sectors / r.measured.l2_lookup_miss_sectors,
-                  r.predicted_l2_fabric_sectors / r.measured.l2_fabric_sectors};
+  const L2Ratios t = l2_ratios(r);
   std::printf("%s: DRAM reads %.3f, lookups %.3f, fabric %.3f\n", own ? "own attachment" : "core % 2", t.dram,
               t.lookups, t.fabric);
   return t;
@@ -101,7 +96,7 @@ class MemEfficientOneHead : public ::testing::TestWithParam<OneHeadRow> {};
 
 // One simulation per test: SystemC runs one elaboration per process (ctest runs each test on its own).
 TEST_P(MemEfficientOneHead, OnThePresetsAttachmentStaleCopiesAreFetchedAgain) {
-  const Traffic t = simulate(GetParam(), false);
+  const L2Ratios t = simulate(GetParam(), false);
   expect_in(t.dram, GetParam().presets, "DRAM reads");
   // Above the GPU's fabric sectors on every row (1.04-1.43; the own attachment's 0.82-0.93), most where
   // everything fits, and the lookup misses several times the GPU's there.
@@ -113,7 +108,7 @@ TEST_P(MemEfficientOneHead, OnThePresetsAttachmentStaleCopiesAreFetchedAgain) {
 }
 
 TEST_P(MemEfficientOneHead, OnTheSmsOwnAttachmentThePartitionsTrafficIsTheGpus) {
-  const Traffic t = simulate(GetParam(), true);
+  const L2Ratios t = simulate(GetParam(), true);
   expect_in(t.dram, GetParam().own, "DRAM reads");
   expect_in(t.lookups, {0.55, 1.10}, "L2 lookup read misses");
   expect_in(t.fabric, {0.80, 0.95}, "sectors across the fabric");

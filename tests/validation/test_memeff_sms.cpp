@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/validation/l2_ratios.h"
 
 namespace attnsim {
 namespace {
@@ -142,8 +143,8 @@ std::vector<OneWaveRow> one_wave_rows() {
 #endif
 }
 
-struct PartitionTraffic {
-  double lookups, fabric, dram, data_mib;
+struct PartitionTraffic : L2Ratios {
+  double data_mib = 0;
 };
 
 PartitionTraffic one_wave(const OneWaveRow& want, bool own_attachment) {
@@ -166,9 +167,7 @@ PartitionTraffic one_wave(const OneWaveRow& want, bool own_attachment) {
   // of one block per 128 keys (69,632 bytes each).
   const double data = static_cast<double>(want.heads * want.n) * (8 * 128 * 2 + 4 * 128) +
                       static_cast<double>(want.heads * want.n / 128) * 69632;
-  return {r.predicted_l2_lookup_read_miss_sectors / r.measured.l2_lookup_miss_sectors,
-          r.predicted_l2_fabric_sectors / r.measured.l2_fabric_sectors,
-          r.predicted_dram_read / r.measured.dram_read_bytes, data / (1 << 20)};
+  return {l2_ratios(r), data / (1 << 20)};
 }
 
 class MemEfficientOneWave : public ::testing::TestWithParam<OneWaveRow> {};

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/validation/l2_ratios.h"
 #include "tests/validation/sdpa_rows.h"
 
 namespace attnsim {
@@ -166,12 +167,11 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   // and 1.61-1.62 since D's prologue runs in registers (2026-12-01; its blocks' steps now begin sooner
   // after their start, which moves the lock's turns; not looked into further).
   if (memory_efficient_backward(want) && row.measured.l2_lookup_miss_sectors > 0) {
-    const double lookups = row.predicted_l2_lookup_read_miss_sectors / row.measured.l2_lookup_miss_sectors;
-    const double fabric = row.predicted_l2_fabric_sectors / row.measured.l2_fabric_sectors;
-    EXPECT_GT(lookups, 0.6);
-    EXPECT_LT(lookups, 1.7);
-    EXPECT_GT(fabric, 0.5);
-    EXPECT_LT(fabric, 0.95);
+    const L2Ratios ratios = l2_ratios(row);
+    EXPECT_GT(ratios.lookups, 0.6);
+    EXPECT_LT(ratios.lookups, 1.7);
+    EXPECT_GT(ratios.fabric, 0.5);
+    EXPECT_LT(ratios.fabric, 0.95);
   }
   std::printf("SM<-L2 %.4f, SM->L2 %.4f, DRAM read %.3f, time %.3f\n",
               row.predicted_read / row.measured.l1_read_bytes,

@@ -218,8 +218,8 @@ void register_hbm_models() {
         params.tensor_alignment_bytes = static_cast<uint64_t>(
             p.get<int64_t>("tensor_alignment_bytes", 0, "bytes",
                            "every tensor starts at a multiple of this (a multiple of interleave_bytes; 0: "
-                           "interleave_bytes); "
-                           "2097152 lays large tensors out as PyTorch's caching allocator does",
+                           "interleave_bytes); 2097152: the 2 MiB boundary PyTorch's caching allocator gives "
+                           "a tensor of over 10 MiB, here every tensor's",
                            0, 1ll << 40));
         if (params.tensor_alignment_bytes % t.interleave_bytes != 0)
           p.fail("tensor_alignment_bytes", fmt::format("{} is not a multiple of interleave_bytes ({})",

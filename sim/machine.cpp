@@ -174,6 +174,11 @@ void Machine::set_clock_ghz(double ghz) {
   clock_ghz_ = ghz;
 }
 
+void Machine::set_first_tensor_address(uint64_t address) {
+  if (!chip_) throw std::logic_error("Machine::set_first_tensor_address: only a whole chip's layout changes");
+  hbm_->set_first_tensor_address(address);
+}
+
 void Machine::set_mxu_feed(const MxuUnit::Feed& feed) {
   if (!mxu_) throw std::logic_error("Machine::set_mxu_feed: the machine has no MXU");
   mxu_->set_feed(feed);

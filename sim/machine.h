@@ -41,6 +41,10 @@ class Machine {
   // A whole chip's core clock for the next load() and run(): the cores' cycles keep their length in cycles,
   // DRAM's timing (in ns) is converted anew. For validating against a kernel measured at another clock.
   void set_clock_ghz(double ghz);
+  // Where the next load() puts the first tensor in DRAM (hbm.first_tensor_address, bytes): the L2's set and
+  // partition hashes see the addresses. Only a chip's layout changes.
+  void set_first_tensor_address(uint64_t address);
+  uint64_t first_tensor_address() const { return hbm_ ? hbm_->params().first_tensor_address : 0; }
   // How the MXU of every core is fed from now on (MxuUnit::Feed: mma.sync's or wgmma's path on one GPU);
   // throws std::logic_error on a machine without an MXU.
   void set_mxu_feed(const MxuUnit::Feed& feed);

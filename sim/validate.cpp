@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -552,6 +553,57 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
   return row;
 }
 
+// The row at each placement of its tensors (each address a first_tensor_address), the run with the median
+// DRAM reads kept and every run's reads beside it; the machine's layout is as configured afterwards. Without
+// addresses, the one run as configured.
+std::optional<ValidationRow> simulate_placements(Machine& machine, const Measurement& m,
+                                                 const std::string& where, std::string& skipped,
+                                                 const ValidateOptions& o, ValidationSummary& summary,
+                                                 const std::vector<uint64_t>& addresses) {
+  if (addresses.empty())
+    return simulate_row(machine, m, where, skipped, o.record_blocks, o.hot_part_bytes,
+                        {o.timeline, &summary});
+  const uint64_t configured = machine.first_tensor_address();
+  std::vector<ValidationRow> runs;
+  for (const uint64_t address : addresses) {
+    machine.set_first_tensor_address(address);
+    std::optional<ValidationRow> run =
+        simulate_row(machine, m, where, skipped, o.record_blocks, o.hot_part_bytes, {});
+    if (!run) {
+      skipped = fmt::format("at first_tensor_address {}: {}", address, skipped);
+      break;
+    }
+    runs.push_back(std::move(*run));
+  }
+  machine.set_first_tensor_address(configured);
+  if (runs.size() != addresses.size()) return std::nullopt;
+  std::vector<size_t> order(runs.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&runs](size_t a, size_t b) {
+    return runs[a].predicted_dram_read < runs[b].predicted_dram_read;
+  });
+  std::vector<double> reads;
+  for (const ValidationRow& run : runs) reads.push_back(run.predicted_dram_read);
+  ValidationRow row = std::move(runs[order[(runs.size() - 1) / 2]]);
+  row.placement_addresses = addresses;
+  row.predicted_dram_read_by_placement = std::move(reads);
+  return row;
+}
+
+// The first tensor's address of each placement: the config's plus each offset; only on a whole chip, whose
+// L2 hashes see addresses.
+std::vector<uint64_t> placement_addresses(const Machine& machine, const std::vector<uint64_t>& offsets,
+                                          const std::string& config_path) {
+  if (offsets.empty()) return {};
+  if (!machine.is_chip())
+    throw InputError(
+        config_path, {},
+        "--placements moves the tensors under a whole chip's L2: the config has no chip: section");
+  std::vector<uint64_t> addresses;
+  for (const uint64_t offset : offsets) addresses.push_back(machine.first_tensor_address() + offset);
+  return addresses;
+}
+
 // NRMSE, Pearson r and the time's MAPE over the simulated rows.
 void summarize_rows(ValidationSummary& s) {
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
@@ -583,18 +635,19 @@ void summarize_rows(ValidationSummary& s) {
 }  // namespace
 
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
-                           const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& given_overrides, bool record_blocks,
-                           uint64_t hot_part_bytes, const TimelineRequest* timeline) {
-  if (timeline && measurements.size() != 1)
+                           const std::vector<Measurement>& measurements, const ValidateOptions& options) {
+  if (options.timeline && measurements.size() != 1)
     throw InputError(
         data_path, {},
         fmt::format("--timeline shows one row's run: give one row, not {}", measurements.size()));
-  std::vector<std::string> overrides = given_overrides;
-  if (hot_part_bytes) overrides.push_back("chip.l2_between_kernels=keep");
+  if (options.timeline && !options.placement_offsets.empty())
+    throw InputError(data_path, {}, "--timeline shows one run: give no --placements");
+  std::vector<std::string> overrides = options.overrides;
+  if (options.hot_part_bytes) overrides.push_back("chip.l2_between_kernels=keep");
   const YAML::Node config = load_config(config_path, overrides).root;
   Machine machine(gpu_config(config_path, base_clock_overrides(config, data_path, measurements, overrides)));
   ValidationSummary summary;
+  summary.placement_addresses = placement_addresses(machine, options.placement_offsets, config_path);
   summary.clock_ghz = config["clock_ghz"].as<double>(1.0);
   summary.clock_base_ghz = machine.clock_base_ghz();
   const double config_clock = machine.clock_ghz();
@@ -623,8 +676,8 @@ ValidationSummary validate(const std::string& config_path, const std::string& da
     // the tensor cores, no ldmatrix), which also runs beside the schedulers.
     if (machine.is_chip()) machine.set_issue_limits(!multiplies_with_ffma(m) && !m.wgmma, !m.wgmma);
     if (skipped.empty())
-      row = simulate_row(machine, m, m.path.empty() ? data_path : m.path, skipped, record_blocks,
-                         hot_part_bytes, {timeline, &summary});
+      row = simulate_placements(machine, m, m.path.empty() ? data_path : m.path, skipped, options, summary,
+                                summary.placement_addresses);
     if (!row) {
       summary.not_simulated.push_back(m);
       summary.not_simulated.back().not_simulated = skipped;
@@ -664,6 +717,18 @@ std::string clock_words(const ValidationSummary& s) {
       s.clock_base_ghz, s.base_clock_rows, s.clock_ghz);
 }
 
+// What --placements did, for the table's notes.
+std::string placement_words(const std::vector<uint64_t>& addresses) {
+  std::string list;
+  for (const uint64_t a : addresses)
+    list += fmt::format("{}{:.6g}", list.empty() ? "" : ", ", static_cast<double>(a) / (1 << 20));
+  return fmt::format(
+      "each row ran at {} placements of its tensors (the first at {} MiB, hbm.first_tensor_address): its "
+      "figures are the run with the median DRAM reads; rd lo / rd hi the lowest and highest DRAM reads over "
+      "the placements / measured (every run's in --csv)\n",
+      addresses.size(), list);
+}
+
 }  // namespace
 
 void print_validation(std::ostream& out, const ValidationSummary& s) {
@@ -672,6 +737,8 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   if (s.chip)
     out << fmt::format(" {:>13} {:>13} {:>6} {:>11} {:>11}", "DRAM rd pred", "DRAM rd meas", "ratio",
                        "DRAM wr pred", "DRAM wr meas");
+  const bool placed = !s.placement_addresses.empty();
+  if (placed) out << fmt::format(" {:>6} {:>6}", "rd lo", "rd hi");
   out << fmt::format(" {:>10} {:>10} {:>6}\n", "pred us", "GPU us", "ratio");
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
@@ -684,6 +751,12 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
       out << fmt::format(" {:>13.0f} {:>13.0f} {:>6.3f} {:>11.0f} {:>11.0f}", r.predicted_dram_read,
                          m.dram_read_bytes, ratio(r.predicted_dram_read, m.dram_read_bytes),
                          r.predicted_dram_written, m.dram_write_bytes);
+    if (placed && !r.predicted_dram_read_by_placement.empty()) {
+      const auto [low, high] = std::minmax_element(r.predicted_dram_read_by_placement.begin(),
+                                                   r.predicted_dram_read_by_placement.end());
+      out << fmt::format(" {:>6.3f} {:>6.3f}", ratio(*low, m.dram_read_bytes),
+                         ratio(*high, m.dram_read_bytes));
+    }
     out << fmt::format(" {:>10.1f} {:>10.1f} {:>6.3f}\n", r.predicted_ns / 1e3, m.time_ns / 1e3,
                        ratio(r.predicted_ns, m.time_ns));
   }
@@ -692,6 +765,7 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
                 "(measured: L1 <-> L2), DRAM rd / wr what reached DRAM (wr: evictions while kernels ran)\n"
               : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
                 "traffic\n");
+  if (placed) out << placement_words(s.placement_addresses);
   out << fmt::format(
       "pred us: the simulated kernels' cycles at {} ({}); GPU us: the measured time "
       "(gpu__time_duration, summed over the pass's kernels)\n",
@@ -844,6 +918,24 @@ std::string validation_block_times_csv(const ValidationSummary& s) {
   return out;
 }
 
+namespace {
+
+// placements, the lowest and highest DRAM reads over them, and each run's as address=bytes; one placement:
+// 1 and the row's reads.
+std::string placement_cells(const ValidationRow& r) {
+  if (r.placement_addresses.empty())
+    return fmt::format("1,{:.0f},{:.0f},", r.predicted_dram_read, r.predicted_dram_read);
+  const auto [low, high] = std::minmax_element(r.predicted_dram_read_by_placement.begin(),
+                                               r.predicted_dram_read_by_placement.end());
+  std::string each;
+  for (size_t i = 0; i < r.placement_addresses.size(); ++i)
+    each += fmt::format("{}{}={:.0f}", i ? ";" : "", r.placement_addresses[i],
+                        r.predicted_dram_read_by_placement[i]);
+  return fmt::format("{},{:.0f},{:.0f},{}", r.placement_addresses.size(), *low, *high, each);
+}
+
+}  // namespace
+
 std::string validation_csv(const ValidationSummary& s) {
   std::string out =
       "file,line,label,schedule,kernel,n,d,heads,block_q,block_k,causal,blocks_per_sm,timed,"
@@ -853,13 +945,14 @@ std::string validation_csv(const ValidationSummary& s) {
       "kernel_cycles_pred,kernel_cycles_meas,not_simulated,sm_l2_read_pred_by_tensor,"
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
       "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
-      "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors\n";
+      "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors,placements,"
+      "dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{},{},{},{},{},{}"
+        "{},,{},{},{},{},{},{},{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
         r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
@@ -870,10 +963,10 @@ std::string validation_csv(const ValidationSummary& s) {
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
         count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
         by_tensor(r.predicted_l2_resident_by_tensor), count_cell(r.predicted_l2_home_miss_sectors),
-        count_cell(m.l2_home_miss_sectors));
+        count_cell(m.l2_home_miss_sectors), placement_cells(r));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,\n", measurement_cells(m, false),
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,\n", measurement_cells(m, false),
                        csv_cell(m.not_simulated));
   return out;
 }

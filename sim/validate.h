@@ -130,6 +130,10 @@ struct ValidationRow {
   // validate with hot_part_bytes: the share of the hot buffer (read by every core just before the row's
   // kernels) that had to come from DRAM again when read just after them (-1: not asked).
   double predicted_hot_part_lost = -1;
+  // Run at several placements (ValidateOptions::placement_offsets): each run's first tensor address and
+  // DRAM reads, in the order run; the row's other figures are those of the run with the median DRAM reads.
+  std::vector<uint64_t> placement_addresses;
+  std::vector<double> predicted_dram_read_by_placement;
 };
 
 struct ValidationSummary {
@@ -148,6 +152,7 @@ struct ValidationSummary {
   // Kernel time, predicted / measured, over the rows with a measured time.
   double time_mape = 0, time_pearson = 0;
   size_t timed_rows = 0;
+  std::vector<uint64_t> placement_addresses;  // every row's placements (empty: each row ran once)
 };
 
 // Throws InputError naming the row's CSV (`data_path` when the row has none) and line for a measurement
@@ -163,10 +168,28 @@ struct TimelineRequest {
   std::string cores = "all";  // the cores shown: all, or a list such as 0-3,17
   size_t limit = 200000;      // instructions kept
 };
+struct ValidateOptions {
+  std::vector<std::string> overrides;
+  bool record_blocks = false;
+  uint64_t hot_part_bytes = 0;
+  const TimelineRequest* timeline = nullptr;
+  // Whole chip: each row runs once per offset, its tensors laid out from the config's
+  // hbm.first_tensor_address plus that many bytes; the row's figures are those of the run whose DRAM reads
+  // are the median (the lower middle one for an even count). A GPU's allocator and its virtual-to-physical
+  // mapping place a kernel's tensors anywhere, and the L2's set and partition hashes see the physical
+  // addresses: one placement is one draw (docs/validation.md, "The model moves with the placement as much
+  // as the GPU does"). Empty: once, as configured. Refused (InputError) with a timeline.
+  std::vector<uint64_t> placement_offsets;
+};
 ValidationSummary validate(const std::string& config_path, const std::string& data_path,
-                           const std::vector<Measurement>& measurements,
-                           const std::vector<std::string>& overrides = {}, bool record_blocks = false,
-                           uint64_t hot_part_bytes = 0, const TimelineRequest* timeline = nullptr);
+                           const std::vector<Measurement>& measurements, const ValidateOptions& options);
+inline ValidationSummary validate(const std::string& config_path, const std::string& data_path,
+                                  const std::vector<Measurement>& measurements,
+                                  const std::vector<std::string>& overrides = {}, bool record_blocks = false,
+                                  uint64_t hot_part_bytes = 0, const TimelineRequest* timeline = nullptr) {
+  return validate(config_path, data_path, measurements,
+                  ValidateOptions{overrides, record_blocks, hot_part_bytes, timeline, {}});
+}
 void print_validation(std::ostream& out, const ValidationSummary& summary);
 // Simulated / measured cycles of each kernel of the multi-kernel rows whose data give each launch's time
 // and clock, grouped by schedule and kernel name; "" when there are none. print_validation ends with it.

@@ -13,7 +13,9 @@
 #
 # Metrics: the 7 of run_on_device.sh are required; the optional ones (summarize_dram.py's OPTIONAL_METRICS)
 # are first tried together on a tiny launch and, if ncu rejects the list, one by one; rejected ones are
-# dropped and listed in the env file.
+# dropped and listed in the env file. METRICS_SET=required keeps the 7 alone: ncu then collects them in one
+# run of each kernel instead of replaying it in passes (the env file says how many passes it took).
+# SKIP_BUILD=1 uses validation/build/harness as built before (run_sdpa_placements.sh builds once).
 #
 # $OUT gets (7 files, <gpu> = h100 / h200 / the GPU's name): <gpu>_dram_sweep.csv (one row per
 # configuration), <gpu>_dram_sweep_launches.csv (one row per profiled launch), <gpu>_sdpa.csv (one row per
@@ -79,7 +81,9 @@ META=(gpu="$GPU" driver="$DRIVER" cuda="$CUDA" date="$DATE" ncu="$NCUV" torch="$
 [ -n "${PAD_MIB:-}" ] && META+=(pad_mib="$PAD_MIB")
 
 echo "=== build"
-if ! bash validation/build.sh; then
+if [ "${SKIP_BUILD:-0}" = 1 ] && [ -x validation/build/harness ]; then
+  echo "SKIP_BUILD=1: validation/build/harness as built before"
+elif ! bash validation/build.sh; then
   echo "BUILD FAILED"
   exit 1
 fi
@@ -115,7 +119,10 @@ if ! probe "$(join "${REQ[@]}")"; then
   fi
 fi
 KEEP=()
-if probe "$(join "${REQ[@]}" "${OPT[@]}")"; then
+if [ "${METRICS_SET:-all}" = required ]; then
+  echo "METRICS_SET=required: the optional counters are not tried" | tee -a "$ENVF"
+  OPT=()
+elif probe "$(join "${REQ[@]}" "${OPT[@]}")"; then
   KEEP=("${OPT[@]}")
 else
   cp "$WORK/probe.log" "$RAW/probe_all.log"
@@ -128,6 +135,9 @@ METRICS="$(join "${REQ[@]}" "${KEEP[@]}")"
 DROPPED="$(comm -23 <(printf '%s\n' "${OPT[@]}" | sort) <(printf '%s\n' "${KEEP[@]}" | sort) | tr '\n' ' ')"
 { echo "clock control: $CLOCK"; echo "cache control: all"; echo "metrics: $METRICS"; echo "metrics dropped (rejected by ncu): ${DROPPED:-none}"; } | tee -a "$ENVF"
 META+=(clock_control="$CLOCK")
+probe "$METRICS" || echo "the kept metrics failed on the tiny launch"
+# How many times ncu runs each launch to collect them (1: every counter from one run of the kernel).
+echo "ncu passes per launch: $(grep -m1 -o '[0-9]* passes\?' "$WORK/probe.log" || echo unknown)" | tee -a "$ENVF"
 ncu_import "$WORK/probe.ncu-rep" > "$RAW/probe_raw.csv" 2>&1
 cp "$WORK/probe.log" "$RAW/probe_last.log"
 

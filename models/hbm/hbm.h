@@ -55,6 +55,9 @@ class Hbm : public Component, public MemoryLevel {
   void use_calendar(uint64_t window_cycles);
   // The core clock that turns the DRAM's nanoseconds into cycles; takes effect at the next place().
   void set_core_clock_ghz(double ghz);
+  // Where the next allocate() puts the first tensor (Params::first_tensor_address): the same program at
+  // another placement, without building the machine again (attnsim validate --placements).
+  void set_first_tensor_address(uint64_t address) { params_.first_tensor_address = address; }
   BandwidthCalendar* calendar() { return calendar_.get(); }
 
   const hbm::HbmTiming& timing() const { return *timing_; }

@@ -644,10 +644,25 @@ int cmd_plot(const std::vector<std::string>& args) {
   return 0;
 }
 
+// --placements K --placement-step-mib S: offsets 0, S, ..., (K-1) S MiB; none for one placement.
+std::vector<uint64_t> placement_offsets(int64_t placements, int64_t step_mib) {
+  if (placements < 1 || placements > 64)
+    throw InputError("attnsim validate", {},
+                     fmt::format("--placements must be from 1 to 64, not {}", placements));
+  if (step_mib < 1 || step_mib > (int64_t{1} << 20))
+    throw InputError("attnsim validate", {},
+                     fmt::format("--placement-step-mib must be from 1 to 2^20, not {}", step_mib));
+  std::vector<uint64_t> offsets;
+  if (placements == 1) return offsets;
+  for (int64_t k = 0; k < placements; ++k) offsets.push_back(static_cast<uint64_t>(k * step_mib) << 20);
+  return offsets;
+}
+
 int cmd_validate(const std::vector<std::string>& args) {
   std::string config_path, csv_file, block_times, timeline_file;
   std::vector<std::string> data, overrides;
   double hot_mib = 0;
+  int64_t placements = 1, placement_step_mib = 37;
   TimelineRequest timeline;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
@@ -665,6 +680,13 @@ int cmd_validate(const std::vector<std::string>& args) {
       "the L2 kept between kernels, and print the share of it the kernels pushed out of the L2 "
       "(validation/memeff_room_probe.py measures the same on the GPU; the row's program is held in memory, "
       "up to 5 million instructions: a wave or a few)")(
+      "placements", po::value(&placements)->default_value(placements),
+      "whole chip: run each row with its tensors at this many places in DRAM (the L2's hashes see the "
+      "addresses, as a GPU's do: one placement is one draw) and report the run with the median DRAM reads, "
+      "the range beside it")(
+      "placement-step-mib", po::value(&placement_step_mib)->default_value(placement_step_mib),
+      "--placements: the k-th placement starts k times this many MiB after the config's "
+      "hbm.first_tensor_address (validation/run_sdpa_placements.sh holds 37 x k MiB before the tensors)")(
       "timeline", po::value(&timeline_file),
       "whole chip, one row: write every instruction of its run as a Perfetto / chrome://tracing JSON, a "
       "process per core with its thread blocks and units (first 200,000 instructions)")(
@@ -676,7 +698,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,
                       "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M] "
-                      "[--timeline FILE]");
+                      "[--placements K] [--timeline FILE]");
   if (parsed.help) return 0;
   if (timeline.limit < 1 || timeline.limit > (size_t{1} << 28))
     throw InputError("attnsim validate", {},
@@ -692,9 +714,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       hot_mib * 64 != static_cast<double>(static_cast<int64_t>(hot_mib * 64)))
     throw InputError("attnsim validate", {}, "--hot-mib must be a multiple of 1/64 from 0 to 2^20");
   const auto hot_bytes = static_cast<uint64_t>(hot_mib * 64) << 14;
-  const ValidationSummary summary =
-      validate(config_path, data.front(), measurements, overrides, !block_times.empty(), hot_bytes,
-               timeline_file.empty() ? nullptr : &timeline);
+  ValidateOptions options{
+      overrides, !block_times.empty(), hot_bytes, timeline_file.empty() ? nullptr : &timeline, {}};
+  options.placement_offsets = placement_offsets(placements, placement_step_mib);
+  const ValidationSummary summary = validate(config_path, data.front(), measurements, options);
   if (!timeline_file.empty() && summary.timeline_json.empty())
     throw InputError("attnsim validate", {},
                      "--timeline: the row did not run on a whole chip (not simulated, or a one-core config)");

@@ -226,6 +226,19 @@ TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
                      "attnsim probe: error: ", {"--bracket-cores needs --bracket-mib"});
 }
 
+TEST_F(Cli, PlacementsRejectWhatCannotBeRun) {
+  const std::string h200 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h200.yaml";
+  const std::string rows =
+      std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_memeff_sms_onewave_cases.csv";
+  expect_input_error(run({"validate", "-c", h200, rows, "--placements", "0"}),
+                     "attnsim validate: error: ", {"--placements must be from 1 to 64, not 0"});
+  expect_input_error(run({"validate", "-c", h200, rows, "--placements", "2", "--placement-step-mib", "0"}),
+                     "attnsim validate: error: ", {"--placement-step-mib must be from 1 to 2^20, not 0"});
+  const std::string one_core = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100-sm.yaml";
+  expect_input_error(run({"validate", "-c", one_core, rows, "--placements", "2"}),
+                     one_core + ": error: ", {"--placements moves the tensors under a whole chip's L2"});
+}
+
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--mib", "400", "--heads", "2"}),

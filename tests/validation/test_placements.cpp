@@ -1,0 +1,141 @@
+// attnsim validate --placements: each row run with its tensors at several places in DRAM (the L2's set and
+// partition hashes see the addresses), the run with the median DRAM reads reported with the range beside it.
+// Each run must be what a machine built with that hbm.first_tensor_address gives: the machine is reused
+// between runs, so nothing of one layout may leak into the next.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/validate.h"
+#include "tests/common/run_cli.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kRoot = ATTNSIM_SOURCE_DIR;
+const std::string kConfig = kRoot + "/configs/h200.yaml";
+const std::string kData = kRoot + "/validation/data/h200_sdpa_cases.csv";
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// FlashAttention-2's forward at 1 x 16 x 4,096 x 64: under a second a run, and its DRAM reads differ from
+// placement to placement (by a few kB).
+std::vector<Measurement> one_row() {
+  for (const Measurement& m : read_measurements(kData))
+    if (m.label == "FLASH_ATTENTION fwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal) return {m};
+  return {};
+}
+
+// "count,lowest,highest," as the CSV's placement columns begin.
+std::string fmt_cells(int count, double low, double high) {
+  return std::to_string(count) + "," + std::to_string(static_cast<uint64_t>(low)) + "," +
+         std::to_string(static_cast<uint64_t>(high)) + ",";
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  return cells;
+}
+
+// The row alone in a CSV of its own, and `attnsim validate` run on it in another process (SystemC builds
+// one machine a process) with `args`: its --csv's row, by column name.
+std::map<std::string, std::string> run_alone(const Measurement& m, const std::vector<std::string>& args) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("placements_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ifstream data(kData);
+  std::string header, line;
+  std::getline(data, header);
+  for (int i = 2; i <= m.line && std::getline(data, line); ++i) {
+  }
+  std::ofstream(dir / "row.csv") << header << "\n" << line << "\n";
+  std::vector<std::string> command = {
+      "validate", "-c", kConfig, (dir / "row.csv").string(), "--csv", (dir / "out.csv").string()};
+  command.insert(command.end(), args.begin(), args.end());
+  const testing::CliOutcome outcome = testing::run_cli(command, dir);
+  EXPECT_EQ(outcome.status, 0) << outcome.err;
+  std::ifstream out(dir / "out.csv");
+  std::string names, values;
+  std::getline(out, names);
+  std::getline(out, values);
+  const std::vector<std::string> keys = split(names), cells = split(values);
+  std::map<std::string, std::string> row;
+  for (size_t i = 0; i < keys.size() && i < cells.size(); ++i) row[keys[i]] = cells[i];
+  return row;
+}
+
+double number(const std::map<std::string, std::string>& row, const std::string& key) {
+  const auto cell = row.find(key);
+  return cell == row.end() || cell->second.empty() ? -1 : std::stod(cell->second);
+}
+
+TEST(ValidatePlacements, EachRunIsTheMachineBuiltWithThatAddress) {
+  const std::vector<Measurement> rows = one_row();
+  ASSERT_EQ(rows.size(), 1u);
+  ValidateOptions options;
+  options.placement_offsets = {0, 37 * kMiB, 74 * kMiB};
+  const ValidationSummary s = validate(kConfig, kData, rows, options);
+  ASSERT_EQ(s.rows.size(), 1u);
+  const ValidationRow& row = s.rows[0];
+  EXPECT_EQ(s.placement_addresses, options.placement_offsets);  // the preset's layout starts at 0
+  ASSERT_EQ(row.placement_addresses, options.placement_offsets);
+  ASSERT_EQ(row.predicted_dram_read_by_placement.size(), 3u);
+  std::vector<std::map<std::string, std::string>> alone;
+  for (size_t i = 0; i < 3; ++i) {
+    alone.push_back(run_alone(
+        rows[0], {"-p", "hbm.first_tensor_address=" + std::to_string(options.placement_offsets[i])}));
+    EXPECT_EQ(row.predicted_dram_read_by_placement[i], number(alone.back(), "dram_read_pred_bytes"))
+        << "placement " << i;
+  }
+  std::vector<double> reads = row.predicted_dram_read_by_placement;
+  std::sort(reads.begin(), reads.end());
+  EXPECT_LT(reads.front(), reads.back()) << "the placements must move the row for this test to mean much";
+  // The reported row is one run, all of it: the median's DRAM reads and that run's time and SM <-> L2 bytes.
+  const auto median = std::find_if(alone.begin(), alone.end(), [&](const auto& r) {
+    return number(r, "dram_read_pred_bytes") == reads[1];
+  });
+  ASSERT_NE(median, alone.end());
+  EXPECT_EQ(row.predicted_dram_read, reads[1]);
+  EXPECT_NEAR(row.predicted_ns, number(*median, "time_pred_ns"), 0.05);  // the CSV's 0.1 ns
+  EXPECT_EQ(row.predicted_read, number(*median, "sm_l2_read_pred_bytes"));
+  EXPECT_EQ(row.predicted_dram_written, number(*median, "dram_write_pred_bytes"));
+}
+
+TEST(ValidatePlacements, TheCsvListsEveryPlacementsReads) {
+  const std::vector<Measurement> rows = one_row();
+  ASSERT_EQ(rows.size(), 1u);
+  ValidateOptions options;
+  options.placement_offsets = {0, 37 * kMiB};
+  const ValidationSummary two = validate(kConfig, kData, rows, options);
+  const std::string csv = validation_csv(two);
+  const std::vector<double>& reads = two.rows.at(0).predicted_dram_read_by_placement;
+  ASSERT_EQ(reads.size(), 2u);
+  const std::string header_end =
+      "placements,dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address\n";
+  EXPECT_NE(csv.find(header_end), std::string::npos) << csv.substr(0, csv.find('\n'));
+  const std::string cells = fmt_cells(2, std::min(reads[0], reads[1]), std::max(reads[0], reads[1])) +
+                            "0=" + std::to_string(static_cast<uint64_t>(reads[0])) +
+                            ";38797312=" + std::to_string(static_cast<uint64_t>(reads[1])) + "\n";
+  EXPECT_NE(csv.find(cells), std::string::npos) << csv;
+  // An even count reports the lower of the two middle runs.
+  EXPECT_EQ(two.rows[0].predicted_dram_read, std::min(reads[0], reads[1]));
+  // One placement: a count of 1 and the row's reads as lowest and highest, the list empty.
+  const auto once = run_alone(rows[0], {});
+  EXPECT_EQ(once.at("placements"), "1");
+  EXPECT_EQ(once.at("dram_read_pred_min_bytes"), once.at("dram_read_pred_bytes"));
+  EXPECT_EQ(once.at("dram_read_pred_max_bytes"), once.at("dram_read_pred_bytes"));
+  EXPECT_EQ(once.count("dram_read_pred_by_first_tensor_address"), 0u) << "an empty last cell";
+}
+
+}  // namespace
+}  // namespace attnsim

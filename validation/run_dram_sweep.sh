@@ -13,8 +13,9 @@
 #
 # Metrics: the 7 of run_on_device.sh are required; the optional ones (summarize_dram.py's OPTIONAL_METRICS)
 # are first tried together on a tiny launch and, if ncu rejects the list, one by one; rejected ones are
-# dropped and listed in the env file. METRICS_SET=required keeps the 7 alone: ncu then collects them in one
-# run of each kernel instead of replaying it in passes (the env file says how many passes it took).
+# dropped and listed in the env file. METRICS_SET=required keeps the 7 alone (fewer replay passes: 3 on an
+# H200); METRICS_SET=dram keeps DRAM bytes and time alone, which ncu collects in one run of each kernel (the
+# env file says how many passes the set took).
 # SKIP_BUILD=1 uses validation/build/harness as built before (run_sdpa_placements.sh builds once).
 #
 # $OUT gets (7 files, <gpu> = h100 / h200 / the GPU's name): <gpu>_dram_sweep.csv (one row per
@@ -119,7 +120,12 @@ if ! probe "$(join "${REQ[@]}")"; then
   fi
 fi
 KEEP=()
-if [ "${METRICS_SET:-all}" = required ]; then
+if [ "${METRICS_SET:-all}" = dram ]; then
+  # DRAM bytes and time alone: what ncu collects in one run of each kernel (the 7 take 3 passes on an H200).
+  REQ=(gpu__time_duration.sum dram__bytes_read.sum dram__bytes_write.sum)
+  echo "METRICS_SET=dram: DRAM bytes read and written and the time, nothing else" | tee -a "$ENVF"
+  OPT=()
+elif [ "${METRICS_SET:-all}" = required ]; then
   echo "METRICS_SET=required: the optional counters are not tried" | tee -a "$ENVF"
   OPT=()
 elif probe "$(join "${REQ[@]}" "${OPT[@]}")"; then

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# PyTorch's SDPA rows (part B of run_dram_sweep.sh) at several placements of their tensors, each counter
-# collected in one run of each kernel (METRICS_SET=required: the 7 counters fit one ncu pass, no replay),
-# in one call on the device machine:
-#   PADS="0 37 74" bash validation/run_sdpa_placements.sh
+# PyTorch's SDPA rows (part B of run_dram_sweep.sh) at several placements of their tensors, in one call on
+# the device machine:
+#   PADS="0 37" bash validation/run_sdpa_placements.sh
+# METRICS_SET (default dram): run_dram_sweep.sh's counter set; dram = DRAM bytes and time, collected by ncu in
+# one run of each kernel (no replay passes: the SM <-> L2 columns stay empty); required = the 7 counters.
 # PADS: MiB held before the tensors (sdpa_measure.py's PAD_MIB), one sweep each; the harness is built once.
 # A sweep starts only while DEADLINE_S (default 540) seconds have not passed; each gets the time left
 # divided among the sweeps still to run. $OUT gets <gpu>_sdpa_onepass_pad<P>.csv (one row per case and pass)
@@ -28,9 +29,9 @@ for pad in "${pads[@]}"; do
     continue
   fi
   echo "=== pad $pad MiB: part B, ${budget}s ($SECONDS s since start)"
-  OUT="$WORK/pad$pad" PARTS=B METRICS_SET=required SKIP_BUILD=1 PAD_MIB="$pad" DEADLINE_S="$budget" \
+  OUT="$WORK/pad$pad" PARTS=B METRICS_SET="${METRICS_SET:-dram}" SKIP_BUILD=1 PAD_MIB="$pad" DEADLINE_S="$budget" \
     bash validation/run_dram_sweep.sh > /dev/null 2>&1
-  grep -v '^$' "$WORK/pad$pad/run.log" | grep -E '^(===|ncu passes|METRICS_SET|done in|no SDPA)|SKIPPED' || true
+  grep -v '^$' "$WORK/pad$pad/run.log" | grep -E '^(ncu passes|METRICS_SET|done in|no SDPA)|SKIPPED' || true
   cases="$(find "$WORK/pad$pad" -maxdepth 1 -name "*_sdpa_cases.csv" | head -n1)"
   if [ -z "$cases" ]; then
     echo "pad $pad MiB: no cases CSV"; tail -n 30 "$WORK/pad$pad/run.log"; continue

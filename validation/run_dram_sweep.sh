@@ -143,7 +143,7 @@ DROPPED="$(comm -23 <(printf '%s\n' "${OPT[@]}" | sort) <(printf '%s\n' "${KEEP[
 META+=(clock_control="$CLOCK")
 probe "$METRICS" || echo "the kept metrics failed on the tiny launch"
 # How many times ncu runs each launch to collect them (1: every counter from one run of the kernel).
-echo "ncu passes per launch: $(grep -m1 -o '[0-9]* passes\?' "$WORK/probe.log" || echo unknown)" | tee -a "$ENVF"
+echo "ncu passes per launch: $(grep -m1 -oE '[0-9]+ pass(es)?' "$WORK/probe.log" || echo unknown)" | tee -a "$ENVF"
 ncu_import "$WORK/probe.ncu-rep" > "$RAW/probe_raw.csv" 2>&1
 cp "$WORK/probe.log" "$RAW/probe_last.log"
 

@@ -120,7 +120,7 @@ TEST(MemEfficientHeadsCsv, SpillReloadsHitAndTheCsvNamesEachTensor) {
   const std::string csv = validation_csv(s);
   EXPECT_NE(csv.find(",dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
                      "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
-                     "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors\n"),
+                     "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors,"),
             std::string::npos);
   EXPECT_NE(csv.find(fmt::format("dQaccum={}", reads.at("dQaccum"))), std::string::npos) << csv;
   // Sectors between the partitions (copies filled, far stores), predicted and measured (ltcfabric).
@@ -140,7 +140,8 @@ TEST(MemEfficientHeadsCsv, SpillReloadsHitAndTheCsvNamesEachTensor) {
   EXPECT_GE(row.predicted_l2_home_miss_sectors, 0);
   EXPECT_LE(row.predicted_l2_home_miss_sectors, row.predicted_dram_read / 32);
   EXPECT_GT(row.measured.l2_home_miss_sectors, 0);
-  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f}\n", row.predicted_l2_home_miss_sectors,
+  // (then the placements: one, the run as configured: validate --placements, test_placements.cpp).
+  EXPECT_NE(csv.find(fmt::format(",{:.0f},{:.0f},1,", row.predicted_l2_home_miss_sectors,
                                  row.measured.l2_home_miss_sectors)),
             std::string::npos)
       << csv;

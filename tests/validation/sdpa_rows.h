@@ -6,6 +6,8 @@
 
 #include <array>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -50,6 +52,35 @@ inline std::string sdpa_row_name(const SdpaRow& r) {
 
 inline std::string sdpa_test_name(const ::testing::TestParamInfo<SdpaRow>& info) {
   return sdpa_row_name(info.param);
+}
+
+// A row test's figures (predicted, measured) in `dir`, for the test over all rows (built from the same
+// source; tests/validation/CMakeLists.txt, attnsim_rows_and_totals).
+inline void write_row_result(const std::filesystem::path& dir, const SdpaRow& r, double predicted,
+                             double measured) {
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir / (sdpa_row_name(r) + ".txt"));
+  out.precision(17);
+  out << predicted << " " << measured << "\n";
+  ASSERT_TRUE(out.good()) << dir;
+}
+
+// Every row's figures as the row tests left them, in the order of `rows`; a missing file, or one older than
+// the row tests' binary `row_tests` (a stale run cannot pass), fails the test.
+inline void read_row_results(const std::filesystem::path& dir, const std::filesystem::path& row_tests,
+                             const std::vector<SdpaRow>& rows, std::vector<double>& predicted,
+                             std::vector<double>& measured) {
+  const auto built = std::filesystem::last_write_time(row_tests);
+  for (const SdpaRow& r : rows) {
+    const std::filesystem::path file = dir / (sdpa_row_name(r) + ".txt");
+    ASSERT_TRUE(std::filesystem::exists(file)) << file << ": ctest runs the row tests first";
+    ASSERT_GE(std::filesystem::last_write_time(file), built) << file << " is older than the row tests";
+    std::ifstream in(file);
+    double p = 0, m = 0;
+    in >> p >> m;
+    ASSERT_TRUE(in && m > 0) << file;
+    predicted.push_back(p), measured.push_back(m);
+  }
 }
 
 }  // namespace attnsim

@@ -6,7 +6,7 @@
 // 6-11% more on three rows (docs/validation.md, "One pass, eight placements"). Over the 72 medians NRMSE
 // 0.093, r 0.998 as of 2026-12-02; one placement against one sweep differs by up to a tenth either way on
 // the rows that move. Built twice from this file like test_sdpa_rows_h200.cpp: the rows (one ctest each,
-// leaving their medians in ATTNSIM_SDPA_PLACEMENTS_DIR) and, with ATTNSIM_SDPA_PLACEMENTS_TOTALS, the NRMSE
+// leaving their medians in ATTNSIM_SDPA_PLACEMENT_DIR) and, with ATTNSIM_SDPA_PLACEMENT_TOTALS, the NRMSE
 // and r over all of them. Label `slow` (outside CI, scripts/slow-bounds.sh): about 75 minutes of one core.
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ namespace {
 const std::string kData = std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/";
 const std::vector<int> kPads = {0, 37, 74, 111, 148, 185, 222, 259};
 
-#ifndef ATTNSIM_SDPA_PLACEMENTS_TOTALS
+#ifndef ATTNSIM_SDPA_PLACEMENT_TOTALS
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 
 double median(std::vector<double> v) {
@@ -110,31 +110,17 @@ TEST_P(SdpaPlacementsOnTheH200, MedianOverPlacementsAgainstTheOnePassMedian) {
   std::printf("model %.1f / %.1f / %.1f MB, GPU median %.1f MB over %zu one-pass sweeps: %.3f%s\n",
               model[0] / 1e6, model[1] / 1e6, model[2] / 1e6, median(gpu) / 1e6, gpu.size(), ratio,
               known ? " (known miss)" : "");
-  const std::filesystem::path dir = ATTNSIM_SDPA_PLACEMENTS_DIR;
-  std::filesystem::create_directories(dir);
-  std::ofstream out(dir / (sdpa_row_name(want) + ".txt"));
-  out.precision(17);
-  out << median(model) << " " << median(gpu) << "\n";
-  ASSERT_TRUE(out.good()) << dir;
+  write_row_result(ATTNSIM_SDPA_PLACEMENT_DIR, want, median(model), median(gpu));
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, SdpaPlacementsOnTheH200, ::testing::ValuesIn(all_sdpa_rows()), sdpa_test_name);
 #else
 // Over the 72 rows, from the files this build's row tests left (older ones refused).
 TEST(SdpaPlacementsH200, MediansDramReadsNrmseAtMostATenthAndPearsonAtLeast098) {
-  const std::filesystem::path dir = ATTNSIM_SDPA_PLACEMENTS_DIR;
-  const auto built = std::filesystem::last_write_time(ATTNSIM_SDPA_PLACEMENTS_ROW_TESTS);
   std::vector<double> predicted, measured;
-  for (const SdpaRow& r : all_sdpa_rows()) {
-    const std::filesystem::path file = dir / (sdpa_row_name(r) + ".txt");
-    ASSERT_TRUE(std::filesystem::exists(file)) << file << ": ctest runs the row tests first";
-    ASSERT_GE(std::filesystem::last_write_time(file), built) << file << " is older than the row tests";
-    std::ifstream in(file);
-    double p = 0, m = 0;
-    in >> p >> m;
-    ASSERT_TRUE(in && m > 0) << file;
-    predicted.push_back(p), measured.push_back(m);
-  }
+  read_row_results(ATTNSIM_SDPA_PLACEMENT_DIR, ATTNSIM_SDPA_PLACEMENT_ROW_TESTS, all_sdpa_rows(), predicted,
+                   measured);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(predicted.size(), 72u);
   const double error = nrmse(predicted, measured), r = pearson(predicted, measured);
   std::printf("DRAM reads over 72 H200 rows, medians: NRMSE %.4f, Pearson r %.5f\n", error, r);

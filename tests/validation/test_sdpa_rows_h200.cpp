@@ -99,31 +99,16 @@ TEST_P(SdpaRowOnTheH200, DramReadsWithinTenPercent) {
     EXPECT_GT(row.predicted_dram_read, low);
     EXPECT_LT(row.predicted_dram_read, high);
   }
-  const std::filesystem::path dir = ATTNSIM_SDPA_H200_DIR;
-  std::filesystem::create_directories(dir);
-  std::ofstream out(dir / (sdpa_row_name(want) + ".txt"));
-  out.precision(17);
-  out << row.predicted_dram_read << " " << row.measured.dram_read_bytes << "\n";
-  ASSERT_TRUE(out.good()) << dir;
+  write_row_result(ATTNSIM_SDPA_H200_DIR, want, row.predicted_dram_read, row.measured.dram_read_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, SdpaRowOnTheH200, ::testing::ValuesIn(h200_rows()), sdpa_test_name);
 #else
 // Over the 66 rows, from the files this build's row tests left (older ones refused: a stale run cannot pass).
 TEST(SdpaH200, DramReadsNrmseAtMostATenthAndPearsonAtLeast098) {
-  const std::filesystem::path dir = ATTNSIM_SDPA_H200_DIR;
-  const auto built = std::filesystem::last_write_time(ATTNSIM_SDPA_H200_ROW_TESTS);
   std::vector<double> predicted, measured;
-  for (const SdpaRow& r : h200_rows()) {
-    const std::filesystem::path file = dir / (sdpa_row_name(r) + ".txt");
-    ASSERT_TRUE(std::filesystem::exists(file)) << file << ": ctest runs the row tests first";
-    ASSERT_GE(std::filesystem::last_write_time(file), built) << file << " is older than the row tests";
-    std::ifstream in(file);
-    double p = 0, m = 0;
-    in >> p >> m;
-    ASSERT_TRUE(in && m > 0) << file;
-    predicted.push_back(p), measured.push_back(m);
-  }
+  read_row_results(ATTNSIM_SDPA_H200_DIR, ATTNSIM_SDPA_H200_ROW_TESTS, h200_rows(), predicted, measured);
+  if (HasFatalFailure()) return;
   ASSERT_EQ(predicted.size(), 66u);
   const double error = nrmse(predicted, measured), r = pearson(predicted, measured);
   std::printf("DRAM reads over %zu H200 rows: NRMSE %.4f, Pearson r %.5f\n", predicted.size(), error, r);

@@ -19,6 +19,7 @@ import argparse
 import csv
 import math
 import statistics
+import sys
 
 
 def gpu_key(r):
@@ -54,10 +55,11 @@ def nrmse(p, m):
     return math.sqrt(sum((a - b) ** 2 for a, b in zip(p, m)) / len(m)) / (sum(m) / len(m))
 
 
-def pearson(x, y):
+def pearson(x, y):  # nan for fewer than two distinct values on a side
     mx, my = sum(x) / len(x), sum(y) / len(y)
     sxy = sum((a - mx) * (b - my) for a, b in zip(x, y))
-    return sxy / math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+    spread = math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+    return sxy / spread if spread else float("nan")
 
 
 def main():
@@ -68,6 +70,9 @@ def main():
     args = ap.parse_args()
     model, gpu = read_model(args.model), read_gpu(args.gpu)
     keys = [k for k in model if k in gpu]
+    if not keys:
+        sys.exit("placement_medians.py: no row is on both sides (the model's label, n, d and causal against "
+                 "the GPU's backend, pass, batch x heads, n, d and causal)")
     print(f"{'row':<34} {'n':>6} {'d':>3} {'c':>1} {'GPU med MB':>10} {'lo':>7} {'hi':>7} {'#':>2}"
           f" {'model med':>10} {'lo':>7} {'hi':>7} {'#':>2} {'ratio':>6}")
     pm, gm = [], []

@@ -577,15 +577,16 @@ std::optional<ValidationRow> simulate_placements(Machine& machine, const Measure
   }
   machine.set_first_tensor_address(configured);
   if (runs.size() != addresses.size()) return std::nullopt;
+  // The lower middle run by DRAM reads, ties to the earlier placement.
   std::vector<size_t> order(runs.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&runs](size_t a, size_t b) {
-    return runs[a].predicted_dram_read < runs[b].predicted_dram_read;
+  const auto middle = order.begin() + static_cast<std::ptrdiff_t>((runs.size() - 1) / 2);
+  std::nth_element(order.begin(), middle, order.end(), [&runs](size_t a, size_t b) {
+    return std::pair(runs[a].predicted_dram_read, a) < std::pair(runs[b].predicted_dram_read, b);
   });
   std::vector<double> reads;
   for (const ValidationRow& run : runs) reads.push_back(run.predicted_dram_read);
-  ValidationRow row = std::move(runs[order[(runs.size() - 1) / 2]]);
-  row.placement_addresses = addresses;
+  ValidationRow row = std::move(runs[*middle]);
   row.predicted_dram_read_by_placement = std::move(reads);
   return row;
 }
@@ -922,16 +923,14 @@ namespace {
 
 // placements, the lowest and highest DRAM reads over them, and each run's as address=bytes; one placement:
 // 1 and the row's reads.
-std::string placement_cells(const ValidationRow& r) {
-  if (r.placement_addresses.empty())
-    return fmt::format("1,{:.0f},{:.0f},", r.predicted_dram_read, r.predicted_dram_read);
+std::string placement_cells(const ValidationRow& r, const std::vector<uint64_t>& addresses) {
+  if (addresses.empty()) return fmt::format("1,{:.0f},{:.0f},", r.predicted_dram_read, r.predicted_dram_read);
   const auto [low, high] = std::minmax_element(r.predicted_dram_read_by_placement.begin(),
                                                r.predicted_dram_read_by_placement.end());
   std::string each;
-  for (size_t i = 0; i < r.placement_addresses.size(); ++i)
-    each += fmt::format("{}{}={:.0f}", i ? ";" : "", r.placement_addresses[i],
-                        r.predicted_dram_read_by_placement[i]);
-  return fmt::format("{},{:.0f},{:.0f},{}", r.placement_addresses.size(), *low, *high, each);
+  for (size_t i = 0; i < addresses.size(); ++i)
+    each += fmt::format("{}{}={:.0f}", i ? ";" : "", addresses[i], r.predicted_dram_read_by_placement[i]);
+  return fmt::format("{},{:.0f},{:.0f},{}", addresses.size(), *low, *high, each);
 }
 
 }  // namespace
@@ -963,7 +962,7 @@ std::string validation_csv(const ValidationSummary& s) {
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
         count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
         by_tensor(r.predicted_l2_resident_by_tensor), count_cell(r.predicted_l2_home_miss_sectors),
-        count_cell(m.l2_home_miss_sectors), placement_cells(r));
+        count_cell(m.l2_home_miss_sectors), placement_cells(r, s.placement_addresses));
   }
   for (const auto& m : s.not_simulated)
     out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,\n", measurement_cells(m, false),

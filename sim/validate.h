@@ -130,9 +130,8 @@ struct ValidationRow {
   // validate with hot_part_bytes: the share of the hot buffer (read by every core just before the row's
   // kernels) that had to come from DRAM again when read just after them (-1: not asked).
   double predicted_hot_part_lost = -1;
-  // Run at several placements (ValidateOptions::placement_offsets): each run's first tensor address and
-  // DRAM reads, in the order run; the row's other figures are those of the run with the median DRAM reads.
-  std::vector<uint64_t> placement_addresses;
+  // Run at several placements (ValidationSummary::placement_addresses): each run's DRAM reads, in that
+  // order; the row's other figures are those of the run with the median DRAM reads.
   std::vector<double> predicted_dram_read_by_placement;
 };
 

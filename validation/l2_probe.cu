@@ -52,6 +52,7 @@
 //            environment), PASSES times: copies that land in the same sets overflow them once more than
 //            16 of them share a set, so the misses tell over how many set groups the address bits that
 //            STRIDE sets spread them (a bit the set index ignores keeps them all in one group)
+// With OFFSET_BYTES=B in the environment, the buffer of the modes above starts B bytes into its allocation.
 // With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
 // every pass are written there (how far co-resident blocks drift apart); with SAMPLES=S as well, at S evenly
 // spaced points of every pass instead of its end only (whether out-of-step readers bunch up).
@@ -453,9 +454,19 @@ int main(int argc, char** argv) {
     CHECK(cudaMalloc(&times, time_words * sizeof(unsigned long long)));
     CHECK(cudaMemset(times, 0, time_words * sizeof(unsigned long long)));  // writers fill pass ends only
   }
-  CHECK(cudaMalloc(&buffer, buffer_chunks * kChunk));
+  // OFFSET_BYTES: the buffer starts this far into its allocation (a multiple of 128 bytes), so that where
+  // its pages begin relative to the data can be moved without moving the allocation.
+  const char* offset_text = std::getenv("OFFSET_BYTES");
+  const size_t offset = offset_text ? std::strtoull(offset_text, nullptr, 10) : 0;
+  if (offset % 128 != 0) {
+    std::fprintf(stderr, "OFFSET_BYTES must be a multiple of 128\n");
+    return 2;
+  }
+  char* allocation = nullptr;
+  CHECK(cudaMalloc(&allocation, offset + buffer_chunks * kChunk));
+  buffer = reinterpret_cast<int4*>(allocation + offset);
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
-  CHECK(cudaMemset(buffer, 0x5a, buffer_chunks * kChunk));
+  CHECK(cudaMemset(allocation, 0x5a, offset + buffer_chunks * kChunk));
   CHECK(cudaDeviceSynchronize());
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
@@ -471,8 +482,9 @@ int main(int argc, char** argv) {
   const std::string reported =  // stale, wbetween, rbetween: the hot part's bytes and passes in the name
       hot_part ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
                  : mode_name;
-  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d\n", reported.c_str(),
-              chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize);
+  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu\n",
+              reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize,
+              offset);
   if (times_path) {
     std::vector<unsigned long long> host(time_words);
     CHECK(cudaMemcpy(host.data(), times, time_words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
@@ -501,7 +513,7 @@ int main(int argc, char** argv) {
     std::fclose(f);
     CHECK(cudaFree(times));
   }
-  CHECK(cudaFree(buffer));
+  CHECK(cudaFree(allocation));
   CHECK(cudaFree(sink));
   return 0;
 }

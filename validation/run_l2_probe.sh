@@ -27,6 +27,9 @@
 #                                             other strides in MiB)
 #   SET=copies bash validation/run_l2_probe.sh (17 to 129 copies of 64 KiB at power-of-two strides: over how
 #                                             many set groups each address bit spreads lines)
+#   SET=offsets bash validation/run_l2_probe.sh (one SM reads 28 and 29 MiB three times, the buffer starting
+#                                             0 to 7 MiB into its allocation: whether where the 2 and 4 MiB
+#                                             pages begin decides how evenly it fills the sets)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -52,6 +55,7 @@ export LRC_METRICS SET
 CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
 [ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
+[ "$SET" = offsets ] && HEADER="$HEADER,offset_bytes,repeat"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -75,6 +79,8 @@ if os.environ.get("SET") == "lrc":
     names += os.environ["LRC_METRICS"].split(",")
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
+if os.environ.get("SET") == "offsets":
+    line += [fields["offset"], os.environ.get("REPEAT", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
@@ -162,6 +168,15 @@ elif [ "$SET" = between ]; then
   for w in 8 16 20 24 32; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run rbetween $((w * MB)) 1; done
   for w in 16 24; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run wbetween $((w * MB)) 2; done
   for w in 16 24 32; do HOT_BYTES=$((12 * MB)) HOT_PASSES=1 run wbetween $((w * MB)) 1 132; done
+elif [ "$SET" = offsets ]; then
+  # The model deals its sets in regions of 4 MiB: a buffer that starts 2 MiB into one fills them unevenly
+  # (28 MiB from 2 MiB reads 1.14 times where from 0 it reads once). Each launch is its own process and
+  # allocation; REPEAT tells the second round of the same offsets apart.
+  for repeat in 1 2; do
+    for off in 0 1 2 3 4 5 6 7; do REPEAT=$repeat OFFSET_BYTES=$((off * MB)) run single $((28 * MB)) 3; done
+  done
+  for off in 0 1 2 3; do OFFSET_BYTES=$((off * MB)) run single $((29 * MB)) 3; done
+  for off in 0 2; do OFFSET_BYTES=$((off * MB)) run single $((26 * MB)) 3; done
 elif [ "$SET" = heads ]; then
   # The knee of one SM's reads: a contiguous buffer, then windows of 6, 16 and 2 heads' K and V (8 MiB heads,
   # the 32,768-key d = 128 layout of the two-blocks rows).

@@ -60,6 +60,14 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
     throw std::invalid_argument(fmt::format("more than {} sets per partition", kMaxSets));
   set_divisor_magic_ = sets_per_partition_ == 1 ? 0 : UINT64_MAX / sets_per_partition_ + 1;
   region_bits_ = std::bit_width(sets_per_partition_ - 1);
+  if (p.region_bytes != 0) {
+    const uint64_t pair_bytes = 2 * static_cast<uint64_t>(p.line_bytes);
+    if (!power_of_two(p.region_bytes) || p.region_bytes < 4 * pair_bytes)
+      throw std::invalid_argument(
+          fmt::format("region_bytes ({}) must be 0 or a power of two of at least 4 line pairs ({} bytes)",
+                      p.region_bytes, 4 * pair_bytes));
+    region_bits_ = std::countr_zero(p.region_bytes / pair_bytes);
+  }
   page_key_ = p.page_seed == 0 ? 0 : splitmix64_mix(p.page_seed);
   if ((p.home == Params::Home::AddressParity || p.set_index == Params::SetIndex::PairedRegions) &&
       (p.partitions != 2 || p.line_bytes > 256))
@@ -984,6 +992,12 @@ void register_l2_models() {
                     "paired_regions"
                 ? L2Cache::Params::SetIndex::PairedRegions
                 : L2Cache::Params::SetIndex::Hashed;
+        r.region_bytes = static_cast<uint64_t>(p.get<int64_t>(
+            "region_bytes", 0, "bytes",
+            "set_index: paired_regions: the memory whose line pairs are dealt over consecutive sets as "
+            "one region, in a seeded order of its own; 0: the smallest power of two of pairs at least the "
+            "sets (4 MiB on the H200)",
+            0, int64_t{1} << 40));
         r.page_seed = static_cast<uint64_t>(p.get<int64_t>(
             "page_seed", 0, "",
             "home: address_parity and set_index: paired_regions take it into their page hashes: where "

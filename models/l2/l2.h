@@ -121,6 +121,10 @@ class L2Cache : public Component, public MemoryLevel {
     // own: contiguous memory fills the sets evenly, pieces of it do not (docs/chip.md, "Sets line by line").
     enum class SetIndex : uint8_t { Hashed, PairedRegions };
     SetIndex set_index = SetIndex::Hashed;
+    // paired_regions: the bytes of memory whose pairs are dealt over consecutive sets as one region; 0: the
+    // smallest power of two of pairs at least the sets (4 MiB on the H200). A region of one 2 MiB page lets
+    // contiguous memory from any page fill the sets evenly.
+    uint64_t region_bytes = 0;
     // Where the pages lie: the GPU hashes physical addresses, which differ from process to process, so the
     // page hashes of address_parity and paired_regions take this seed in (0: the model's fixed placement;
     // another seed stands for another process's, to see how much a figure moves with where memory lies).

@@ -294,6 +294,7 @@ TEST(L2, AddressParityHomesALineAndItsPartnerApart) {
   EXPECT_THROW(L2Cache("l2_one_partition", one_partition), std::invalid_argument);
 }
 
+
 // l2.page_seed stands for another placement of the pages (another process's physical addresses): each 2 MiB
 // page keeps or swaps its lines' homes as a whole (a line and its partner stay apart), about half of them
 // swapping; seed 0 is the fixed placement every other test runs on.
@@ -334,6 +335,27 @@ TEST(L2, PairedRegionsTileContiguousMemoryButNotPiecesOfIt) {
   hashed.set_index = L2Cache::Params::SetIndex::Hashed;
   EXPECT_GT(second_pass_misses(hashed, capacity, capacity), capacity / 10);
   EXPECT_GT(second_pass_misses(paired_regions(ways, sets), 512, 1u << 16), capacity / 10);
+}
+
+// l2.region_bytes: where a region starts decides whether a contiguous buffer tiles the sets. A core reads
+// a partition's capacity twice from half a region into memory: with regions of the default size (64 pairs,
+// 16 KiB: the sets) its two pieces of regions fill some sets past their ways; with regions of half that,
+// the buffer is whole regions dealt over the sets in order and the second pass hits. A region must be a
+// power of two of line pairs.
+TEST(L2, RegionBytesDecideWhereContiguousMemoryTilesTheSets) {
+  const int64_t ways = 4, sets = 64;
+  const uint64_t capacity = static_cast<uint64_t>(kLine * ways * sets), half_region = 8192;
+  auto second_pass_misses = [&](const L2Cache::Params& p) {
+    Rig rig(p);
+    for (int pass = 0; pass < 2; ++pass) rig.l2.access(range(half_region, capacity), 0);
+    return rig.dram.read - capacity;
+  };
+  EXPECT_GT(second_pass_misses(paired_regions(ways, sets)), capacity / 20);
+  L2Cache::Params halves = paired_regions(ways, sets);
+  halves.region_bytes = half_region;
+  EXPECT_EQ(second_pass_misses(halves), 0u);
+  halves.region_bytes = 3 * half_region;
+  EXPECT_THROW(L2Cache("l2_three_halves", halves), std::invalid_argument);
 }
 
 // Writes go to the home partition, even from a far core: nothing dirty is held as a copy.

@@ -849,5 +849,77 @@ TEST(L2Probe, SixteenSmsOnTheirGpusAttachment) {
   EXPECT_EQ(compared, 5);
 }
 
+// Where a buffer starts (h200_l2_probe_offsets.csv, SET=offsets bash validation/run_l2_probe.sh on an H200):
+// one SM reads 28 MiB three times from 0 to 7 MiB into its allocation, twice over. The GPU reads it once
+// (1.011-1.017 of the footprint) from 0, 1, 2, 3, 4 and 7 MiB, 1.050 from 5 and 1.150 from 6 (a page there
+// shares its sets with another: a collision, in both rounds). The preset's regions of 4 MiB fill the sets
+// evenly only from a region's start: 1.10-1.14 from 1, 2, 3, 5 and 7 MiB.
+struct OffsetRow {
+  uint64_t offset = 0;
+  double reads_over_footprint = 0;
+};
+
+std::vector<OffsetRow> offset_rows(uint64_t bytes) {
+  std::vector<OffsetRow> rows;
+  std::ifstream in(kSource + "validation/data/h200_l2_probe_offsets.csv");
+  std::string line;
+  std::getline(in, line);  // mode,bytes,passes,blocks,dram_read_bytes,...,offset_bytes,repeat
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream text(line);
+    for (std::string cell; std::getline(text, cell, ',');) cells.push_back(cell);
+    if (cells.size() != 15 || std::stoull(cells[1]) != bytes) continue;
+    rows.push_back({std::stoull(cells[13]), std::stod(cells[4]) / static_cast<double>(bytes)});
+  }
+  return rows;
+}
+
+double single_reads_from(Machine& machine, uint64_t bytes, uint64_t offset) {
+  traces::ProbeShape shape;
+  shape.mode = traces::ProbeMode::Single;
+  shape.bytes = bytes;
+  shape.passes = 3;
+  shape.blocks = 1;
+  machine.set_first_tensor_address(offset);
+  return static_cast<double>(total(simulate(machine, shape).dram_read)) / static_cast<double>(bytes);
+}
+
+TEST(L2Probe, PresetRegionsFillABufferEvenlyOnlyFromARegionsStart) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {}));
+  constexpr uint64_t kMiB = 1u << 20;
+  const auto rows = offset_rows(28 * kMiB);
+  ASSERT_EQ(rows.size(), 16u);
+  for (const OffsetRow& r : rows) {
+    const uint64_t mib = r.offset / kMiB;
+    if (mib == 6) continue;  // the GPU's collision
+    EXPECT_NEAR(r.reads_over_footprint, 1.0, mib == 5 ? 0.06 : 0.02) << "measured from " << mib << " MiB";
+    const double simulated = single_reads_from(machine, 28 * kMiB, r.offset);
+    if (mib % 4 == 0)
+      EXPECT_NEAR(simulated, r.reads_over_footprint, 0.02) << "from " << mib << " MiB";
+    else  // the known miss: a region's piece at either end
+      EXPECT_NEAR(simulated, 1.12, 0.03) << "from " << mib << " MiB, measured " << r.reads_over_footprint;
+  }
+}
+
+// l2.region_bytes = 2 MiB (a region a page) fills the sets evenly from any page, as the GPU does, but it
+// fills head windows (one page each, a few pages apart) evenly too, where the GPU's pages collide: the 56
+// rows of PairedRegionsFillHeadWindowsAsUnevenlyAsTheH200 go from 0.118 to 0.235. Neither region fits both.
+TEST(L2Probe, PageRegionsFillABufferEvenlyFromAnyPage) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", {"l2.region_bytes=2097152"}));
+  constexpr uint64_t kMiB = 1u << 20;
+  int compared = 0;
+  for (const OffsetRow& r : offset_rows(28 * kMiB)) {
+    if (r.offset == 6 * kMiB) continue;
+    EXPECT_NEAR(single_reads_from(machine, 28 * kMiB, r.offset), r.reads_over_footprint, 0.06)
+        << "from " << r.offset / kMiB << " MiB";
+    ++compared;
+  }
+  EXPECT_EQ(compared, 14);
+}
+
+TEST(L2Probe, PageRegionsFillHeadWindowsTooEvenly) {
+  EXPECT_NEAR(head_windows_rms_error({"l2.region_bytes=2097152"}), 0.235, 0.005);
+}
+
 }  // namespace
 }  // namespace attnsim

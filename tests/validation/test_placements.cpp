@@ -88,7 +88,6 @@ TEST(ValidatePlacements, EachRunIsTheMachineBuiltWithThatAddress) {
   ASSERT_EQ(s.rows.size(), 1u);
   const ValidationRow& row = s.rows[0];
   EXPECT_EQ(s.placement_addresses, options.placement_offsets);  // the preset's layout starts at 0
-  ASSERT_EQ(row.placement_addresses, options.placement_offsets);
   ASSERT_EQ(row.predicted_dram_read_by_placement.size(), 3u);
   std::vector<std::map<std::string, std::string>> alone;
   for (size_t i = 0; i < 3; ++i) {

@@ -319,8 +319,12 @@ Measurement sdpa_measurement(const CsvRow& row) {
   m.heads = row.size("batch") * row.size("heads");
   m.causal = row.number("causal") != 0;
   m.time_ns = row.number("attn_time_ns");
-  m.l1_read_bytes = row.number("attn_l1_read_bytes");
-  m.l1_write_bytes = row.number("attn_l1_write_bytes");
+  // A DRAM-only sweep (run_dram_sweep.sh METRICS_SET=dram) leaves both SM <-> L2 cells empty.
+  m.sm_l2_measured = !row.text("attn_l1_read_bytes").empty() || !row.text("attn_l1_write_bytes").empty();
+  if (m.sm_l2_measured) {
+    m.l1_read_bytes = row.number("attn_l1_read_bytes");
+    m.l1_write_bytes = row.number("attn_l1_write_bytes");
+  }
   m.dram_read_bytes = row.number("attn_dram_read_bytes");
   m.dram_write_bytes = row.number("attn_dram_write_bytes");
   read_l2_counters(row, "attn_", m);

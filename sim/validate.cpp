@@ -211,6 +211,62 @@ Measurement project_measurement(const CsvRow& row) {
 
 }  // namespace
 
+namespace {
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t half = values.size() / 2;
+  return values.size() % 2 ? values[half] : (values[half - 1] + values[half]) / 2;
+}
+
+std::string case_key(const Measurement& m) {
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", m.label, m.schedule, m.kernel, m.n, m.d, m.heads,
+                     m.block_q, m.block_k, m.causal, m.keys_descending);
+}
+
+// One case's rows from several files as one: medians of what every row measured.
+Measurement merged_case(const std::vector<const Measurement*>& repeats) {
+  Measurement m = *repeats.front();
+  m.repeats = static_cast<int>(repeats.size());
+  auto median_over = [&repeats](double Measurement::*field) {
+    std::vector<double> values;
+    for (const Measurement* r : repeats) values.push_back(r->*field);
+    return median_of(values);
+  };
+  m.dram_read_bytes = median_over(&Measurement::dram_read_bytes);
+  m.dram_write_bytes = median_over(&Measurement::dram_write_bytes);
+  m.time_ns = median_over(&Measurement::time_ns);
+  m.sm_l2_measured =
+      std::all_of(repeats.begin(), repeats.end(), [](const Measurement* r) { return r->sm_l2_measured; });
+  if (m.sm_l2_measured) {
+    m.l1_read_bytes = median_over(&Measurement::l1_read_bytes);
+    m.l1_write_bytes = median_over(&Measurement::l1_write_bytes);
+  }
+  // The L2's counters and the per-launch times are one sweep's: not medians, so left out.
+  m.l2_lookup_miss_sectors = m.l2_fabric_sectors = m.l2_home_miss_sectors = -1;
+  m.kernel_times_ns.clear();
+  m.kernel_clocks_ghz.clear();
+  return m;
+}
+
+}  // namespace
+
+std::vector<Measurement> merge_repeats(const std::vector<Measurement>& rows) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const Measurement*>> cases;
+  std::vector<Measurement> out;
+  for (const Measurement& m : rows) {
+    if (!m.not_simulated.empty()) continue;
+    auto [it, fresh] = cases.try_emplace(case_key(m));
+    if (fresh) order.push_back(it->first);
+    it->second.push_back(&m);
+  }
+  for (const std::string& key : order) out.push_back(merged_case(cases.at(key)));
+  for (const Measurement& m : rows)
+    if (!m.not_simulated.empty()) out.push_back(m);
+  return out;
+}
+
 std::vector<double> Measurement::kernel_cycles() const {
   std::vector<double> out;
   for (size_t k = 0; k < kernel_times_ns.size(); ++k)
@@ -610,8 +666,10 @@ void summarize_rows(ValidationSummary& s) {
   std::vector<double> pr, mr, pw, mw, pd, md, pdw, mdw, pt, mt;
   for (const ValidationRow& row : s.rows) {
     const Measurement& m = row.measured;
-    pr.push_back(row.predicted_read), mr.push_back(m.l1_read_bytes);
-    pw.push_back(row.predicted_write), mw.push_back(m.l1_write_bytes);
+    if (m.sm_l2_measured) {
+      pr.push_back(row.predicted_read), mr.push_back(m.l1_read_bytes);
+      pw.push_back(row.predicted_write), mw.push_back(m.l1_write_bytes);
+    }
     if (row.predicted_dram_read >= 0) {
       pd.push_back(row.predicted_dram_read), md.push_back(m.dram_read_bytes);
       pdw.push_back(row.predicted_dram_written), mdw.push_back(m.dram_write_bytes);
@@ -620,6 +678,7 @@ void summarize_rows(ValidationSummary& s) {
     if (m.time_ns > 0 && time_comparable(m)) pt.push_back(row.predicted_ns), mt.push_back(m.time_ns);
   }
   s.timed_rows = pt.size();
+  s.sm_l2_rows = pr.size();
   s.time_mape = mape(pt, mt);
   s.time_pearson = pearson(pt, mt);
   s.read_nrmse = nrmse(pr, mr);
@@ -732,6 +791,36 @@ std::string placement_words(const std::vector<uint64_t>& addresses) {
 
 }  // namespace
 
+namespace {
+
+std::string sm_l2_figures(const ValidationSummary& s) {
+  if (s.sm_l2_rows == 0)
+    return "SM<->L2 bytes:       not measured in these rows (DRAM-only sweeps: DRAM bytes and time alone)\n";
+  const std::string over =
+      s.sm_l2_rows < s.rows.size() ? fmt::format(" over the {} rows that measured them", s.sm_l2_rows) : "";
+  return fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}{}\n", s.read_nrmse, s.read_pearson,
+                     over) +
+         fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}{}\n", s.write_nrmse,
+                     s.write_pearson, over);
+}
+
+std::string repeats_words(const ValidationSummary& s) {
+  int least = 0, most = 0;
+  for (const ValidationRow& r : s.rows)
+    if (r.measured.repeats > 1) {
+      least = least ? std::min(least, r.measured.repeats) : r.measured.repeats;
+      most = std::max(most, r.measured.repeats);
+    }
+  if (!most) return "";
+  const std::string files = least == most ? std::to_string(most) : fmt::format("{}-{}", least, most);
+  return fmt::format(
+      "meas: each row's median over {} files' rows of the same case (DRAM bytes, time, and SM<->L2 bytes "
+      "where every file has them; the mean of the middle two for an even count)\n",
+      files);
+}
+
+}  // namespace
+
 void print_validation(std::ostream& out, const ValidationSummary& s) {
   out << fmt::format("{:24} {:>6} {:>3} {:>6} {:>14} {:>14} {:>7} {:>12} {:>12} {:>7}", "schedule", "n", "d",
                      "causal", "SM<-L2 pred", "SM<-L2 meas", "ratio", "SM->L2 pred", "SM->L2 meas", "ratio");
@@ -744,10 +833,15 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const auto& m = r.measured;
-    out << fmt::format("{:24} {:>6} {:>3} {:>6} {:>14.0f} {:>14.0f} {:>7.3f} {:>12.0f} {:>12.0f} {:>7.3f}",
-                       m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? "yes" : "no",
-                       r.predicted_read, m.l1_read_bytes, ratio(r.predicted_read, m.l1_read_bytes),
-                       r.predicted_write, m.l1_write_bytes, ratio(r.predicted_write, m.l1_write_bytes));
+    out << fmt::format("{:24} {:>6} {:>3} {:>6} ", m.label.empty() ? m.schedule : m.label, m.n, m.d,
+                       m.causal ? "yes" : "no");
+    if (m.sm_l2_measured)
+      out << fmt::format("{:>14.0f} {:>14.0f} {:>7.3f} {:>12.0f} {:>12.0f} {:>7.3f}", r.predicted_read,
+                         m.l1_read_bytes, ratio(r.predicted_read, m.l1_read_bytes), r.predicted_write,
+                         m.l1_write_bytes, ratio(r.predicted_write, m.l1_write_bytes));
+    else
+      out << fmt::format("{:>14.0f} {:>14} {:>7} {:>12.0f} {:>12} {:>7}", r.predicted_read, "-", "-",
+                         r.predicted_write, "-", "-");
     if (s.chip)
       out << fmt::format(" {:>13.0f} {:>13.0f} {:>6.3f} {:>11.0f} {:>11.0f}", r.predicted_dram_read,
                          m.dram_read_bytes, ratio(r.predicted_dram_read, m.dram_read_bytes),
@@ -767,6 +861,7 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
               : "bytes: predicted off-chip traffic of the one simulated core vs the SMs' measured L1 <-> L2 "
                 "traffic\n");
   if (placed) out << placement_words(s.placement_addresses);
+  out << repeats_words(s);
   out << fmt::format(
       "pred us: the simulated kernels' cycles at {} ({}); GPU us: the measured time "
       "(gpu__time_duration, summed over the pass's kernels)\n",
@@ -808,8 +903,7 @@ void print_validation(std::ostream& out, const ValidationSummary& s) {
     out << fmt::format("{}:{}: {} n={} d={}{}: not simulated: {}\n", m.path, m.line,
                        m.label.empty() ? m.schedule : m.label, m.n, m.d, m.causal ? " causal" : "",
                        m.not_simulated);
-  out << fmt::format("SM<->L2 read bytes:  NRMSE {:.4f}, Pearson r {:.5f}\n", s.read_nrmse, s.read_pearson);
-  out << fmt::format("SM<->L2 write bytes: NRMSE {:.4f}, Pearson r {:.5f}\n", s.write_nrmse, s.write_pearson);
+  out << sm_l2_figures(s);
   if (!s.chip) return;
   if (s.timed_rows == 0)
     out << "Kernel time:         no row with a comparable time\n";
@@ -923,6 +1017,11 @@ namespace {
 
 // placements, the lowest and highest DRAM reads over them, and each run's as address=bytes; one placement:
 // 1 and the row's reads.
+// A measured SM <-> L2 figure, empty where the row's sweep did not measure them.
+std::string sm_l2_cell(const Measurement& m, double bytes) {
+  return m.sm_l2_measured ? fmt::format("{:.0f}", bytes) : "";
+}
+
 std::string placement_cells(const ValidationRow& r, const std::vector<uint64_t>& addresses) {
   if (addresses.empty()) return fmt::format("1,{:.0f},{:.0f},", r.predicted_dram_read, r.predicted_dram_read);
   const auto [low, high] = std::minmax_element(r.predicted_dram_read_by_placement.begin(),
@@ -945,27 +1044,28 @@ std::string validation_csv(const ValidationSummary& s) {
       "dram_read_pred_by_tensor,dram_write_pred_by_tensor,l2_lookup_read_miss_pred_sectors,"
       "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
       "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors,placements,"
-      "dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address\n";
+      "dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address,"
+      "meas_repeats\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
-        "{},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{},{},{},{},{},{},{}"
+        "{},{:.0f},{},{:.0f},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
+        "{},,{},{},{},{},{},{},{},{},{},{},{},{}"
         "\n",
-        measurement_cells(m, true), r.predicted_read, m.l1_read_bytes, r.predicted_write, m.l1_write_bytes,
-        r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written, m.dram_write_bytes,
-        r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
+        measurement_cells(m, true), r.predicted_read, sm_l2_cell(m, m.l1_read_bytes), r.predicted_write,
+        sm_l2_cell(m, m.l1_write_bytes), r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written,
+        m.dram_write_bytes, r.predicted_ns, m.time_ns, ratio(r.predicted_ns, m.time_ns), r.clock_ghz,
         r.predicted_warp_instructions, r.predicted_ldmatrix, joined(r.predicted_kernel_cycles),
         joined(m.kernel_cycles()), by_tensor(r.predicted_read_by_tensor),
         by_tensor(r.predicted_dram_read_by_tensor), by_tensor(r.predicted_dram_written_by_tensor),
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
         count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
         by_tensor(r.predicted_l2_resident_by_tensor), count_cell(r.predicted_l2_home_miss_sectors),
-        count_cell(m.l2_home_miss_sectors), placement_cells(r, s.placement_addresses));
+        count_cell(m.l2_home_miss_sectors), placement_cells(r, s.placement_addresses), m.repeats);
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,\n", measurement_cells(m, false),
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,,\n", measurement_cells(m, false),
                        csv_cell(m.not_simulated));
   return out;
 }

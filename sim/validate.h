@@ -26,6 +26,10 @@ struct Measurement {
   double time_ns = 0;
   double l1_read_bytes = 0, l1_write_bytes = 0;
   double dram_read_bytes = 0, dram_write_bytes = 0;
+  // Whether the SM <-> L2 columns were measured: a DRAM-only sweep (run_dram_sweep.sh METRICS_SET=dram, one
+  // ncu pass) leaves them empty, and its rows are held against DRAM bytes and time only.
+  bool sm_l2_measured = true;
+  int repeats = 1;                     // merge_repeats: the files whose rows of this case it stands for
   double l2_lookup_miss_sectors = -1;  // Nsight Compute's lts__t_sectors_srcunit_tex_lookup_miss (-1: none)
   double l2_fabric_sectors = -1;       // lts__t_sectors_srcunit_ltcfabric: sectors between the partitions
   double l2_home_miss_sectors = -1;    // lts__t_sectors_lookup_miss less its srcunit_tex part (-1: none)
@@ -151,6 +155,7 @@ struct ValidationSummary {
   // Kernel time, predicted / measured, over the rows with a measured time.
   double time_mape = 0, time_pearson = 0;
   size_t timed_rows = 0;
+  size_t sm_l2_rows = 0;  // rows whose SM <-> L2 bytes were measured (the SM <-> L2 figures are over them)
   std::vector<uint64_t> placement_addresses;  // every row's placements (empty: each row ran once)
 };
 
@@ -167,6 +172,13 @@ struct TimelineRequest {
   std::string cores = "all";  // the cores shown: all, or a list such as 0-3,17
   size_t limit = 200000;      // instructions kept
 };
+// Rows of the same case from several files (sweeps of the same rows with the tensors elsewhere:
+// run_sdpa_placements.sh) as one row each, in the order first seen: its measured DRAM bytes and time the
+// median over the files (the mean of the middle two for an even count), its SM <-> L2 bytes too where every
+// file measured them, the rest the first file's. A placement is one draw; the median is what the model's
+// median over --placements is held against. Rows not simulated stay as they are.
+std::vector<Measurement> merge_repeats(const std::vector<Measurement>& rows);
+
 struct ValidateOptions {
   std::vector<std::string> overrides;
   bool record_blocks = false;

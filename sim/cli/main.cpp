@@ -663,6 +663,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   std::vector<std::string> data, overrides;
   double hot_mib = 0;
   int64_t placements = 1, placement_step_mib = 37;
+  bool gpu_median = false;
   TimelineRequest timeline;
   po::options_description desc("validate options");
   desc.add_options()("config,c", po::value(&config_path)->required(), "machine YAML (configs/h100.yaml)")(
@@ -687,6 +688,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       "placement-step-mib", po::value(&placement_step_mib)->default_value(placement_step_mib),
       "--placements: the k-th placement starts k times this many MiB after the config's "
       "hbm.first_tensor_address (validation/run_sdpa_placements.sh holds 37 x k MiB before the tensors)")(
+      "gpu-median", po::bool_switch(&gpu_median),
+      "the DATA files are sweeps of the same rows, each with the tensors elsewhere "
+      "(validation/run_sdpa_placements.sh): each case once, held against its median over the files "
+      "(DRAM bytes and time; SM<->L2 bytes where every file has them)")(
       "timeline", po::value(&timeline_file),
       "whole chip, one row: write every instruction of its run as a Perfetto / chrome://tracing JSON, a "
       "process per core with its thread blocks and units (first 200,000 instructions)")(
@@ -698,7 +703,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,
                       "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M] "
-                      "[--placements K] [--timeline FILE]");
+                      "[--placements K] [--gpu-median] [--timeline FILE]");
   if (parsed.help) return 0;
   if (timeline.limit < 1 || timeline.limit > (size_t{1} << 28))
     throw InputError("attnsim validate", {},
@@ -709,6 +714,9 @@ int cmd_validate(const std::vector<std::string>& args) {
     std::vector<Measurement> rows = read_measurements(path);
     measurements.insert(measurements.end(), rows.begin(), rows.end());
   }
+  if (gpu_median && data.size() < 2)
+    throw InputError("attnsim validate", {}, "--gpu-median takes the median over two or more DATA files");
+  if (gpu_median) measurements = merge_repeats(measurements);
   // Whole 16 KiB chunks: a multiple of 1/64 MiB.
   if (hot_mib < 0 || hot_mib > (1 << 20) ||
       hot_mib * 64 != static_cast<double>(static_cast<int64_t>(hot_mib * 64)))

@@ -239,6 +239,13 @@ TEST_F(Cli, PlacementsRejectWhatCannotBeRun) {
                      one_core + ": error: ", {"--placements moves the tensors under a whole chip's L2"});
 }
 
+TEST_F(Cli, GpuMedianNeedsTwoFiles) {
+  const std::string h200 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h200.yaml";
+  const std::string rows = std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/h200_sdpa_onepass_pad0.csv";
+  expect_input_error(run({"validate", "-c", h200, rows, "--gpu-median"}), "attnsim validate: error: ",
+                     {"--gpu-median takes the median over two or more DATA files"});
+}
+
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--mib", "400", "--heads", "2"}),

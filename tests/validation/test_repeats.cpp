@@ -1,0 +1,95 @@
+// attnsim validate --gpu-median: sweeps of the same rows with the tensors elsewhere (one-pass DRAM sweeps
+// at several placements, validation/run_sdpa_placements.sh) merged into one row per case, its measured
+// DRAM bytes and time the median over the files; rows whose sweep left the SM <-> L2 columns empty are
+// held against DRAM bytes and time alone.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/validate.h"
+
+namespace attnsim {
+namespace {
+
+const std::string kData = std::string(ATTNSIM_SOURCE_DIR) + "/validation/data/";
+
+Measurement row(const std::string& label, int64_t n, double dram_read, double time_ns, bool sm_l2) {
+  Measurement m;
+  m.label = label;
+  m.schedule = "flash2";
+  m.n = n;
+  m.d = 64;
+  m.heads = 16;
+  m.dram_read_bytes = dram_read;
+  m.dram_write_bytes = dram_read / 10;
+  m.time_ns = time_ns;
+  m.sm_l2_measured = sm_l2;
+  m.l1_read_bytes = sm_l2 ? 4 * dram_read : 0;
+  m.l2_lookup_miss_sectors = 7;
+  return m;
+}
+
+TEST(MergeRepeats, EachCaseOnceWithTheMediansOverTheFiles) {
+  Measurement skipped = row("B", 8192, 1, 1, true);
+  skipped.not_simulated = "not measured (oom)";
+  // Three files of cases A and B (one without B), as read one after another.
+  const std::vector<Measurement> rows = {
+      row("A", 4096, 100, 10, true), row("B", 4096, 50, 5, false), skipped,
+      row("A", 4096, 300, 30, true), row("B", 4096, 70, 9, false), row("A", 4096, 200, 40, true)};
+  const std::vector<Measurement> merged = merge_repeats(rows);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(merged[0].label, "A");
+  EXPECT_EQ(merged[0].repeats, 3);
+  EXPECT_EQ(merged[0].dram_read_bytes, 200);
+  EXPECT_EQ(merged[0].dram_write_bytes, 20);
+  EXPECT_EQ(merged[0].time_ns, 30);
+  EXPECT_TRUE(merged[0].sm_l2_measured);
+  EXPECT_EQ(merged[0].l1_read_bytes, 800);
+  EXPECT_EQ(merged[0].l2_lookup_miss_sectors, -1) << "one sweep's counter is no median";
+  EXPECT_EQ(merged[1].label, "B");
+  EXPECT_EQ(merged[1].repeats, 2);
+  EXPECT_EQ(merged[1].dram_read_bytes, 60) << "an even count: the mean of the middle two";
+  EXPECT_EQ(merged[1].time_ns, 7);
+  EXPECT_FALSE(merged[1].sm_l2_measured);
+  EXPECT_EQ(merged[2].not_simulated, "not measured (oom)");
+  // Another n is another case.
+  EXPECT_EQ(merge_repeats({row("A", 4096, 1, 1, true), row("A", 2048, 3, 1, true)}).size(), 2u);
+}
+
+// A one-pass sweep (DRAM bytes and time alone) reads with its SM <-> L2 bytes marked unmeasured.
+TEST(MergeRepeats, DramOnlySweepsReadWithoutSmToL2Bytes) {
+  const std::vector<Measurement> rows = read_measurements(kData + "h200_sdpa_onepass_pad0.csv");
+  ASSERT_EQ(rows.size(), 72u);
+  int simulated = 0;
+  for (const Measurement& m : rows) {
+    EXPECT_FALSE(m.sm_l2_measured) << m.label << " n=" << m.n;
+    if (!m.not_simulated.empty()) continue;
+    EXPECT_GT(m.dram_read_bytes, 1e6) << m.label << " n=" << m.n;
+    EXPECT_GT(m.time_ns, 0) << m.label << " n=" << m.n;
+    ++simulated;
+  }
+  EXPECT_EQ(simulated, 72);
+  for (const Measurement& m : read_measurements(kData + "h200_sdpa_cases.csv"))
+    EXPECT_TRUE(m.sm_l2_measured) << m.label << " n=" << m.n;
+}
+
+// The SM <-> L2 figures are over the rows that measured them; none: said so, no NRMSE printed.
+TEST(MergeRepeats, SmToL2FiguresSayWhatWasMeasured) {
+  ValidationSummary s;
+  s.rows.resize(2);
+  s.sm_l2_rows = 0;
+  std::ostringstream none;
+  print_validation(none, s);
+  EXPECT_NE(none.str().find("SM<->L2 bytes:       not measured in these rows"), std::string::npos)
+      << none.str();
+  EXPECT_EQ(none.str().find("SM<->L2 read bytes:  NRMSE"), std::string::npos);
+  s.sm_l2_rows = 1;
+  std::ostringstream some;
+  print_validation(some, s);
+  EXPECT_NE(some.str().find("over the 1 rows that measured them"), std::string::npos) << some.str();
+}
+
+}  // namespace
+}  // namespace attnsim

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Candidate L2 set indexes for the H200 held against the one-SM probes, fast and offline.
+
+A copy of the simulator's one-SM rule (docs/chip.md, "Where a buffer starts"): one SM reads its buffer
+`passes` times; its partition keeps each line pair (a line and its partner, address bits 8 and 12 flipped,
+the partner's copy beside it) in one set of 16 ways, so a set given more than 8 pairs misses on every pass
+(LRU under a cyclic read) and each miss of a near line is a DRAM read. It reproduces `attnsim probe` on the
+56 head-window and stride rows (root-mean-square error over the footprint 0.118 with the preset's 4 MiB
+regions, 0.235 with regions of one page), so set indexes can be tried here before the model takes one:
+
+    python3 validation/set_index_models.py
+
+prints, for each candidate, the RMS error over the 56 rows (h200_l2_probe_heads.csv, _strides.csv) and over
+the 22 offset rows (h200_l2_probe_offsets.csv).
+"""
+import csv
+import math
+import os
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+SETS = 15360  # one partition's: 30 MiB / (16 ways x 128 bytes)
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64_mix(x):  # as models/common/splitmix.h
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def pairs(ranges):
+    """The pair indices (the partner's home bit, address bit 12, dropped) of every 128-byte line read."""
+    out = set()
+    for start, size in ranges:
+        for a in range(start, start + size, 128):
+            if (a >> 12) & 1:
+                a ^= (1 << 8) | (1 << 12)
+            out.add((((a >> 13) << 12) | (a & 0xFFF)) >> 7)
+    return out
+
+
+def paired_regions(bits):
+    """l2.set_index: paired_regions with regions of 2^bits pairs (14: the preset, 13: one 2 MiB page)."""
+    keys = {}
+    half = bits // 2 + 1
+    mask = (1 << bits) - 1
+
+    def set_of(pair):
+        region = pair >> bits
+        key = keys.setdefault(region, splitmix64_mix(region))
+        v = (pair ^ key) & mask
+        v = (v * ((key >> 20) | 1)) & mask
+        v ^= v >> half
+        v = (v * ((key >> 40) | 1)) & mask
+        v ^= v >> half
+        return ((region << bits) + v) % SETS
+
+    return set_of
+
+
+def sliced(block_pairs, high_shift, slices=60, sets_per_slice=256):
+    """Slices dealt by a linear address modulo `slices`, a slice's set from address bits."""
+    low = block_pairs.bit_length() - 1
+    high_bits = (sets_per_slice // block_pairs).bit_length() - 1
+
+    def set_of(pair):
+        within = (pair & (block_pairs - 1)) | (((pair >> high_shift) & ((1 << high_bits) - 1)) << low)
+        return ((pair >> low) % slices) * sets_per_slice + within
+
+    return set_of
+
+
+def reads_over_footprint(pair_set, set_of, passes):
+    load = [0] * SETS
+    for p in pair_set:
+        load[set_of(p)] += 1
+    overloaded = sum(n for n in load if 2 * n > 16)
+    return 1 + (passes - 1) * overloaded / (2 * len(pair_set))
+
+
+def window_ranges(mode, size):
+    """The heads probe's K and V windows as the simulator lays Q, K, V, O out; single: one buffer."""
+    if mode == "single":
+        return [(0, size)]
+    _, heads, head_bytes = mode.split(":")
+    heads, head_bytes = int(heads), int(head_bytes)
+    tensor, window = heads * head_bytes, size // (2 * heads)
+    return [(base + h * head_bytes, window) for base in (tensor, 2 * tensor) for h in range(heads)]
+
+
+def rms(errors):
+    return math.sqrt(sum(e * e for e in errors) / len(errors))
+
+
+def evaluate(set_of):
+    heads = []
+    for name in ("h200_l2_probe_heads.csv", "h200_l2_probe_strides.csv"):
+        for r in csv.DictReader(open(os.path.join(DATA, name))):
+            size = int(r["bytes"])
+            predicted = reads_over_footprint(pairs(window_ranges(r["mode"], size)), set_of, int(r["passes"]))
+            heads.append(predicted - int(r["dram_read_bytes"]) / size)
+    offsets = []
+    for r in csv.DictReader(open(os.path.join(DATA, "h200_l2_probe_offsets.csv"))):
+        size = int(r["bytes"])
+        predicted = reads_over_footprint(pairs([(int(r["offset_bytes"]), size)]), set_of, int(r["passes"]))
+        offsets.append(predicted - int(r["dram_read_bytes"]) / size)
+    return rms(heads), rms(offsets), len(heads), len(offsets)
+
+
+def main():
+    candidates = [("paired regions of 4 MiB (the preset)", paired_regions(14)),
+                  ("paired regions of one 2 MiB page", paired_regions(13)),
+                  ("60 slices by 64-pair blocks, sets from bits 12-13", sliced(64, 12)),
+                  ("60 slices by 128-pair blocks, sets from bit 13", sliced(128, 13))]
+    for name, set_of in candidates:
+        heads, offsets, n_heads, n_offsets = evaluate(set_of)
+        print(f"{name:52} RMS over the footprint: {n_heads} head/stride rows {heads:.3f}, "
+              f"{n_offsets} offset rows {offsets:.3f}")
+
+
+if __name__ == "__main__":
+    main()

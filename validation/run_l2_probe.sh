@@ -30,6 +30,8 @@
 #   SET=offsets bash validation/run_l2_probe.sh (one SM reads 28 and 29 MiB three times, the buffer starting
 #                                             0 to 7 MiB into its allocation: whether where the 2 and 4 MiB
 #                                             pages begin decides how evenly it fills the sets)
+#   SET=pages bash validation/run_l2_probe.sh (one SM reads 12 or 14 pages of 2 MiB a stride apart in one
+#                                             allocation, and 28 MiB from 8-15 MiB into its allocation)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
 #                                             how many requested sectors reached the L2 after merging)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
@@ -55,7 +57,7 @@ export LRC_METRICS SET
 CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
 [ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
-[ "$SET" = offsets ] && HEADER="$HEADER,offset_bytes,repeat"
+[ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -79,8 +81,8 @@ if os.environ.get("SET") == "lrc":
     names += os.environ["LRC_METRICS"].split(",")
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
-if os.environ.get("SET") == "offsets":
-    line += [fields["offset"], os.environ.get("REPEAT", "1")]
+if os.environ.get("SET") in ("offsets", "pages"):
+    line += [fields.get("offset", "0"), os.environ.get("REPEAT", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
@@ -195,6 +197,14 @@ elif [ "$SET" = copies ]; then
   for shift in $(seq 16 29); do
     for copies in 17 33 65 129; do STRIDE=$((1 << shift)) COPIES=$copies run copies $((64 * 1024)) 3; done
   done
+elif [ "$SET" = pages ]; then
+  # Pages a stride apart in one allocation: 12 and 14 windows of 2 MiB (24 and 28 MiB), 2 to 32 MiB apart
+  # (the heads probe's windows without its four allocations), then 28 MiB from 8 to 15 MiB into its
+  # allocation (SET=offsets went to 7): how often a run of 14 pages holds two that collide.
+  for stride in 2 4 6 8 10 12 14 16 20 24 32; do
+    for copies in 12 14; do STRIDE=$((stride * MB)) COPIES=$copies run copies $((2 * MB)) 3; done
+  done
+  for off in 8 9 10 11 12 13 14 15; do OFFSET_BYTES=$((off * MB)) run single $((28 * MB)) 3; done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

@@ -10,8 +10,8 @@ regions, 0.235 with regions of one page), so set indexes can be tried here befor
 
     python3 validation/set_index_models.py
 
-prints, for each candidate, the RMS error over the 56 rows (h200_l2_probe_heads.csv, _strides.csv) and over
-the 22 offset rows (h200_l2_probe_offsets.csv).
+prints, for each candidate, the RMS error over the 56 rows (h200_l2_probe_heads.csv, _strides.csv), the 22
+offset rows (h200_l2_probe_offsets.csv) and the 30 rows of pages a stride apart (h200_l2_probe_pages.csv).
 """
 import csv
 import math
@@ -100,12 +100,18 @@ def evaluate(set_of):
             size = int(r["bytes"])
             predicted = reads_over_footprint(pairs(window_ranges(r["mode"], size)), set_of, int(r["passes"]))
             heads.append(predicted - int(r["dram_read_bytes"]) / size)
-    offsets = []
-    for r in csv.DictReader(open(os.path.join(DATA, "h200_l2_probe_offsets.csv"))):
-        size = int(r["bytes"])
-        predicted = reads_over_footprint(pairs([(int(r["offset_bytes"]), size)]), set_of, int(r["passes"]))
-        offsets.append(predicted - int(r["dram_read_bytes"]) / size)
-    return rms(heads), rms(offsets), len(heads), len(offsets)
+    placed = {}
+    for name in ("h200_l2_probe_offsets.csv", "h200_l2_probe_pages.csv"):
+        placed[name] = []
+        for r in csv.DictReader(open(os.path.join(DATA, name))):
+            size, start = int(r["bytes"]), int(r["offset_bytes"])
+            ranges = [(start, size)]
+            if r["mode"].startswith("copies"):  # copies:COUNT:STRIDE, BYTES over all of them
+                _, count, stride = r["mode"].split(":")
+                ranges = [(start + i * int(stride), size // int(count)) for i in range(int(count))]
+            predicted = reads_over_footprint(pairs(ranges), set_of, int(r["passes"]))
+            placed[name].append(predicted - int(r["dram_read_bytes"]) / size)
+    return [("head/stride", heads)] + [(name[len("h200_l2_probe_"):-4], e) for name, e in placed.items()]
 
 
 def main():
@@ -114,9 +120,8 @@ def main():
                   ("60 slices by 64-pair blocks, sets from bits 12-13", sliced(64, 12)),
                   ("60 slices by 128-pair blocks, sets from bit 13", sliced(128, 13))]
     for name, set_of in candidates:
-        heads, offsets, n_heads, n_offsets = evaluate(set_of)
-        print(f"{name:52} RMS over the footprint: {n_heads} head/stride rows {heads:.3f}, "
-              f"{n_offsets} offset rows {offsets:.3f}")
+        figures = ", ".join(f"{len(e)} {rows} rows {rms(e):.3f}" for rows, e in evaluate(set_of))
+        print(f"{name:52} RMS over the footprint: {figures}")
 
 
 if __name__ == "__main__":

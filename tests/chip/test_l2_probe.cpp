@@ -849,11 +849,13 @@ TEST(L2Probe, SixteenSmsOnTheirGpusAttachment) {
   EXPECT_EQ(compared, 5);
 }
 
-// Where a buffer starts (h200_l2_probe_offsets.csv, SET=offsets bash validation/run_l2_probe.sh on an H200):
-// one SM reads 28 MiB three times from 0 to 7 MiB into its allocation, twice over. The GPU reads it once
-// (1.011-1.017 of the footprint) from 0, 1, 2, 3, 4 and 7 MiB, 1.050 from 5 and 1.150 from 6 (a page there
-// shares its sets with another: a collision, in both rounds). The preset's regions of 4 MiB fill the sets
-// evenly only from a region's start: 1.10-1.14 from 1, 2, 3, 5 and 7 MiB.
+// Where a buffer starts (h200_l2_probe_offsets.csv, SET=offsets bash validation/run_l2_probe.sh on one
+// H200): one SM reads 28 MiB three times from 0 to 7 MiB into its allocation, twice over. That allocation's
+// pages read it once (1.011-1.017 of the footprint) from 0, 1, 2, 3, 4 and 7 MiB, 1.050 from 5 and 1.150
+// from 6 (a page there shares its sets with another, in both rounds). The preset's regions of 4 MiB fill
+// the sets evenly only from a region's start: 1.10-1.14 from 1, 2, 3, 5 and 7 MiB. Another H200's
+// allocation (h200_l2_probe_pages.csv, below) read the same buffer 1.07-1.13 times from six of 8-15 MiB:
+// how evenly a run of pages fills the sets depends on which physical pages it got.
 struct OffsetRow {
   uint64_t offset = 0;
   double reads_over_footprint = 0;
@@ -896,13 +898,13 @@ TEST(L2Probe, PresetRegionsFillABufferEvenlyOnlyFromARegionsStart) {
     const double simulated = single_reads_from(machine, 28 * kMiB, r.offset);
     if (mib % 4 == 0)
       EXPECT_NEAR(simulated, r.reads_over_footprint, 0.02) << "from " << mib << " MiB";
-    else  // the known miss: a region's piece at either end
+    else  // a region's piece at either end, where this allocation's pages were even
       EXPECT_NEAR(simulated, 1.12, 0.03) << "from " << mib << " MiB, measured " << r.reads_over_footprint;
   }
 }
 
-// l2.region_bytes = 2 MiB (a region a page) fills the sets evenly from any page, as the GPU does, but it
-// fills head windows (one page each, a few pages apart) evenly too, where the GPU's pages collide: the 56
+// l2.region_bytes = 2 MiB (a region a page) fills the sets evenly from any page, as that allocation did, but
+// it fills head windows (one page each, a few pages apart) evenly too, where the GPU's pages collide: the 56
 // rows of PairedRegionsFillHeadWindowsAsUnevenlyAsTheH200 go from 0.118 to 0.235. Neither region fits both.
 TEST(L2Probe, PageRegionsFillABufferEvenlyFromAnyPage) {
   Machine machine(load_config(kSource + "configs/h200.yaml", {"l2.region_bytes=2097152"}));
@@ -919,6 +921,41 @@ TEST(L2Probe, PageRegionsFillABufferEvenlyFromAnyPage) {
 
 TEST(L2Probe, PageRegionsFillHeadWindowsTooEvenly) {
   EXPECT_NEAR(head_windows_rms_error({"l2.region_bytes=2097152"}), 0.235, 0.005);
+}
+
+// Pages a stride apart in one allocation (h200_l2_probe_pages.csv, SET=pages on another H200): one SM reads
+// 12 or 14 windows of 2 MiB, 2 to 32 MiB apart, three times (1.000 and 1.008 of the footprint when
+// contiguous, 1.107-1.674 otherwise), and 28 MiB from 8-15 MiB into its allocation (1.011-1.128). The root
+// mean square over the 30 rows of the error over the footprint: the preset's regions 0.129, regions of one
+// page 0.301 (they fill strided pages evenly: 1.000 at 12 windows, where the GPU reads 1.107-1.483).
+double pages_rms_error(const std::vector<std::string>& overrides) {
+  Machine machine(load_config(kSource + "configs/h200.yaml", overrides));
+  const std::vector<ProbeRow> rows = measured_rows("h200_l2_probe_pages.csv");
+  std::ifstream in(kSource + "validation/data/h200_l2_probe_pages.csv");
+  std::string line;
+  std::getline(in, line);  // mode,bytes,...,time_ns,offset_bytes,repeat: the offsets by row
+  double sum = 0;
+  for (const ProbeRow& r : rows) {
+    std::getline(in, line);
+    std::vector<std::string> cells;
+    std::stringstream text(line);
+    for (std::string cell; std::getline(text, cell, ',');) cells.push_back(cell);
+    machine.set_first_tensor_address(std::stoull(cells.at(13)));
+    const bool copies = r.shape.mode == traces::ProbeMode::Copies;
+    const double footprint = static_cast<double>(r.shape.bytes * (copies ? r.shape.copies : 1));
+    const double predicted = static_cast<double>(total(simulate(machine, r.shape).dram_read));
+    sum += std::pow((predicted - r.dram_read) / footprint, 2);
+  }
+  EXPECT_EQ(rows.size(), 30u);
+  return std::sqrt(sum / static_cast<double>(rows.size()));
+}
+
+TEST(L2Probe, PagesAStrideApartFillTheSetsAsUnevenlyAsOnTheH200) {
+  EXPECT_NEAR(pages_rms_error({}), 0.129, 0.005);
+}
+
+TEST(L2Probe, PageRegionsFillPagesAStrideApartTooEvenly) {
+  EXPECT_NEAR(pages_rms_error({"l2.region_bytes=2097152"}), 0.301, 0.005);
 }
 
 }  // namespace

@@ -294,7 +294,6 @@ TEST(L2, AddressParityHomesALineAndItsPartnerApart) {
   EXPECT_THROW(L2Cache("l2_one_partition", one_partition), std::invalid_argument);
 }
 
-
 // l2.page_seed stands for another placement of the pages (another process's physical addresses): each 2 MiB
 // page keeps or swaps its lines' homes as a whole (a line and its partner stay apart), about half of them
 // swapping; seed 0 is the fixed placement every other test runs on.

@@ -13,10 +13,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/validate.h"
@@ -36,38 +34,16 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
-std::vector<std::string> split(const std::string& line) {  // every cell, empty ones at the end too
-  std::vector<std::string> cells;
-  for (size_t from = 0;;) {
-    const size_t comma = line.find(',', from);
-    cells.push_back(line.substr(from, comma == std::string::npos ? std::string::npos : comma - from));
-    if (comma == std::string::npos) return cells;
-    from = comma + 1;
-  }
-}
-
-// The row's DRAM reads (its attention kernels', as validate reads them) in each one-pass sweep. These files
-// leave the SM <-> L2 columns empty, which read_measurements refuses: read by column name here.
-std::vector<double> one_pass_reads(const SdpaRow& r) {
-  std::vector<double> reads;
-  for (const int pad : kPads) {
-    std::ifstream in(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv");
-    std::string line;
-    std::getline(in, line);
-    std::map<std::string, size_t> at;
-    const std::vector<std::string> names = split(line);
-    for (size_t i = 0; i < names.size(); ++i) at[names[i]] = i;
-    while (std::getline(in, line)) {
-      const std::vector<std::string> c = split(line);
-      if (c.size() != names.size() || c[at["pass"]] != r.pass || c[at["backend"]] != r.backend) continue;
-      if (std::stoll(c[at["batch"]]) != r.batch || std::stoll(c[at["heads"]]) != r.heads ||
-          std::stoll(c[at["n"]]) != r.n || std::stoll(c[at["d"]]) != r.d ||
-          (c[at["causal"]] == "1") != r.causal)
-        continue;
-      reads.push_back(std::stod(c[at["attn_dram_read_bytes"]]));
-    }
-  }
-  return reads;
+// The row's case over the eight one-pass sweeps as `attnsim validate --gpu-median` takes it: merge_repeats,
+// the median of its DRAM reads (the attention kernels') over the files.
+Measurement one_pass_median(const SdpaRow& r) {
+  std::vector<Measurement> sweeps;
+  for (const int pad : kPads)
+    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
+      sweeps.push_back(std::move(m));
+  for (const Measurement& m : merge_repeats(sweeps))
+    if (m.label == r.label() && m.n == r.n && m.d == r.d && m.causal == r.causal) return m;
+  return {};
 }
 
 // Within 10% of the GPU's median but four rows, held in bands around their figures as of 2026-12-02: the
@@ -90,8 +66,8 @@ class SdpaPlacementsOnTheH200 : public ::testing::TestWithParam<SdpaRow> {};
 
 TEST_P(SdpaPlacementsOnTheH200, MedianOverPlacementsAgainstTheOnePassMedian) {
   const SdpaRow& want = GetParam();
-  const std::vector<double> gpu = one_pass_reads(want);
-  ASSERT_EQ(gpu.size(), kPads.size());
+  const Measurement gpu = one_pass_median(want);
+  ASSERT_EQ(gpu.repeats, static_cast<int>(kPads.size())) << "the case in every sweep";
   std::vector<Measurement> row;
   for (const Measurement& m : read_measurements(kData + "h200_sdpa_cases.csv"))
     if (m.label == want.label() && m.n == want.n && m.d == want.d && m.causal == want.causal)
@@ -104,13 +80,13 @@ TEST_P(SdpaPlacementsOnTheH200, MedianOverPlacementsAgainstTheOnePassMedian) {
   ASSERT_EQ(s.rows.size(), 1u);
   const std::vector<double>& model = s.rows[0].predicted_dram_read_by_placement;
   ASSERT_EQ(model.size(), 3u);
-  const double ratio = median(model) / median(gpu);
+  const double ratio = median(model) / gpu.dram_read_bytes;
   bool known = false;
   EXPECT_TRUE(in_band(want, ratio, known)) << ratio << (known ? " (a known miss, out of its band)" : "");
   std::printf("model %.1f / %.1f / %.1f MB, GPU median %.1f MB over %zu one-pass sweeps: %.3f%s\n",
-              model[0] / 1e6, model[1] / 1e6, model[2] / 1e6, median(gpu) / 1e6, gpu.size(), ratio,
+              model[0] / 1e6, model[1] / 1e6, model[2] / 1e6, gpu.dram_read_bytes / 1e6, kPads.size(), ratio,
               known ? " (known miss)" : "");
-  write_row_result(ATTNSIM_SDPA_PLACEMENT_DIR, want, median(model), median(gpu));
+  write_row_result(ATTNSIM_SDPA_PLACEMENT_DIR, want, median(model), gpu.dram_read_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, SdpaPlacementsOnTheH200, ::testing::ValuesIn(all_sdpa_rows()), sdpa_test_name);

@@ -242,6 +242,10 @@ Measurement merged_case(const std::vector<const Measurement*>& repeats) {
     m.l1_read_bytes = median_over(&Measurement::l1_read_bytes);
     m.l1_write_bytes = median_over(&Measurement::l1_write_bytes);
   }
+  std::vector<double> clocks;  // over the files that measured it (a DRAM-only sweep does not)
+  for (const Measurement* r : repeats)
+    if (r->sm_clock_ghz > 0) clocks.push_back(r->sm_clock_ghz);
+  m.sm_clock_ghz = clocks.empty() ? 0 : median_of(clocks);
   // The L2's counters and the per-launch times are one sweep's: not medians, so left out.
   m.l2_lookup_miss_sectors = m.l2_fabric_sectors = m.l2_home_miss_sectors = -1;
   m.kernel_times_ns.clear();
@@ -265,6 +269,21 @@ std::vector<Measurement> merge_repeats(const std::vector<Measurement>& rows) {
   for (const Measurement& m : rows)
     if (!m.not_simulated.empty()) out.push_back(m);
   return out;
+}
+
+size_t take_clocks(std::vector<Measurement>& rows, const std::vector<Measurement>& from) {
+  std::map<std::string, double> clock_of;
+  for (const Measurement& m : from)
+    if (m.sm_clock_ghz > 0) clock_of.emplace(case_key(m), m.sm_clock_ghz);
+  size_t taken = 0;
+  for (Measurement& m : rows) {
+    if (m.sm_clock_ghz > 0 || !m.not_simulated.empty()) continue;
+    const auto it = clock_of.find(case_key(m));
+    if (it == clock_of.end()) continue;
+    m.sm_clock_ghz = it->second;
+    ++taken;
+  }
+  return taken;
 }
 
 std::vector<double> Measurement::kernel_cycles() const {

@@ -178,6 +178,11 @@ struct TimelineRequest {
 // file measured them, the rest the first file's. A placement is one draw; the median is what the model's
 // median over --placements is held against. Rows not simulated stay as they are.
 std::vector<Measurement> merge_repeats(const std::vector<Measurement>& rows);
+// A DRAM-only sweep (one ncu pass: DRAM bytes and time) does not measure the SM clock, and its rows would be
+// simulated at the config's clock_base_ghz, where the same kernels ran at their own (H200 attention kernels
+// under --clock-control base: 1.35 GHz, not 1.5). Each row without a clock takes its case's from `from`
+// (another sweep of the same cases that measured it); returns how many did.
+size_t take_clocks(std::vector<Measurement>& rows, const std::vector<Measurement>& from);
 
 struct ValidateOptions {
   std::vector<std::string> overrides;

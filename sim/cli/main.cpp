@@ -659,7 +659,7 @@ std::vector<uint64_t> placement_offsets(int64_t placements, int64_t step_mib) {
 }
 
 int cmd_validate(const std::vector<std::string>& args) {
-  std::string config_path, csv_file, block_times, timeline_file;
+  std::string config_path, csv_file, block_times, timeline_file, clocks_from;
   std::vector<std::string> data, overrides;
   double hot_mib = 0;
   int64_t placements = 1, placement_step_mib = 37;
@@ -692,6 +692,10 @@ int cmd_validate(const std::vector<std::string>& args) {
       "the DATA files are sweeps of the same rows, each with the tensors elsewhere "
       "(validation/run_sdpa_placements.sh): each case once, held against its median over the files "
       "(DRAM bytes and time; SM<->L2 bytes where every file has them)")(
+      "clocks-from", po::value(&clocks_from),
+      "rows whose files did not measure the SM clock (DRAM-only sweeps) are simulated at the clock this "
+      "sweep of the same cases measured, not at the config's clock_base_ghz "
+      "(validation/data/h200_sdpa_cases.csv for the one-pass sweeps)")(
       "timeline", po::value(&timeline_file),
       "whole chip, one row: write every instruction of its run as a Perfetto / chrome://tracing JSON, a "
       "process per core with its thread blocks and units (first 200,000 instructions)")(
@@ -703,7 +707,7 @@ int cmd_validate(const std::vector<std::string>& args) {
   pos.add("data", -1);
   auto parsed = parse("validate", desc, pos, args,
                       "-c CONFIG DATA.csv... [-p key=value] [--csv FILE] [--block-times FILE] [--hot-mib M] "
-                      "[--placements K] [--gpu-median] [--timeline FILE]");
+                      "[--placements K] [--gpu-median] [--clocks-from FILE] [--timeline FILE]");
   if (parsed.help) return 0;
   if (timeline.limit < 1 || timeline.limit > (size_t{1} << 28))
     throw InputError("attnsim validate", {},
@@ -717,6 +721,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (gpu_median && data.size() < 2)
     throw InputError("attnsim validate", {}, "--gpu-median takes the median over two or more DATA files");
   if (gpu_median) measurements = merge_repeats(measurements);
+  size_t clocks_taken = 0;
+  if (!clocks_from.empty()) clocks_taken = take_clocks(measurements, read_measurements(clocks_from));
   // Whole 16 KiB chunks: a multiple of 1/64 MiB.
   if (hot_mib < 0 || hot_mib > (1 << 20) ||
       hot_mib * 64 != static_cast<double>(static_cast<int64_t>(hot_mib * 64)))
@@ -735,6 +741,10 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (!timeline_file.empty()) files.emplace_back(timeline_file, summary.timeline_json);
   if (!files.empty()) write_files_atomically(files);
   print_validation(std::cout, summary);
+  if (!clocks_from.empty())
+    std::cout << fmt::format(
+        "--clocks-from {}: {} rows simulated at the SM clock it measured for their case\n", clocks_from,
+        clocks_taken);
   if (!summary.timeline_note.empty()) std::cout << timeline_file << ": " << summary.timeline_note << "\n";
   return 0;
 }

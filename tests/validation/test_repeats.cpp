@@ -4,8 +4,10 @@
 // held against DRAM bytes and time alone.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/validate.h"
@@ -89,6 +91,73 @@ TEST(MergeRepeats, SmToL2FiguresSayWhatWasMeasured) {
   std::ostringstream some;
   print_validation(some, s);
   EXPECT_NE(some.str().find("over the 1 rows that measured them"), std::string::npos) << some.str();
+}
+
+// A merged case's SM clock is the median over the files that measured one; none measured it: 0 (the
+// config's clock_base_ghz then).
+TEST(MergeRepeats, TheClockIsTheMedianOverTheFilesThatMeasuredIt) {
+  std::vector<Measurement> rows = {row("A", 4096, 1, 1, true), row("A", 4096, 2, 1, false),
+                                   row("A", 4096, 3, 1, true), row("B", 4096, 1, 1, false)};
+  rows[0].sm_clock_ghz = 1.30;
+  rows[2].sm_clock_ghz = 1.40;
+  const std::vector<Measurement> merged = merge_repeats(rows);
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_DOUBLE_EQ(merged[0].sm_clock_ghz, 1.35);
+  EXPECT_EQ(merged[1].sm_clock_ghz, 0);
+}
+
+// The one-pass sweeps measured no clock; the replayed sweep of the same 72 cases did (1.35 GHz on the
+// H200's attention kernels under --clock-control base, where the config's base clock is 1.5), and every
+// merged case takes its own case's.
+TEST(TakeClocks, EveryOnePassCaseTakesItsCasesMeasuredClock) {
+  std::vector<Measurement> sweeps;
+  for (const int pad : {0, 37, 74, 111, 148, 185, 222, 259})
+    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
+      sweeps.push_back(std::move(m));
+  std::vector<Measurement> merged = merge_repeats(sweeps);
+  ASSERT_EQ(merged.size(), 72u);
+  for (const Measurement& m : merged) ASSERT_EQ(m.sm_clock_ghz, 0) << m.label << " n=" << m.n;
+  const std::vector<Measurement> cases = read_measurements(kData + "h200_sdpa_cases.csv");
+  EXPECT_EQ(take_clocks(merged, cases), 72u);
+  for (const Measurement& m : merged) {
+    const auto same = std::find_if(cases.begin(), cases.end(), [&m](const Measurement& c) {
+      return c.label == m.label && c.n == m.n && c.d == m.d && c.causal == m.causal;
+    });
+    ASSERT_NE(same, cases.end()) << m.label << " n=" << m.n;
+    EXPECT_EQ(m.sm_clock_ghz, same->sm_clock_ghz) << m.label << " n=" << m.n;
+    EXPECT_GT(m.sm_clock_ghz, 1.3) << m.label << " n=" << m.n;
+    EXPECT_LT(m.sm_clock_ghz, 1.45) << m.label << " n=" << m.n;
+  }
+  // A row with its own clock keeps it.
+  std::vector<Measurement> own = {cases.front()};
+  own[0].sm_clock_ghz = 1.0;
+  EXPECT_EQ(take_clocks(own, cases), 0u);
+  EXPECT_EQ(own[0].sm_clock_ghz, 1.0);
+}
+
+// The case merged over the one-pass sweeps, with its clock taken, is simulated as the replayed sweep's row
+// of it is (the same launches, the same clock): the one command's rows are the slow test's.
+TEST(TakeClocks, AMergedCaseRunsAsItsReplayedRow) {
+  const auto small = [](const Measurement& m) {
+    return m.label == "FLASH_ATTENTION fwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal;
+  };
+  std::vector<Measurement> sweeps;
+  for (const int pad : {0, 37})
+    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
+      if (small(m)) sweeps.push_back(std::move(m));
+  std::vector<Measurement> rows = merge_repeats(sweeps);
+  ASSERT_EQ(rows.size(), 1u);
+  const std::vector<Measurement> cases = read_measurements(kData + "h200_sdpa_cases.csv");
+  ASSERT_EQ(take_clocks(rows, cases), 1u);
+  for (const Measurement& m : cases)
+    if (small(m)) rows.push_back(m);
+  ASSERT_EQ(rows.size(), 2u);
+  const ValidationSummary s = validate(ATTNSIM_SOURCE_DIR "/configs/h200.yaml", kData + "h200_sdpa_cases.csv",
+                                       rows, ValidateOptions{});
+  ASSERT_EQ(s.rows.size(), 2u);
+  EXPECT_EQ(s.rows[0].predicted_dram_read, s.rows[1].predicted_dram_read);
+  EXPECT_EQ(s.rows[0].predicted_ns, s.rows[1].predicted_ns);
+  EXPECT_EQ(s.measured_clock_rows, 2u);
 }
 
 }  // namespace

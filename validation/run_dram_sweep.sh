@@ -14,8 +14,8 @@
 # Metrics: the 7 of run_on_device.sh are required; the optional ones (summarize_dram.py's OPTIONAL_METRICS)
 # are first tried together on a tiny launch and, if ncu rejects the list, one by one; rejected ones are
 # dropped and listed in the env file. METRICS_SET=required keeps the 7 alone (fewer replay passes: 3 on an
-# H200); METRICS_SET=dram keeps DRAM bytes and time alone, which ncu collects in one run of each kernel (the
-# env file says how many passes the set took).
+# H200); METRICS_SET=dram keeps DRAM bytes, time and the GPC cycles (the SM clock) alone, which ncu
+# collects in one run of each kernel (the env file says how many passes the set took).
 # SKIP_BUILD=1 uses validation/build/harness as built before (run_sdpa_placements.sh builds once).
 #
 # $OUT gets (7 files, <gpu> = h100 / h200 / the GPU's name): <gpu>_dram_sweep.csv (one row per
@@ -121,9 +121,11 @@ if ! probe "$(join "${REQ[@]}")"; then
 fi
 KEEP=()
 if [ "${METRICS_SET:-all}" = dram ]; then
-  # DRAM bytes and time alone: what ncu collects in one run of each kernel (the 7 take 3 passes on an H200).
-  REQ=(gpu__time_duration.sum dram__bytes_read.sum dram__bytes_write.sum)
-  echo "METRICS_SET=dram: DRAM bytes read and written and the time, nothing else" | tee -a "$ENVF"
+  # DRAM bytes and time alone: what ncu collects in one run of each kernel (the 7 take 3 passes on an H200),
+  # and the GPC cycles, the SM clock the kernels ran at (the model runs each row at it; without it, at the
+  # config's base clock, which large attention kernels do not hold).
+  REQ=(gpu__time_duration.sum dram__bytes_read.sum dram__bytes_write.sum gpc__cycles_elapsed.max)
+  echo "METRICS_SET=dram: DRAM bytes read and written, the time and the GPC cycles, nothing else" | tee -a "$ENVF"
   OPT=()
 elif [ "${METRICS_SET:-all}" = required ]; then
   echo "METRICS_SET=required: the optional counters are not tried" | tee -a "$ENVF"

@@ -2,8 +2,9 @@
 # PyTorch's SDPA rows (part B of run_dram_sweep.sh) at several placements of their tensors, in one call on
 # the device machine:
 #   PADS="0 37" bash validation/run_sdpa_placements.sh
-# METRICS_SET (default dram): run_dram_sweep.sh's counter set; dram = DRAM bytes and time, collected by ncu in
-# one run of each kernel (no replay passes: the SM <-> L2 columns stay empty); required = the 7 counters.
+# METRICS_SET (default dram): run_dram_sweep.sh's counter set; dram = DRAM bytes, time and the SM clock (GPC
+# cycles, since 2026-12-03), collected by ncu in one run of each kernel (no replay passes: the SM <-> L2
+# columns stay empty); required = the 7 counters.
 # PADS: MiB held before the tensors (sdpa_measure.py's PAD_MIB), one sweep each; the harness is built once.
 # A sweep starts only while DEADLINE_S (default 540) seconds have not passed, with what is left as its
 # deadline. $OUT gets <gpu>_sdpa_onepass_pad<P>.csv (one row per case and pass)

@@ -5,7 +5,8 @@
 
 prints, per placement (PAD_MIB), the forward's DRAM reads and the one-SM probe reads over 28 MiB of the
 windows fa2_pages_probe.py names (kv: K_h, V_h and 6 MiB each of K_{h+1}, V_{h+1}; k: 28 MiB of K from head
-h on; the first launch where FA2_REPEATS ran several), the launches' spread on the same pages, then Pearson's r between the forward's reads and each summary of the probes over the placements.
+h on; the first launch where FA2_REPEATS ran several), the launches' spread on the same pages, then
+Pearson's r between the forward's reads and each summary of the probes over the placements.
 """
 import csv
 import os
@@ -26,7 +27,7 @@ def main():
         launches = [int(r["dram_read_bytes"]) / 1e6 for r in mine if r["kind"] == "fa2"]
         fa2 = launches[0]
         if len(launches) > 1:
-            repeats.append(launches)
+            repeats.append((pad, launches))
         kv = [int(r["dram_read_bytes"]) / WINDOW for r in mine if r["kind"] == "kv"]
         k = [int(r["dram_read_bytes"]) / WINDOW for r in mine if r["kind"] == "k"]
         forward.append(fa2)
@@ -38,8 +39,8 @@ def main():
               " | k " + " ".join(f"{x:.3f}" for x in k) + f" | K at {k_mib:.0f} MiB past 4 MiB")
     print(f"forward over {len(pads)} placements: {min(forward):.1f}-{max(forward):.1f} MB, "
           f"median {statistics.median(forward):.1f}")
-    for launches in repeats:
-        print(f"the same pages, {len(launches)} launches: {min(launches):.1f}-{max(launches):.1f} MB, "
+    for pad, launches in repeats:
+        print(f"pad {pad:3} MiB, {len(launches)} launches on the same pages: {min(launches):.1f}-{max(launches):.1f} MB, "
               f"median {statistics.median(launches):.1f}")
     for name, values in summaries.items():
         print(f"Pearson r, forward reads against the probes' {name}: {statistics.correlation(forward, values):+.3f}")

@@ -135,6 +135,27 @@ TEST(TakeClocks, EveryOnePassCaseTakesItsCasesMeasuredClock) {
   EXPECT_EQ(own[0].sm_clock_ghz, 1.0);
 }
 
+// Is the replayed sweep's clock the one-pass launches' own? The one-pass sweep measures the GPC cycles too
+// now (run_dram_sweep.sh METRICS_SET=dram, still one pass): 24 cases at two placements on another H200
+// (h200_sdpa_clocks_pad{0,37}.csv, 2026-12-03) ran at 1.36-1.39 GHz, within 3% of the replayed sweep's
+// clock for each case (1.35) and 8-10% under the config's clock_base_ghz (1.5).
+TEST(TakeClocks, OnePassLaunchesRunAtTheReplayedSweepsClock) {
+  const std::vector<Measurement> cases = read_measurements(kData + "h200_sdpa_cases.csv");
+  size_t compared = 0;
+  for (const char* file : {"h200_sdpa_clocks_pad0.csv", "h200_sdpa_clocks_pad37.csv"})
+    for (const Measurement& m : read_measurements(kData + file)) {
+      ASSERT_GT(m.sm_clock_ghz, 0) << file << ": " << m.label << " n=" << m.n;
+      const auto same = std::find_if(cases.begin(), cases.end(), [&m](const Measurement& c) {
+        return c.label == m.label && c.n == m.n && c.d == m.d && c.causal == m.causal;
+      });
+      ASSERT_NE(same, cases.end()) << m.label << " n=" << m.n;
+      EXPECT_NEAR(m.sm_clock_ghz / same->sm_clock_ghz, 1.0, 0.03) << m.label << " n=" << m.n;
+      EXPECT_LT(m.sm_clock_ghz, 0.95 * 1.5) << m.label << " n=" << m.n;
+      ++compared;
+    }
+  EXPECT_EQ(compared, 48u);
+}
+
 // The case merged over the one-pass sweeps, with its clock taken, is simulated as the replayed sweep's row
 // of it is (the same launches, the same clock): the one command's rows are the slow test's.
 TEST(TakeClocks, AMergedCaseRunsAsItsReplayedRow) {

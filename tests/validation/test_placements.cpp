@@ -139,6 +139,46 @@ TEST(ValidatePlacements, TheCsvListsEveryPlacementsReads) {
   EXPECT_EQ(once.at("meas_repeats"), "1");
 }
 
+// The small row's line of a one-pass sweep alone in a file of its own (header and that line).
+std::string one_pass_row_file(const std::filesystem::path& dir, int pad) {
+  const std::string path = kRoot + "/validation/data/h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv";
+  int at = 0;
+  for (const Measurement& m : read_measurements(path))
+    if (m.label == "FLASH_ATTENTION fwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal) at = m.line;
+  std::ifstream data(path);
+  std::string header, line;
+  std::getline(data, header);
+  for (int i = 2; i <= at && std::getline(data, line); ++i) {
+  }
+  const std::filesystem::path file = dir / ("pad" + std::to_string(pad) + ".csv");
+  std::ofstream(file) << header << "\n" << line << "\n";
+  return file.string();
+}
+
+// One-pass sweeps do not measure the SM clock: validate says so and what to do; --clocks-from does it.
+TEST(GpuMedianClocks, RowsWithoutAClockAreNamedAndClocksFromGivesThemOne) {
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) / ("clocks_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::vector<std::string> files = {one_pass_row_file(dir, 0), one_pass_row_file(dir, 37)};
+  const testing::CliOutcome plain =
+      testing::run_cli({"validate", "-c", kConfig, files[0], files[1], "--gpu-median"}, dir);
+  EXPECT_EQ(plain.status, 0) << plain.err;
+  EXPECT_NE(plain.out.find("note: 1 rows come from DRAM-only sweeps that did not measure the SM clock"),
+            std::string::npos)
+      << plain.out;
+  const testing::CliOutcome clocked = testing::run_cli(
+      {"validate", "-c", kConfig, files[0], files[1], "--gpu-median", "--clocks-from", kData}, dir);
+  EXPECT_EQ(clocked.status, 0) << clocked.err;
+  EXPECT_NE(clocked.out.find(": 1 rows simulated at the SM clock it measured for their case"),
+            std::string::npos)
+      << clocked.out;
+  EXPECT_EQ(clocked.out.find("note: "), std::string::npos) << clocked.out;
+  EXPECT_NE(clocked.out.find("the SM clock Nsight Compute measured during each row's kernels"),
+            std::string::npos)
+      << clocked.out;
+}
+
 // FlashAttention-2's causal forward at 1 x 8 x 32,768 x 128, the one FlashAttention row outside 10%
 // (docs/chip.md, "The causal forward's own pages"): the model reads it in two modes, K on one of its 4 MiB
 // regions' starts or half a region off, and the H200's 16 placements (validation/data/h200_fa2_pages.csv:

@@ -752,8 +752,8 @@ int cmd_validate(const std::vector<std::string>& args) {
   if (unclocked > 0)  // the trap: a DRAM-only sweep's rows at the base clock, which large kernels do not hold
     std::cout << fmt::format(
         "note: {} rows come from DRAM-only sweeps that did not measure the SM clock and ran at the config's "
-        "clock_base_ghz; the clock moves when blocks meet in the L2 and so the DRAM reads of rows near its "
-        "capacity (the H200's one-pass medians: NRMSE 0.17 at 1.5 GHz, the kernels ran at 1.35-1.39): "
+        "clock, which large kernels may not hold; the clock moves when blocks meet in the L2 and so the DRAM "
+        "reads of rows near its capacity (docs/validation.md, \"That command needs the clocks\"): "
         "--clocks-from FILE takes it from a sweep of the same cases\n",
         unclocked);
   if (!summary.timeline_note.empty()) std::cout << timeline_file << ": " << summary.timeline_note << "\n";

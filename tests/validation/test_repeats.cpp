@@ -93,6 +93,32 @@ TEST(MergeRepeats, SmToL2FiguresSayWhatWasMeasured) {
   EXPECT_NE(some.str().find("over the 1 rows that measured them"), std::string::npos) << some.str();
 }
 
+// The eight one-pass sweeps' rows (run_sdpa_placements.sh, PAD_MIB 0 to 259), those `keep` takes.
+std::vector<Measurement> one_pass_sweeps(const std::vector<int>& pads, bool (*keep)(const Measurement&)) {
+  std::vector<Measurement> rows;
+  for (const int pad : pads)
+    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
+      if (keep(m)) rows.push_back(std::move(m));
+  return rows;
+}
+
+bool every_row(const Measurement&) {
+  return true;
+}
+
+// FlashAttention-2's forward at 1 x 16 x 4,096 x 64: a fraction of a second on the whole chip.
+bool small_row(const Measurement& m) {
+  return m.label == "FLASH_ATTENTION fwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal;
+}
+
+// The row of `cases` measuring the same case as `m` (cases.end() if none).
+std::vector<Measurement>::const_iterator same_case(const std::vector<Measurement>& cases,
+                                                   const Measurement& m) {
+  return std::find_if(cases.begin(), cases.end(), [&m](const Measurement& c) {
+    return c.label == m.label && c.n == m.n && c.d == m.d && c.causal == m.causal;
+  });
+}
+
 // A merged case's SM clock is the median over the files that measured one; none measured it: 0 (the
 // config's clock_base_ghz then).
 TEST(MergeRepeats, TheClockIsTheMedianOverTheFilesThatMeasuredIt) {
@@ -110,19 +136,14 @@ TEST(MergeRepeats, TheClockIsTheMedianOverTheFilesThatMeasuredIt) {
 // H200's attention kernels under --clock-control base, where the config's base clock is 1.5), and every
 // merged case takes its own case's.
 TEST(TakeClocks, EveryOnePassCaseTakesItsCasesMeasuredClock) {
-  std::vector<Measurement> sweeps;
-  for (const int pad : {0, 37, 74, 111, 148, 185, 222, 259})
-    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
-      sweeps.push_back(std::move(m));
-  std::vector<Measurement> merged = merge_repeats(sweeps);
+  std::vector<Measurement> merged =
+      merge_repeats(one_pass_sweeps({0, 37, 74, 111, 148, 185, 222, 259}, every_row));
   ASSERT_EQ(merged.size(), 72u);
   for (const Measurement& m : merged) ASSERT_EQ(m.sm_clock_ghz, 0) << m.label << " n=" << m.n;
   const std::vector<Measurement> cases = read_measurements(kData + "h200_sdpa_cases.csv");
   EXPECT_EQ(take_clocks(merged, cases), 72u);
   for (const Measurement& m : merged) {
-    const auto same = std::find_if(cases.begin(), cases.end(), [&m](const Measurement& c) {
-      return c.label == m.label && c.n == m.n && c.d == m.d && c.causal == m.causal;
-    });
+    const auto same = same_case(cases, m);
     ASSERT_NE(same, cases.end()) << m.label << " n=" << m.n;
     EXPECT_EQ(m.sm_clock_ghz, same->sm_clock_ghz) << m.label << " n=" << m.n;
     EXPECT_GT(m.sm_clock_ghz, 1.3) << m.label << " n=" << m.n;
@@ -145,9 +166,7 @@ TEST(TakeClocks, OnePassLaunchesRunAtTheReplayedSweepsClock) {
   for (const char* file : {"h200_sdpa_clocks_pad0.csv", "h200_sdpa_clocks_pad37.csv"})
     for (const Measurement& m : read_measurements(kData + file)) {
       ASSERT_GT(m.sm_clock_ghz, 0) << file << ": " << m.label << " n=" << m.n;
-      const auto same = std::find_if(cases.begin(), cases.end(), [&m](const Measurement& c) {
-        return c.label == m.label && c.n == m.n && c.d == m.d && c.causal == m.causal;
-      });
+      const auto same = same_case(cases, m);
       ASSERT_NE(same, cases.end()) << m.label << " n=" << m.n;
       EXPECT_NEAR(m.sm_clock_ghz / same->sm_clock_ghz, 1.0, 0.03) << m.label << " n=" << m.n;
       EXPECT_LT(m.sm_clock_ghz, 0.95 * 1.5) << m.label << " n=" << m.n;
@@ -159,20 +178,13 @@ TEST(TakeClocks, OnePassLaunchesRunAtTheReplayedSweepsClock) {
 // The case merged over the one-pass sweeps, with its clock taken, is simulated as the replayed sweep's row
 // of it is (the same launches, the same clock): the one command's rows are the slow test's.
 TEST(TakeClocks, AMergedCaseRunsAsItsReplayedRow) {
-  const auto small = [](const Measurement& m) {
-    return m.label == "FLASH_ATTENTION fwd 1x16" && m.n == 4096 && m.d == 64 && !m.causal;
-  };
-  std::vector<Measurement> sweeps;
-  for (const int pad : {0, 37})
-    for (Measurement& m : read_measurements(kData + "h200_sdpa_onepass_pad" + std::to_string(pad) + ".csv"))
-      if (small(m)) sweeps.push_back(std::move(m));
-  std::vector<Measurement> rows = merge_repeats(sweeps);
+  std::vector<Measurement> rows = merge_repeats(one_pass_sweeps({0, 37}, small_row));
   ASSERT_EQ(rows.size(), 1u);
   const std::vector<Measurement> cases = read_measurements(kData + "h200_sdpa_cases.csv");
   ASSERT_EQ(take_clocks(rows, cases), 1u);
-  for (const Measurement& m : cases)
-    if (small(m)) rows.push_back(m);
-  ASSERT_EQ(rows.size(), 2u);
+  const auto replayed = same_case(cases, rows[0]);
+  ASSERT_NE(replayed, cases.end());
+  rows.push_back(*replayed);
   const ValidationSummary s = validate(ATTNSIM_SOURCE_DIR "/configs/h200.yaml", kData + "h200_sdpa_cases.csv",
                                        rows, ValidateOptions{});
   ASSERT_EQ(s.rows.size(), 2u);

@@ -7,8 +7,11 @@
 # same blocks to the same sequence of requests); a launch whose output moved is marked and its times dropped.
 #   python3 validation/block_times_probe.py PROBE_SO ENDS_CSV LAUNCHES_CSV
 # CASES: kind,b,h,n,d,causal with kind memeff_bwd (torch.ops.aten._efficient_attention_backward, as
-# memeff_sms_probe.py calls it) or fa2_fwd (scaled_dot_product_attention under FLASH_ATTENTION, as
-# sdpa_measure.py calls it). Block index = x + X (y + Y z), CUDA's launch order.
+# memeff_sms_probe.py calls it), fa2_fwd, memeff_fwd or cudnn_fwd (scaled_dot_product_attention under
+# FLASH_ATTENTION, EFFICIENT_ATTENTION or CUDNN_ATTENTION, as sdpa_measure.py calls it). Block index = x + X
+# (y + Y z), CUDA's launch order. cuDNN's forward is persistent (a block per SM looping over work tiles): its
+# "blocks" here are 64-row tiles of O, x the query tile, y the head, z the batch, and their end times give
+# the order in which its blocks took the tiles.
 import ctypes
 import os
 import sys
@@ -42,6 +45,9 @@ def tile_index(kind, b, h, n, d):
         rows = 128 if d == 128 else 64
         grid = (-(-n // rows), h, b)
         return grid, lambda x, y, z: (z, x * rows, y, 0)
+    if kind in ("memeff_fwd", "cudnn_fwd"):  # grid (query blocks of 64 rows, heads, batch); O (b, h, n, d)
+        grid = (-(-n // 64), h, b)
+        return grid, lambda x, y, z: (z, y, x * 64, 0)
     rows = 128  # FlashAttention-2 forward, d = 128: grid (query blocks, batch, heads); O (b, h, n, d)
     grid = (-(-n // rows), b, h)
     return grid, lambda x, y, z: (y, z, x * rows, 0)
@@ -73,9 +79,11 @@ def case_call(kind, b, h, n, d, causal):
             return op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)[1]
         return call
     qq, kk, vv = (t.transpose(1, 2) for t in (q, k, v))  # (b, h, n, d) views, as sdpa_measure.py's
+    backend = {"fa2_fwd": SDPBackend.FLASH_ATTENTION, "memeff_fwd": SDPBackend.EFFICIENT_ATTENTION,
+               "cudnn_fwd": SDPBackend.CUDNN_ATTENTION}[kind]
 
     def call():
-        with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        with sdpa_kernel(backend):
             return F.scaled_dot_product_attention(qq, kk, vv, is_causal=bool(causal))
     return call
 

@@ -7,7 +7,8 @@
 # default --cache-control all flushes L2 before each kernel), the probe reads' DRAM bytes over 28 MiB say
 # how evenly those physical pages fill the sets. Lines "PROBE pad kind head k_addr v_addr" in ncu's order
 # (the flash kernel is "PROBE pad fa2 -1 ..."; FA2_REPEATS=R runs it R times, "fa2 -1" to "fa2 -R", before
-# the probes).
+# the probes). PROBE_SMS="0 4": each window read by SM 0 and by SM 4 instead (kinds kv_sm0, k_sm4, ...): one
+# SM sees only its own partition's sets, and SMs 0 and 4 sit on different partitions.
 import ctypes, os, sys
 import torch
 import torch.nn.functional as F
@@ -18,6 +19,10 @@ lib = ctypes.CDLL(sys.argv[1])
 U64 = ctypes.c_ulonglong
 lib.launch_windows_read.argtypes = [ctypes.POINTER(U64), ctypes.POINTER(U64), ctypes.c_int, ctypes.c_int,
                                     ctypes.c_void_p]
+lib.launch_windows_read_on.argtypes = [ctypes.POINTER(U64), ctypes.POINTER(U64), ctypes.c_int, ctypes.c_int,
+                                       ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
+probe_sms = [int(s) for s in os.environ.get("PROBE_SMS", "").split()]
+sms = torch.cuda.get_device_properties(0).multi_processor_count
 pad_mib = int(os.environ.get("PAD_MIB", "0"))
 pad = torch.empty(pad_mib * MIB, dtype=torch.uint8, device="cuda")  # noqa: F841 (held to the end)
 b, h, n, d = 1, 8, 32768, 128
@@ -29,11 +34,24 @@ head = n * d * 2
 torch.cuda.synchronize()
 
 
-def read(windows):
+def read(windows, sm=None):
     bases = (U64 * len(windows))(*[w[0] for w in windows])
     sizes = (U64 * len(windows))(*[w[1] for w in windows])
-    assert lib.launch_windows_read(bases, sizes, len(windows), 3, sink.data_ptr()) == 0
+    if sm is None:
+        assert lib.launch_windows_read(bases, sizes, len(windows), 3, sink.data_ptr()) == 0
+    else:
+        sink.zero_()
+        assert lib.launch_windows_read_on(bases, sizes, len(windows), 3, sm, 2 * sms, sink.data_ptr()) == 0
     torch.cuda.synchronize()
+    if sm is not None:
+        assert sink[1].item() == 1 + sm, f"no block landed on SM {sm}"
+
+
+def probe(kind, hh, a, b_, c, windows):
+    for sm in probe_sms or [None]:
+        label = kind if sm is None else f"{kind}_sm{sm}"
+        print(f"PROBE {pad_mib} {label} {hh} {a} {b_} {c}", flush=True)
+        read(windows, sm)
 
 
 torch.cuda.profiler.start()
@@ -44,10 +62,8 @@ for r in range(int(os.environ.get("FA2_REPEATS", "1"))):  # the same pages again
     torch.cuda.synchronize()
 for hh in range(h - 1):
     kb, vb = k.data_ptr() + hh * head, v.data_ptr() + hh * head
-    print(f"PROBE {pad_mib} kv {hh} {kb} {vb} {o.data_ptr()}", flush=True)
-    read([(kb, head), (vb, head), (kb + head, 6 * MIB), (vb + head, 6 * MIB)])
+    probe("kv", hh, kb, vb, o.data_ptr(), [(kb, head), (vb, head), (kb + head, 6 * MIB), (vb + head, 6 * MIB)])
 for hh in range(0, h - 3):
     kb = k.data_ptr() + hh * head
-    print(f"PROBE {pad_mib} k {hh} {kb} 0 0", flush=True)
-    read([(kb, 28 * MIB)])
+    probe("k", hh, kb, 0, 0, [(kb, 28 * MIB)])
 torch.cuda.profiler.stop()

@@ -4,7 +4,8 @@
 # inferred the same way for both: the first SLOTS blocks (resident blocks per SM x SMs) start together, and
 # block b >= SLOTS starts when the (b - SLOTS)-th block to end has ended (CUDA hands blocks out in index
 # order to the slot that frees first). Per launch it prints the blocks' duration spread, how far the first
-# wave's ends spread, and how many heads have a block running, averaged over the kernel's time.
+# wave's ends spread, how many heads have a block running, averaged over the kernel's time, and the groups
+# the ends come in (a clean wave: one group of all slots; two blocks an SM out of phase: groups of one per SM).
 #   python3 validation/summarize_block_ends.py gpu ENDS_CSV LAUNCHES_CSV
 #   python3 validation/summarize_block_ends.py model BLOCK_TIMES_CSV SLOTS   (every row and launch in it)
 import csv
@@ -13,7 +14,8 @@ import statistics
 import sys
 from collections import defaultdict
 
-PER_SM = {("memeff_bwd", 128): 1, ("memeff_bwd", 64): 3, ("fa2_fwd", 128): 2}  # h200_sdpa_cases_launches.csv
+PER_SM = {("memeff_bwd", 128): 1, ("memeff_bwd", 64): 3, ("fa2_fwd", 128): 2,
+          ("memeff_fwd", 128): 2}  # h200_sdpa_cases_launches.csv (cuDNN's forward is persistent: no slots)
 
 
 def head_of(kind, x, y, z):
@@ -42,13 +44,27 @@ def waves(ends, heads, slots):
     def q(v, f):
         return v[min(len(v) - 1, int(f * len(v)))]
     later_sorted = sorted(later)
+    groups = end_groups(sorted_ends)
     return {
         "blocks": len(ends), "slots": slots, "span_us": span / 1e3,
         "block_us_median": (duration or 0) / 1e3,
         "block_p10_p90": f"{q(later_sorted, 0.1) / duration:.3f}-{q(later_sorted, 0.9) / duration:.3f}" if later else "",
         "first_wave_end_spread": (q(first, 0.95) - q(first, 0.05)) / duration if duration else 0.0,
         "heads_in_flight_mean": weighted / span if span else 0.0, "heads_in_flight_max": peak,
+        "end_groups": len(groups), "first_groups_us_size": [(round(g[0] / 1e3), len(g)) for g in groups[:8]],
     }
+
+
+def end_groups(sorted_ends, gap_ns=30e3):
+    """Runs of block ends no more than gap_ns apart: a wave that ends together is one group; an SM's
+    resident blocks out of phase (the older served first) end in groups of one block per SM."""
+    groups = [[sorted_ends[0]]] if sorted_ends else []
+    for e in sorted_ends[1:]:
+        if e - groups[-1][-1] > gap_ns:
+            groups.append([e])
+        else:
+            groups[-1].append(e)
+    return groups
 
 
 def text(path):
@@ -64,6 +80,9 @@ def gpu(ends_path, launches_path):
         meta = launches[key]
         if any(r["end_ns"] == "" for r in rows):
             print(f"{key}: {sum(r['end_ns'] == '' for r in rows)} blocks never seen to end")
+            continue
+        if (meta["kind"], int(meta["d"])) not in PER_SM:
+            print(f"{key}: {meta['kind']} has no resident-block slots (persistent); see its tile order")
             continue
         slots = PER_SM[(meta["kind"], int(meta["d"]))] * int(meta["sms"])
         ends = [float(r["end_ns"]) for r in rows]

@@ -6,7 +6,9 @@
 prints, per placement (PAD_MIB), the forward's DRAM reads and the one-SM probe reads over 28 MiB of the
 windows fa2_pages_probe.py names (kv: K_h, V_h and 6 MiB each of K_{h+1}, V_{h+1}; k: 28 MiB of K from head
 h on; the first launch where FA2_REPEATS ran several), the launches' spread on the same pages, then
-Pearson's r between the forward's reads and each summary of the probes over the placements.
+Pearson's r between the forward's reads and each summary of the probes over the placements. Where the
+windows were read from two SMs (PROBE_SMS, kinds kv_sm0, kv_sm4, ...), the first SM's reads are the table's
+and the two SMs' (two partitions') reads of the same windows are compared.
 """
 import csv
 import os
@@ -16,10 +18,34 @@ import sys
 WINDOW = 28 << 20
 
 
+def compare_partitions(rows):
+    """Rows of windows read from several SMs: prints how the SMs' reads of the same windows differ and
+    returns the rows with the first SM's windows as plain kv / k (the rest dropped)."""
+    sms = list(dict.fromkeys(r["kind"].split("_sm")[1] for r in rows if "_sm" in r["kind"]))
+    if not sms:
+        return rows
+    reads = {(r["pad"], r["kind"], r["head"]): int(r["dram_read_bytes"]) / WINDOW for r in rows}
+    first = [(key, v) for key, v in reads.items() if key[1].endswith("_sm" + sms[0])]
+    for other in sms[1:]:
+        a = [v for _, v in first]
+        b = [reads[(p, kind.replace("_sm" + sms[0], "_sm" + other), h)] for (p, kind, h), _ in first]
+        diff = sorted(abs(x - y) for x, y in zip(a, b))
+        print(f"SM {sms[0]} against SM {other} (other partitions), {len(a)} windows: |difference| median "
+              f"{statistics.median(diff):.4f}, max {diff[-1]:.4f} of the window; r {statistics.correlation(a, b):.4f}")
+    out = []
+    for r in rows:
+        if "_sm" not in r["kind"]:
+            out.append(r)
+        elif r["kind"].endswith("_sm" + sms[0]):
+            out.append(dict(r, kind=r["kind"].split("_sm")[0]))
+    return out
+
+
 def main():
     path = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "data",
                                                               "h200_fa2_pages.csv")
     rows = list(csv.DictReader(open(path)))
+    rows = compare_partitions(rows)
     pads = list(dict.fromkeys(int(r["pad"]) for r in rows))
     forward, repeats, summaries = [], [], {"kv mean": [], "kv max": [], "k mean": [], "k max": []}
     for pad in pads:

@@ -402,6 +402,63 @@ TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
   EXPECT_GT(model_growth / gpu_growth, 1.2);
   EXPECT_LT(model_growth / gpu_growth, 1.6);
 }
+
+// Runs of block ends no more than `gap` apart, in order: a wave whose blocks end together is one run.
+std::vector<std::vector<double>> end_groups(std::vector<double> ends, double gap) {
+  std::sort(ends.begin(), ends.end());
+  std::vector<std::vector<double>> groups;
+  for (const double e : ends) {
+    if (groups.empty() || e - groups.back().back() > gap) groups.emplace_back();
+    groups.back().push_back(e);
+  }
+  return groups;
+}
+
+// The memory-efficient forward without the mask at 1 x 8 x 32,768 x 128 on 128 SMs, two blocks an SM
+// (validation/data/h200_block_ends_memeff_fwd_1x8x32768x128.csv: the second launch of that case in
+// h200_block_ends_fwd.csv.gz, bash validation/run_block_ends.sh, 2026-12-03). On the GPU an SM's older
+// block is served first: the first wave ends in two groups of one block per SM, the younger 16% of a block
+// after the older, and the two slots drift further apart wave by wave until they are half a block apart, so
+// that a fresh group of blocks starts reading its head's K and V every half block. The model's two blocks
+// share their SM evenly and end together wave after wave (docs/validation.md, "The older block first").
+// This holds both, the model's side as the gap it is: it fails once the model serves the older block
+// first, which should then be held as the GPU's.
+TEST(MemEfficientForwardWaves, TheGpusSlotsDriftToHalfABlockTheModelsKeepStep) {
+  std::ifstream in(kRoot + "/validation/data/h200_block_ends_memeff_fwd_1x8x32768x128.csv");
+  std::string line;
+  std::getline(in, line);  // block,end_ns
+  std::vector<double> gpu_ends;
+  while (std::getline(in, line)) gpu_ends.push_back(std::stod(line.substr(line.find(',') + 1)) / 1e3);
+  ASSERT_EQ(gpu_ends.size(), 4096u);
+  const auto gpu = end_groups(gpu_ends, 30);  // us
+  ASSERT_EQ(gpu.size(), 32u);
+  for (const auto& g : gpu) EXPECT_EQ(g.size(), 128u);
+  // The second slot's ends after the first's, over the first slot's time from one end to its next.
+  const auto offset = [&gpu](size_t wave) {
+    const double first = gpu[2 * wave].front();
+    return (gpu[2 * wave + 1].front() - first) / (gpu[2 * wave + 2].front() - first);
+  };
+  std::printf("GPU: slots %.3f of a block apart in the first wave, %.3f in the fifteenth\n", offset(0),
+              offset(14));
+  EXPECT_GT(offset(0), 0.12);  // 0.171
+  EXPECT_LT(offset(0), 0.25);
+  EXPECT_GT(offset(14), 0.45);  // 0.496
+
+  std::vector<Measurement> rows;
+  const std::string cases = kRoot + "/validation/data/h200_sdpa_cases.csv";
+  for (const Measurement& m : read_measurements(cases))
+    if (m.label == "EFFICIENT_ATTENTION fwd 1x8" && m.n == 32768 && m.d == 128 && !m.causal)
+      rows.push_back(m);
+  ASSERT_EQ(rows.size(), 1u);
+  const ValidationSummary s = validate(kRoot + "/configs/h200.yaml", cases, rows, {"chip.cores=128"}, true);
+  ASSERT_EQ(s.rows.size(), 1u);
+  std::vector<double> model_ends;
+  for (const BlockRecord& b : s.rows[0].blocks) model_ends.push_back(static_cast<double>(b.end_cycle));
+  ASSERT_EQ(model_ends.size(), 4096u);
+  const auto model = end_groups(model_ends, 30e-6 * 1.5e9);  // 30 us at the base clock
+  std::printf("model: the first %zu blocks end together\n", model.front().size());
+  EXPECT_EQ(model.front().size(), 256u);
+}
 #endif
 
 }  // namespace

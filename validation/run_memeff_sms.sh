@@ -4,7 +4,8 @@
 #   bash validation/run_memeff_sms.sh   (from the repository root; $OUT comes back)
 # $OUT gets <gpu>_memeff_sms_raw.csv (ncu --page raw, one row per profiled backward, in the PROBE lines'
 # order), <gpu>_memeff_sms_run.log (the PROBE lines: case, SMs, the SMs' ids in the order blocks landed) and
-# <gpu>_memeff_sms_env.txt. CASES (b,h,n,d,causal ...) and SMS pass through to the script.
+# <gpu>_memeff_sms_env.txt. CASES (b,h,n,d,causal ...) and SMS pass through to the script; PASS=fwd
+# KERNEL=fmha_cutlassF profiles the forward instead (summarize_memeff_sms.py with PASS=fwd).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"
@@ -22,7 +23,7 @@ METRICS+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_w
 METRICS+=,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum
 METRICS+=,launch__grid_size,sm__ctas_launched.sum,sm__ctas_launched.max,gpc__cycles_elapsed.max
 echo "ncu --cache-control all --clock-control base --metrics $METRICS" | tee -a "$ENV"
-"$NCU" --cache-control all --clock-control base --profile-from-start off -k regex:fmha_cutlassB \
+"$NCU" --cache-control all --clock-control base --profile-from-start off -k "regex:${KERNEL:-fmha_cutlassB}" \
   --metrics "$METRICS" -o "$WORK/sms" python3 validation/memeff_sms_probe.py "$WORK/probe.so" \
   > "$OUT/${PREFIX}_run.log" 2>&1
 rc=$?

@@ -6,6 +6,8 @@
 # blocks landed). Lines: "PROBE case sms smids..." in the order ncu profiles the launches.
 import ctypes, os, sys
 import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 import green_context
 
@@ -16,7 +18,8 @@ op_b = torch.ops.aten._efficient_attention_backward
 CASES = os.environ.get("CASES", "1,16,8192,128,0 1,16,8192,128,1 8,32,2048,128,0 1,8,32768,128,0 1,16,16384,64,0")
 SMS = [int(s) for s in os.environ.get("SMS", "16 32 48 64 80 96 112 128 0").split()]  # 0: no green context
 ALL = torch.cuda.get_device_properties(0).multi_processor_count
-PASS = os.environ.get("PASS", "bwd")
+PASS = os.environ.get("PASS", "bwd")  # bwd, fwd, or sdpa_cudnn / sdpa_flash: that backend's SDPA forward
+SDPA = {"sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_flash": SDPBackend.FLASH_ATTENTION}
 
 
 def smids(blocks):
@@ -40,6 +43,10 @@ for spec in CASES.split():
         torch.cuda.profiler.start()
         if PASS == "fwd":  # the forward instead (run_memeff_profile.sh PASS=fwd)
             grads = op_f(q, k, v, None, None, None, n, n, 0.0, causal, True)
+        elif PASS in SDPA:  # another backend's forward, as sdpa_measure.py calls it
+            with sdpa_kernel(SDPA[PASS]):
+                grads = F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in (q, k, v)),
+                                                       is_causal=bool(causal))
         else:
             grads = op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)
         torch.cuda.synchronize()

@@ -5,7 +5,8 @@
 # $OUT gets <gpu>_memeff_sms_raw.csv (ncu --page raw, one row per profiled backward, in the PROBE lines'
 # order), <gpu>_memeff_sms_run.log (the PROBE lines: case, SMs, the SMs' ids in the order blocks landed) and
 # <gpu>_memeff_sms_env.txt. CASES (b,h,n,d,causal ...) and SMS pass through to the script; PASS=fwd
-# KERNEL=fmha_cutlassF profiles the forward instead (summarize_memeff_sms.py with PASS=fwd).
+# KERNEL=fmha_cutlassF profiles the forward instead (summarize_memeff_sms.py with PASS=fwd); PASS=sdpa_cudnn
+# KERNEL=cudnn_generated and PASS=sdpa_flash KERNEL=flash_fwd those backends' forwards.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"

@@ -9,13 +9,15 @@
 # 42 where not; which partition an SM number has differs from GPU to GPU, so it holds only if PAIR_CSV was
 # measured on the GPU of RUN_LOG: docs/chip.md, "Sixteen SMs of a green context").
 #   python3 validation/summarize_memeff_sms.py ENV RUN_LOG RAW_CSV BASE_CSV PAIR_CSV > <gpu>_memeff_sms_cases.csv
-# PASS=fwd: the launches are the forward's (run_memeff_sms.sh PASS=fwd KERNEL=fmha_cutlassF).
+# PASS=fwd: the launches are the forward's (run_memeff_sms.sh PASS=fwd KERNEL=fmha_cutlassF); with
+# BACKEND=CUDNN_ATTENTION or FLASH_ATTENTION, that backend's (run_memeff_sms.sh PASS=sdpa_cudnn or sdpa_flash).
 import csv
 import os
 import re
 import sys
 
 PASS = os.environ.get("PASS", "bwd")
+BACKEND = os.environ.get("BACKEND", "EFFICIENT_ATTENTION")  # CUDNN_ATTENTION, FLASH_ATTENTION: PASS=fwd rows
 
 MEASURED = {  # column of the cases CSV: (ncu metric, scale)
     "dram_read_bytes": ("dram__bytes_read.sum", 1), "dram_write_bytes": ("dram__bytes_write.sum", 1),
@@ -44,7 +46,7 @@ def partitions(pair_path):
 def base_row(base_rows, b, h, n, d, c):
     """The full-chip row of the same case; else one of the same kernel (d, causal) with the shape and the
     grid (a block per key block, head and batch) set to this case's."""
-    rows = [r for r in base_rows if r["backend"] == "EFFICIENT_ATTENTION" and r["pass"] == PASS]
+    rows = [r for r in base_rows if r["backend"] == BACKEND and r["pass"] == PASS]
     same = [r for r in rows if (r["batch"], r["heads"], r["n"], r["d"], r["causal"]) == (b, h, n, d, c)]
     if same:
         return dict(same[0])

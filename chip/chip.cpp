@@ -111,6 +111,7 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
                     core.tile_regs(), memory_,     core.issue(), &locks_};
     state_[c].tile = std::make_unique<TileCore>(units, tensors_, static_cast<int>(c));
     state_[c].tile->reset_units();
+    state_[c].tile->set_older_preempts(params_.older_preempts && !params_.blocking_issue);
     state_[c].slots.clear();
     core.blocks_run = core.busy_until = 0;
   }
@@ -163,6 +164,7 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   slot.position = slot.work.segments.empty() ? 0 : slot.work.segments.front().begin;
   slot.busy = true;
   slot.age = blocks_;
+  slot.ctx.age = blocks_;
   slot.started = at;
   slot.launch = launch_index();
   ++resident_;
@@ -239,7 +241,7 @@ Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
   Slot* next = nullptr;
   for (Slot& s : state_[core].slots) {
     if (!s.busy) continue;
-    const uint64_t at = fifo ? s.ctx.next_issue[s.next.group] : tile.start_time(s.next, s.ready);
+    const uint64_t at = fifo ? s.ctx.next_issue[s.next.group] : tile.start_time(s.next, s.ready, &s.ctx);
     if (!next || at < start || (at == start && !fifo && served_before(s, *next))) {
       next = &s;
       start = at;
@@ -249,9 +251,13 @@ Chip::Slot* Chip::next_to_issue(int core, uint64_t& start) {
 }
 
 void Chip::step(int core, Slot& slot) {
-  const TileCore::Step done =
-      state_[core].tile->execute(slot.next, slot.ctx, params_.blocking_issue, values_, slot.ready);
+  TileCore& tile = *state_[core].tile;
+  const TileCore::Step done = tile.execute(slot.next, slot.ctx, params_.blocking_issue, values_, slot.ready);
   ++instructions_;
+  // A younger block lost a unit to this one for a while: its next instruction may be ready later.
+  if (done.delayed_others)
+    for (Slot& s : state_[core].slots)
+      if (s.busy && &s != &slot) s.ready = tile.ready_time(s.next, s.ctx);
   if (observer_)
     observer_->after_step({slot.launch, slot.work.index, core, slot.started, 0}, slot.next.op, done.start,
                           done.done);
@@ -269,6 +275,7 @@ void Chip::step(int core, Slot& slot) {
                     slot.work.index[0], slot.work.index[1], slot.work.index[2], slot.ctx.locks_held));
   slot.busy = false;
   slot.free_at = slot.ctx.end;
+  tile.forget(slot.ctx);
   if (record_blocks_)
     block_records_.push_back({slot.launch, slot.work.index, core, slot.started, slot.ctx.end});
   if (observer_) observer_->block_done({slot.launch, slot.work.index, core, slot.started, slot.ctx.end});
@@ -571,6 +578,12 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
   r.issue_priority = priority == "oldest"  ? ChipParams::IssuePriority::Oldest
                      : priority == "ready" ? ChipParams::IssuePriority::Ready
                                            : ChipParams::IssuePriority::Fifo;
+  r.older_preempts = p.get<bool>(
+      "older_preempts", d.older_preempts, "",
+      "an older block's instruction that becomes ready while a younger block's holds the MXU or VPU takes "
+      "the unit at once, the younger's finishing later by as long (a GPU's warp schedulers issue older "
+      "warps first; docs/chip.md, \"Which resident block a core serves first\"); false: a unit's instruction "
+      "keeps it to its end");
   r.release_order =
       p.choice("release_order", "shuffle", {"shuffle", "rotate"},
                "the order the cores run in each quantum (the first books shared bandwidth first): a fresh "

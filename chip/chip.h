@@ -40,6 +40,9 @@ struct ChipParams {
   // with fifo, the one issued first, which books its unit while it waits for operands.
   enum class IssuePriority { Oldest, Ready, Fifo };
   IssuePriority issue_priority = IssuePriority::Oldest;
+  // An older block's instruction takes the MXU or VPU from a younger block's in the middle
+  // (TileCore::set_older_preempts).
+  bool older_preempts = false;
   // The order the conductor releases the cores in each quantum (docs/chip.md, "The order cores run in a
   // quantum"): the first released books shared bandwidth first. Rotate: core order, starting one core later
   // every quantum; shuffle: a fresh pseudo-random permutation every quantum (fixed seed), so every core is
@@ -125,6 +128,7 @@ class Chip : public Component {
   void set_kernel_occupancy(std::vector<int64_t> per_kernel) { kernel_occupancy_ = std::move(per_kernel); }
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
   void set_issue_priority(ChipParams::IssuePriority priority) { params_.issue_priority = priority; }
+  void set_older_preempts(bool on) { params_.older_preempts = on; }  // from the next load on
   // The cores' clock (what a cycle lasts), for the next run(); Machine::set_clock_ghz keeps DRAM in step.
   void set_clock_ghz(double ghz);
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).

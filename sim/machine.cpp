@@ -211,6 +211,11 @@ void Machine::set_issue_limits(bool code_as_costed, bool synchronous_mma) {
   for (auto& core : chip_->cores()) core->issue()->set_limits(limit, hold, yield);
 }
 
+void Machine::set_older_preempts(bool on) {
+  if (!chip_) throw std::logic_error("Machine::set_older_preempts: only a whole chip's cores change");
+  chip_->set_older_preempts(on);
+}
+
 void Machine::set_issue_priority(std::optional<ChipParams::IssuePriority> priority) {
   if (!chip_) throw std::logic_error("Machine::set_issue_priority: only a whole chip's cores change");
   chip_->set_issue_priority(priority.value_or(configured_priority_));

@@ -59,6 +59,8 @@ class Machine {
   // Which waiting block each core serves first from now on: `priority`, or the config's (nullopt). Only a
   // chip's cores change.
   void set_issue_priority(std::optional<ChipParams::IssuePriority> priority);
+  // chip.older_preempts, from the next load on (a whole chip).
+  void set_older_preempts(bool on);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }

@@ -99,6 +99,9 @@ void TileCore::require_unit(const isa::Program& program, const void* unit, const
 
 void TileCore::reset_units() {
   mxu_busy_since_ = mxu_free_ = vpu_free_ = 0;
+  mxu_holder_ = vpu_holder_ = port_holder_ = Holder{};
+  port_booked_.reset();
+  delayed_others_ = false;
   per_opcode_.fill(0);
   own_locks_.clear();
   units_.dma->reset();
@@ -222,7 +225,7 @@ double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ct
 // The schedulers' span for an MXU or VPU instruction of `count` warp instructions that starts at `start`
 // ({start, start, start} without an issue unit). A product's `unit_cycles` on the MXU may hold the
 // schedulers too; any other instruction that issues while a product works delays it.
-IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, double count,
+IssueUnit::Span TileCore::issued(const TileDecoded& d, BlockContext& ctx, uint64_t start, double count,
                                  uint64_t unit_cycles) {
   IssueUnit* issue = units_.issue;
   if (!issue) return {start, start, start};
@@ -232,7 +235,7 @@ IssueUnit::Span TileCore::issued(const TileDecoded& d, const BlockContext& ctx, 
                            : d.ops[d.destination()].out_rows();
   // A kernel that says how many warps a block has shares every instruction among them all.
   const int64_t warps = ctx.warps > 0 ? ctx.warps : issue->warps(rows);
-  const IssueUnit::Span span = issue->issue_span(start, count, warps, product ? unit_cycles : 0);
+  const IssueUnit::Span span = book_issue(ctx, start, count, warps, product ? unit_cycles : 0);
   if (!product) yield_mxu(span, count);
   return span;
 }
@@ -331,7 +334,65 @@ uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) con
   return ready;
 }
 
-uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready) const {
+uint64_t TileCore::unit_free_for(uint64_t free, const Holder& holder, const BlockContext* ctx) const {
+  const bool takes = older_preempts_ && ctx && holder.ctx && holder.ctx->age > ctx->age && free > holder.from;
+  return takes ? holder.from : free;
+}
+
+void TileCore::hold(Holder& holder, BlockContext& ctx, const TileDecoded& d, uint64_t start, uint64_t done,
+                    uint64_t latency) const {
+  if (older_preempts_) holder = {&ctx, start, done, latency, d};
+}
+
+void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint64_t unit_free) {
+  holder.from = start + taken;
+  holder.done = std::max(holder.done, unit_free + holder.latency);
+  BlockContext& ctx = *holder.ctx;
+  const TileDecoded& d = holder.d;
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (o.storage < 0 || !o.is_buffer) continue;
+    BufferState& s = ctx.buffers[o.storage];
+    uint64_t& t = k == d.destination() ? s.ready : s.reads_done;
+    t = std::max(t, holder.done);
+  }
+  ctx.end = std::max(ctx.end, holder.done);
+  delayed_others_ = true;
+}
+
+IssueUnit::Span TileCore::book_issue(BlockContext& ctx, uint64_t at, double count, int64_t warps,
+                                     uint64_t held) {
+  IssueUnit& issue = *units_.issue;
+  const uint64_t free_before = issue.port_free();
+  const uint64_t from = std::max(at, unit_free_for(free_before, port_holder_, &ctx));
+  const bool takes = from < free_before;
+  if (takes) issue.set_port_free(from);
+  const IssueUnit::Span span = issue.issue_span(at, count, warps, held);
+  port_booked_.reset();
+  if (!takes) {
+    port_booked_ = span;
+  } else if (span.port_end > span.start) {
+    const uint64_t taken = span.port_end - span.start;
+    issue.set_port_free(free_before + taken);
+    resume_later(port_holder_, span.start, taken, free_before + taken);
+  } else {
+    issue.set_port_free(free_before);
+  }
+  return span;
+}
+
+void TileCore::hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency) {
+  if (port_booked_ && port_booked_->port_end > port_booked_->start)
+    hold(port_holder_, ctx, d, port_booked_->start, done, latency);
+  port_booked_.reset();
+}
+
+void TileCore::forget(const BlockContext& ctx) {
+  for (Holder* h : {&mxu_holder_, &vpu_holder_, &port_holder_})
+    if (h->ctx == &ctx) *h = Holder{};
+}
+
+uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready, const BlockContext* ctx) const {
   switch (d.op) {
     case isa::Opcode::Load:
     case isa::Opcode::Store:
@@ -339,7 +400,7 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready) const {
       return units_.dma->earliest_start(ready);
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:
-      return std::max(ready, mxu_free_);
+      return std::max(ready, unit_free_for(mxu_free_, mxu_holder_, ctx));
     case isa::Opcode::Lock: {
       const uint64_t free = locks().free_at(lock_word(d).addr);
       return free == LockTable::kHeld ? free : std::max(units_.dma->earliest_start(ready), free);
@@ -349,7 +410,7 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready) const {
     case isa::Opcode::Fence:
       return ready;
     default:
-      return std::max(ready, vpu_free_);
+      return std::max(ready, unit_free_for(vpu_free_, vpu_holder_, ctx));
   }
 }
 
@@ -360,6 +421,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
 TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values,
                                  uint64_t ready) {
   ++per_opcode_[static_cast<size_t>(d.op)];
+  delayed_others_ = false;
   Step step;
   switch (d.op) {
     case isa::Opcode::Load:
@@ -395,6 +457,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     else
       s.reads_done = std::max(s.reads_done, step.done);
   }
+  step.delayed_others = delayed_others_;
   uint64_t& next_issue = ctx.next_issue[d.group];
   ctx.stalls += step.start - next_issue;
   // In order: the group's next instruction leaves the sequencer the cycle after this one was accepted by
@@ -434,9 +497,10 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
   // The copy's instructions issue from its start; it is done no earlier than the last of them.
   if (IssueUnit* issue = units_.issue) {
     const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes);
-    const IssueUnit::Span span = issue->issue_span(t.start, count);
+    const IssueUnit::Span span = book_issue(ctx, t.start, count);
     yield_mxu(span, count);
     t.done = std::max(t.done, span.done);
+    hold_port(ctx, d, t.done, 0);
   }
   if (is_store) {
     ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
@@ -526,7 +590,9 @@ TileCore::Step TileCore::fence_op(const TileDecoded& d, BlockContext& ctx, uint6
 
 TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
   MxuUnit& mxu = *units_.mxu;
-  const uint64_t start = std::max(ready, mxu_free_);
+  const uint64_t free_before = mxu_free_;
+  const uint64_t start = std::max(ready, unit_free_for(mxu_free_, mxu_holder_, &ctx));
+  if (start < free_before) mxu_free_ = start;  // taken from a younger block's instruction
   const TileOperand& a = d.ops[0];
   const TileOperand& b = d.ops[1];
   const TileOperand& dst = d.ops[d.count - 1];
@@ -543,9 +609,18 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   mxu_free_ = start + cycles;
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
   // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
-  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, count, array_cycles).done) +
-                        static_cast<uint64_t>(mxu.params().result_latency);
-  if (!values) return {start, done, mxu_free_};
+  const auto latency = static_cast<uint64_t>(mxu.params().result_latency);
+  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, count, array_cycles).done) + latency;
+  hold_port(ctx, d, done, latency);
+  if (start < free_before) {
+    const uint64_t unit_free = mxu_free_;
+    mxu_free_ = free_before + (unit_free - start);
+    resume_later(mxu_holder_, start, unit_free - start, mxu_free_);
+  } else {
+    hold(mxu_holder_, ctx, d, start, done, latency);
+  }
+  const Step step{start, done, std::min(mxu_free_, done)};
+  if (!values) return step;
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
   std::optional<TileView> vc;
   if (d.op == isa::Opcode::Mac) vc = view(d.ops[2], ctx);
@@ -557,19 +632,20 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
                         (acc.offset != dst.offset || acc.transpose != dst.transpose));
   if (!aliases) {
     MxuUnit::compute(va, vb, vc ? &*vc : nullptr, vd, out);
-    return {start, done, mxu_free_};
+    return step;
   }
   std::vector<double> scratch(static_cast<size_t>(vd.rows * vd.cols));
   TileView tmp{scratch.data(), vd.rows, vd.cols, vd.cols, false};
   MxuUnit::compute(va, vb, vc ? &*vc : nullptr, tmp, out);
   for (int64_t r = 0; r < vd.rows; ++r)
     for (int64_t c = 0; c < vd.cols; ++c) vd.at(r, c) = tmp.at(r, c);
-  return {start, done, mxu_free_};
+  return step;
 }
 
 TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
   VpuUnit& vpu = *units_.vpu;
-  const uint64_t start = std::max(ready, vpu_free_);
+  const uint64_t free_before = vpu_free_;
+  const uint64_t start = std::max(ready, unit_free_for(vpu_free_, vpu_holder_, &ctx));
   const VpuOp op = vpu_op_of(d.op);
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];
@@ -579,10 +655,17 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
   vpu_free_ = start + cycles;
-  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, issue_cost(d, ctx), 0).done) +
-                        vpu.result_latency(op, cols);  // as the MXU's result_latency
+  const uint64_t latency = vpu.result_latency(op, cols);  // as the MXU's result_latency
+  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;
+  hold_port(ctx, d, done, latency);
+  if (start < free_before) {  // taken from a younger block's instruction
+    vpu_free_ = free_before + cycles;
+    resume_later(vpu_holder_, start, cycles, vpu_free_);
+  } else {
+    hold(vpu_holder_, ctx, d, start, done, latency);
+  }
   if (values) vector_values(d, ctx, op);
-  return {start, done, vpu_free_};
+  return {start, done, std::min(vpu_free_, done)};
 }
 
 void TileCore::vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op) {

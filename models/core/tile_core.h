@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "isa/program.h"
@@ -82,6 +83,7 @@ struct TileDecoded {
 // What one thread block (or a whole single-core program) keeps while it runs on a core.
 struct BlockContext {
   std::vector<BufferState> buffers;
+  uint64_t age = 0;  // placement order on a chip (smaller is older): who may take a unit from whom
   std::vector<uint64_t> tensor_written;  // memory read-after-write, per tensor
   // Per instruction group (isa::Instruction::group): each issues in order, independently of the others.
   std::array<uint64_t, isa::kInstructionGroups> next_issue{};
@@ -121,6 +123,9 @@ class TileCore {
     uint64_t start = 0, done = 0;
     uint64_t unit_free = 0;  // when its unit may take the next instruction: done, less a result latency
     uint64_t hold = 0;       // the group's next instruction issues no earlier (a store its warps issue)
+    // It took a unit or the schedulers from a younger block's instruction, which now ends later: so may
+    // that block's next instruction be ready later (set_older_preempts).
+    bool delayed_others = false;
   };
   // Runs one decoded instruction of `ctx`: scoreboard, unit timing, values. In order: the context's next
   // issue slot moves to the cycle after this one started (blocking: after it completed).
@@ -131,8 +136,17 @@ class TileCore {
   // valid until this block executes another instruction.
   uint64_t ready_time(const TileDecoded& d, const BlockContext& ctx) const;
   // The cycle its unit (MXU, VPU, a DMA queue slot) would accept it, given `ready`: what decides which of
-  // a core's resident blocks issues next.
-  uint64_t start_time(const TileDecoded& d, uint64_t ready) const;
+  // a core's resident blocks issues next. `ctx`: the block it belongs to, for set_older_preempts.
+  uint64_t start_time(const TileDecoded& d, uint64_t ready, const BlockContext* ctx = nullptr) const;
+
+  // Preemptive-resume age order at the MXU and VPU (off by default): an older block's instruction (smaller
+  // BlockContext::age) that becomes ready while a younger block's holds the unit takes the unit at once, and
+  // the younger one's remaining work, its result and its buffers' times, move later by as long as the older
+  // one kept the unit. A GPU's warp schedulers issue the older block's ready warps first; a tile instruction
+  // is thousands of warp instructions, so without this the younger's holds the unit to its end.
+  void set_older_preempts(bool on) { older_preempts_ = on; }
+  // `ctx`'s block has ended (its context is about to be reused): none of its instructions can move now.
+  void forget(const BlockContext& ctx);
 
   void reset_units();  // clears the per-run counters of this core's units and its busy times
   const TileUnits& units() const { return units_; }
@@ -150,8 +164,14 @@ class TileCore {
   // 0 without an issue unit; a product's ldmatrix among them into `ldmatrix` when given.
   double issue_cost(const TileDecoded& d, const BlockContext& ctx, double* ldmatrix = nullptr) const;
   double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
-  IssueUnit::Span issued(const TileDecoded& d, const BlockContext& ctx, uint64_t start, double count,
+  IssueUnit::Span issued(const TileDecoded& d, BlockContext& ctx, uint64_t start, double count,
                          uint64_t unit_cycles);
+  // The schedulers' span for `count` warp instructions of `ctx` from `at`: taken from a younger block's
+  // instructions if set_older_preempts, else after what they booked. hold_port then records the instruction
+  // as the schedulers' holder once its result time is known.
+  IssueUnit::Span book_issue(BlockContext& ctx, uint64_t at, double count, int64_t warps = 1 << 20,
+                             uint64_t held = 0);
+  void hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
   // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions
   // `count`), what issues while the MXU is busy (yield_mxu, which moves its free time on).
@@ -166,6 +186,23 @@ class TileCore {
   LockTable& locks() const { return units_.locks ? *units_.locks : own_locks_; }
   Step matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
   Step vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values);
+
+  // The instruction that has a unit until the unit's free time (set_older_preempts).
+  struct Holder {
+    BlockContext* ctx = nullptr;
+    uint64_t from = 0;     // it holds the unit from here to the unit's free time
+    uint64_t done = 0;     // its result
+    uint64_t latency = 0;  // from its last cycle on the unit to its result
+    TileDecoded d;
+  };
+  // When `ctx`'s instruction could have a unit free at `free`: earlier, from when a younger holder's
+  // remaining stretch began, if it may take the unit from it.
+  uint64_t unit_free_for(uint64_t free, const Holder& holder, const BlockContext* ctx) const;
+  void hold(Holder& holder, BlockContext& ctx, const TileDecoded& d, uint64_t start, uint64_t done,
+            uint64_t latency) const;
+  // The holder lost `taken` cycles of the unit from `start` to an older block's instruction: its work
+  // resumes after, ending at `unit_free`; its result and buffers move with it.
+  void resume_later(Holder& holder, uint64_t start, uint64_t taken, uint64_t unit_free);
   void vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op);
 
   TileUnits units_;
@@ -176,6 +213,10 @@ class TileCore {
   uint64_t mxu_busy_since_ = 0;
   uint64_t mxu_free_ = 0;
   uint64_t vpu_free_ = 0;
+  bool older_preempts_ = false;
+  Holder mxu_holder_, vpu_holder_, port_holder_;
+  std::optional<IssueUnit::Span> port_booked_;  // book_issue's span, for hold_port
+  bool delayed_others_ = false;                 // for this instruction's Step
   std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};
   mutable LockTable own_locks_;  // a single core's (a program run alone)
 };

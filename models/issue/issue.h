@@ -151,6 +151,9 @@ class IssueUnit : public Component {
                                static_cast<uint64_t>(params_.schedulers * params_.instructions_per_cycle));
   }
   uint64_t port_free() const { return free_; }
+  // An older block's instructions take the schedulers from `at` (TileCore::set_older_preempts): what was
+  // booked from there on resumes after them.
+  void set_port_free(uint64_t at) { free_ = at; }
   int64_t warps(int64_t rows) const { return (rows + params_.rows_per_warp - 1) / params_.rows_per_warp; }
   // For the instructions from now on (validate: the FFMA kernels run none of the code the costs describe;
   // wgmma runs asynchronously beside the schedulers, so neither holds them nor waits for them).

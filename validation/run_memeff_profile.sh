@@ -6,7 +6,9 @@
 # attention kernel (the same call as memeff_sms_probe.py: torch.ops.aten._efficient_attention_backward)
 # under ncu --set full with SASS-level source counters (stall samples per instruction), L2 flushed, base
 # clocks, one launch per case and SM count (SMS: 0 for the whole chip, else a green context of that many).
-# PASS=fwd profiles the forward's kernel (fmha_cutlassF) instead, into <gpu>_memeff_fwd_profile*.
+# PASS=fwd profiles the forward's kernel (fmha_cutlassF) instead, into <gpu>_memeff_fwd_profile*;
+# PASS=sdpa_flash FlashAttention-2's forward (flash_fwd) under SDPA, into <gpu>_fa2_fwd_profile*. TAG is
+# appended to the file names.
 #   <gpu>_memeff_profile.tar.gz   per case: ncu --page raw, --page details, --page source --print-source sass
 #   <gpu>_memeff_profile_env.txt  GPU, driver, CUDA, ncu, PyTorch
 #   <gpu>_memeff_profile_run.log  the probe's lines (the SMs each launch had)
@@ -20,8 +22,12 @@ mkdir -p "$PROF"
 # shellcheck source=validation/device_env.sh
 source validation/device_env.sh
 PASS="${PASS:-bwd}"
-NAME="${G}_memeff$([ "$PASS" = fwd ] && echo _fwd)_profile"
-KERNEL="$([ "$PASS" = fwd ] && echo fmha_cutlassF || echo fmha_cutlassB)"
+case "$PASS" in
+  fwd) NAME="${G}_memeff_fwd_profile" KERNEL=fmha_cutlassF ;;
+  sdpa_flash) NAME="${G}_fa2_fwd_profile" KERNEL=flash_fwd ;;
+  *) NAME="${G}_memeff_profile" KERNEL=fmha_cutlassB ;;
+esac
+NAME="$NAME${TAG:-}"
 export PASS
 ENV="$OUT/${NAME}_env.txt"
 write_env "$ENV"

@@ -12,6 +12,7 @@ namespace {
 constexpr int64_t kRowFloats = 1024;  // one thread block of 1024 threads loading 16 bytes each
 constexpr int64_t kChunkRows = 4;
 constexpr uint64_t kChunkBytes = static_cast<uint64_t>(kRowFloats * kChunkRows) * 4;
+static_assert(kChunkBytes == kProbeChunkBytes);
 
 }  // namespace
 

@@ -40,6 +40,9 @@ enum class ProbeMode {
   ReadBetween,   // as WriteBetween with the `bytes` loaded, not stored (reads make copies there)
 };
 
+// The bytes each LOAD (or STORE) of a probe block moves: validation/l2_probe.cu's 1024 threads x 16 bytes.
+inline constexpr uint64_t kProbeChunkBytes = 16384;
+
 struct ProbeShape {
   ProbeMode mode = ProbeMode::Shared;
   uint64_t bytes = 32ull << 20;  // rounded down to whole 16 KiB chunks

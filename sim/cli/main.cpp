@@ -25,6 +25,7 @@
 #include "sim/machine.h"
 #include "sim/plan.h"
 #include "sim/plot.h"
+#include "sim/probe_samples.h"
 #include "sim/run.h"
 #include "sim/sweep.h"
 #include "sim/validate.h"
@@ -772,11 +773,30 @@ traces::HotReaders core_range(const std::string& text, int64_t cores) {
   return {cores, lo, hi - lo + 1};
 }
 
+// --samples: a recorder for the modes whose blocks read `count` chunks a pass, in l2_probe.cu's order.
+ProbeSamplesRecorder probe_samples_recorder(const traces::ProbeShape& shape, uint64_t bracket_bytes,
+                                            int64_t per_pass) {
+  const auto mode = shape.mode;
+  using traces::ProbeMode;
+  if (mode != ProbeMode::Single && mode != ProbeMode::Shared && mode != ProbeMode::Spread &&
+      mode != ProbeMode::Private)
+    throw InputError("attnsim probe", {}, "--samples takes --mode single, shared, spread or private");
+  if (bracket_bytes) throw InputError("attnsim probe", {}, "--samples and --bracket-mib do not go together");
+  const auto chunks = static_cast<int64_t>(shape.bytes / traces::kProbeChunkBytes);
+  const int64_t count = mode == ProbeMode::Private ? chunks / std::max<int64_t>(1, shape.blocks) : chunks;
+  try {
+    return ProbeSamplesRecorder(std::max<int64_t>(1, count), shape.passes, per_pass);
+  } catch (const std::invalid_argument& e) {
+    throw InputError("attnsim probe", {}, e.what());
+  }
+}
+
 int cmd_probe(const std::vector<std::string>& args) {
   std::string config_path, mode;
   double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
   std::string bracket_reread = "all", bracket_cores;
-  int64_t bracket_blocks = 0;
+  int64_t bracket_blocks = 0, samples_per_pass = 32;
+  std::string samples_file;
   traces::ProbeShape shape;
   std::vector<std::string> overrides;
   po::options_description desc("probe options");
@@ -819,6 +839,10 @@ int cmd_probe(const std::vector<std::string>& args) {
       "bracket-reread", po::value(&bracket_reread)->default_value("all"),
       "--bracket-mib: the second read takes all of the buffer, or every 5th chunk of its first or second "
       "half (first, second), in the order the first read took them")(
+      "samples", po::value(&samples_file),
+      "single, shared, spread, private: write when each block passed --samples-per-pass points of each pass "
+      "(CSV in validation/l2_probe.cu's SAMPLES layout, for validation/convoys.py)")(
+      "samples-per-pass", po::value(&samples_per_pass)->default_value(32), "--samples: points a pass")(
       "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
   auto parsed = parse(
@@ -851,6 +875,9 @@ int cmd_probe(const std::vector<std::string>& args) {
     throw InputError("attnsim probe", {},
                      "--bracket-cores needs --bracket-mib (the buffer those cores read)");
   if (bracket_bytes) overrides.push_back("chip.l2_between_kernels=keep");
+  std::optional<ProbeSamplesRecorder> samples;
+  if (!samples_file.empty()) samples = probe_samples_recorder(shape, bracket_bytes, samples_per_pass);
+  check_output_paths({samples_file});
   Machine machine(load_config(config_path, overrides));
   if (!machine.is_chip())
     throw InputError(config_path, {},
@@ -869,7 +896,11 @@ int cmd_probe(const std::vector<std::string>& args) {
     throw InputError("attnsim probe", {}, e.what());
   }
   machine.load(program, false, true);
-  machine.run();
+  {
+    const ObservedBy observed(*machine.chip(), samples ? &*samples : nullptr);
+    machine.run();
+  }
+  if (samples) write_files_atomically({{samples_file, samples->csv(machine.clock_ghz())}});
   const ChipSummary summary = summarize_chip(*machine.chip(), program, machine.clock_ghz());
   print_chip_summary(std::cout, summary);
   if (bracket_bytes) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 
 #include "sim/chip_timeline.h"
 #include "sim/run.h"
@@ -136,6 +137,45 @@ TEST(ChipTimeline, ValidateWritesOneRowsRunAndSaysWhereItStopped) {
   EXPECT_EQ(cores.status, 2);
   EXPECT_NE(cores.err.find("--timeline-cores: range '9-3' runs backwards"), std::string::npos) << cores.err;
   EXPECT_FALSE(fs::exists(json));
+}
+
+// `probe --samples`: one line a block in validation/l2_probe.cu's SAMPLES layout (validation/convoys.py reads
+// both), points that never go back, and the last point of the last block plus the kernel's fixed launch cost
+// is the kernel time the probe prints.
+TEST(ProbeSamples, EveryBlocksPointsInTheGpuFilesLayout) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "probe_samples";
+  fs::create_directories(dir);
+  const std::string csv = (dir / "spread.csv").string();
+  const auto r =
+      testing::run_cli({"probe", "-c", kRoot + "/configs/h100.yaml", "--mode", "spread", "--mib", "1",
+                        "--blocks", "4", "--passes", "2", "--samples", csv, "--samples-per-pass", "4"},
+                       dir);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(
+      line,
+      "block,sm,start_ns,pass0_1_of_4_ns,pass0_2_of_4_ns,pass0_3_of_4_ns,pass0_4_of_4_ns,pass1_1_of_4_ns,"
+      "pass1_2_of_4_ns,pass1_3_of_4_ns,pass1_4_of_4_ns");
+  double last = 0;
+  int blocks = 0;
+  while (std::getline(in, line)) {
+    std::vector<double> cells;
+    std::stringstream row(line);
+    for (std::string cell; std::getline(row, cell, ',');) cells.push_back(std::stod(cell));
+    ASSERT_EQ(cells.size(), 11u) << line;
+    EXPECT_EQ(cells[0], blocks++);
+    for (size_t k = 3; k < cells.size(); ++k) EXPECT_GT(cells[k], cells[k - 1]) << line;
+    last = std::max(last, cells.back());
+  }
+  EXPECT_EQ(blocks, 4);
+  // "time (whole chip) C cycles = ..." at the preset's 1.83 GHz, C including chip.kernel_launch_cycles
+  // (3,700).
+  const auto at = r.out.find("time (whole chip) ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double cycles = std::stod(r.out.substr(at + 18));
+  EXPECT_NEAR(last, (cycles - 3700) / 1.83, 1.0);
 }
 
 }  // namespace

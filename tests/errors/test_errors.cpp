@@ -246,6 +246,18 @@ TEST_F(Cli, GpuMedianNeedsTwoFiles) {
                      {"--gpu-median takes the median over two or more DATA files"});
 }
 
+TEST_F(Cli, ProbeSamplesOnlyWhereBlocksStreamTheirData) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string out = (work() / "samples.csv").string();
+  expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--samples", out}),
+                     "attnsim probe: error: ", {"--samples takes --mode single, shared, spread or private"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "spread", "--mib", "1", "--samples", out,
+                          "--samples-per-pass", "65"}),
+                     "attnsim probe: error: ", {"--samples-per-pass must be 1 to 64"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "spread", "--samples", out, "--bracket-mib", "8"}),
+                     "attnsim probe: error: ", {"--samples and --bracket-mib do not go together"});
+}
+
 TEST_F(Cli, ProbeRejectsHeadsAndCopiesThatDoNotFit) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--mib", "400", "--heads", "2"}),

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Whether out-of-step readers bunch up: reads a per-block timestamp file of the L2 probe taken with
-SAMPLES=S (validation/l2_probe.cu; columns block, sm, start_ns, then S timestamps per pass) and prints, at
-a few moments of the kernel, where the blocks are on the buffer (as a fraction of it, each block's start
-offset included for spread mode): the number of gaps wider than 2% of the buffer between neighbouring
-blocks (groups of blocks reading together) and the widest gap.
+SAMPLES=S (validation/l2_probe.cu; columns block, sm, start_ns, then S timestamps per pass), or the model's
+in the same layout (`attnsim probe --samples FILE`), and prints, at a few moments of the kernel, where the
+blocks are on the buffer (as a fraction of it, each block's start offset included for spread mode, which
+the file's name tells: it must contain "spread"): the number of gaps wider than 2% of the buffer between
+neighbouring blocks (groups of blocks reading together) and the widest gap.
 
   python3 validation/convoys.py validation/data/h100_l2_probe_samples_spread_32MiB_x3_132b.csv
 """

@@ -14,8 +14,9 @@ import statistics
 import sys
 from collections import defaultdict
 
-PER_SM = {("memeff_bwd", 128): 1, ("memeff_bwd", 64): 3, ("fa2_fwd", 128): 2,
-          ("memeff_fwd", 128): 2}  # h200_sdpa_cases_launches.csv (cuDNN's forward is persistent: no slots)
+PER_SM = {("memeff_bwd", 128): 1, ("memeff_bwd", 64): 3, ("fa2_fwd", 128): 2, ("fa2_fwd", 64): 2,
+          ("memeff_fwd", 128): 2, ("memeff_fwd", 64): 4}  # occupancy limits in h200_sdpa_cases_launches.csv
+# (cuDNN's forward is persistent: no slots)
 
 
 def head_of(kind, x, y, z):
@@ -81,8 +82,11 @@ def gpu(ends_path, launches_path):
         if any(r["end_ns"] == "" for r in rows):
             print(f"{key}: {sum(r['end_ns'] == '' for r in rows)} blocks never seen to end")
             continue
-        if (meta["kind"], int(meta["d"])) not in PER_SM:
+        if meta["kind"] == "cudnn_fwd":
             print(f"{key}: {meta['kind']} has no resident-block slots (persistent); see its tile order")
+            continue
+        if (meta["kind"], int(meta["d"])) not in PER_SM:
+            print(f"{key}: no occupancy known for {meta['kind']} at d = {meta['d']} (PER_SM)")
             continue
         slots = PER_SM[(meta["kind"], int(meta["d"]))] * int(meta["sms"])
         ends = [float(r["end_ns"]) for r in rows]

@@ -15,6 +15,9 @@ import os
 import sys
 import tarfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from summarize_profile import number  # noqa: E402  (ncu's "1,234.5" cells)
+
 METRICS = {
     "grid": "launch__grid_size",
     "time_ns": "gpu__time_duration.sum",
@@ -24,13 +27,6 @@ METRICS = {
 }
 STALLS = ["wait", "math_pipe_throttle", "not_selected", "short_scoreboard", "long_scoreboard", "barrier",
           "mio_throttle", "dispatch_stall"]
-
-
-def number(text):
-    try:
-        return float(text.replace(",", ""))
-    except ValueError:
-        return 0.0
 
 
 def launches(archive):

@@ -35,6 +35,23 @@ VpuOp vpu_op_of(isa::Opcode op) {
   }
 }
 
+// The opcodes TileCore::execute sends to the vector unit.
+bool is_vector_op(isa::Opcode op) {
+  switch (op) {
+    case isa::Opcode::Load:
+    case isa::Opcode::Store:
+    case isa::Opcode::StoreAdd:
+    case isa::Opcode::MacZ:
+    case isa::Opcode::Mac:
+    case isa::Opcode::Lock:
+    case isa::Opcode::Unlock:
+    case isa::Opcode::Fence:
+      return false;
+    default:
+      return true;
+  }
+}
+
 // to = round(from), or to = round(to + from) when Accumulate; rows of untransposed views as plain arrays
 // (loads and stores of naive's N x N scores move hundreds of millions of elements at N = 8192).
 template <Dtype D, bool Accumulate>
@@ -98,8 +115,8 @@ void TileCore::require_unit(const isa::Program& program, const void* unit, const
 }
 
 void TileCore::reset_units() {
-  mxu_busy_since_ = mxu_free_ = vpu_free_ = 0;
-  mxu_holder_ = vpu_holder_ = port_holder_ = Holder{};
+  mxu_busy_since_ = mxu_free_ = vpu_free_ = sfu_free_ = 0;
+  mxu_holder_ = vpu_holder_ = sfu_holder_ = port_holder_ = Holder{};
   port_booked_.reset();
   delayed_others_ = false;
   per_opcode_.fill(0);
@@ -325,7 +342,8 @@ uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) con
     if (o.storage < 0) continue;  // immediate
     if (o.is_buffer) {
       const BufferState& s = ctx.buffers[o.storage];
-      ready = std::max(ready, s.ready);
+      const bool chained = k != dst_index && s.chainable && is_vector_op(d.op);
+      ready = std::max(ready, chained ? s.chain_ready : s.ready);
       if (k == dst_index) ready = std::max(ready, s.reads_done);
     } else if (k != dst_index) {
       ready = std::max(ready, ctx.tensor_written[o.storage]);
@@ -346,6 +364,7 @@ void TileCore::hold(Holder& holder, BlockContext& ctx, const TileDecoded& d, uin
 
 void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint64_t unit_free) {
   holder.from = start + taken;
+  const uint64_t was_done = holder.done;
   holder.done = std::max(holder.done, unit_free + holder.latency);
   BlockContext& ctx = *holder.ctx;
   const TileDecoded& d = holder.d;
@@ -355,6 +374,7 @@ void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint
     BufferState& s = ctx.buffers[o.storage];
     uint64_t& t = k == d.destination() ? s.ready : s.reads_done;
     t = std::max(t, holder.done);
+    if (k == d.destination() && s.chainable) s.chain_ready += holder.done - was_done;  // its stream too
   }
   ctx.end = std::max(ctx.end, holder.done);
   delayed_others_ = true;
@@ -388,7 +408,7 @@ void TileCore::hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done,
 }
 
 void TileCore::forget(const BlockContext& ctx) {
-  for (Holder* h : {&mxu_holder_, &vpu_holder_, &port_holder_})
+  for (Holder* h : {&mxu_holder_, &vpu_holder_, &sfu_holder_, &port_holder_})
     if (h->ctx == &ctx) *h = Holder{};
 }
 
@@ -410,8 +430,28 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready, const BlockC
     case isa::Opcode::Fence:
       return ready;
     default:
-      return std::max(ready, unit_free_for(vpu_free_, vpu_holder_, ctx));
+      return std::max(ready, unit_free_for(vector_pipe_free(d.op), vector_pipe_holder(d.op), ctx));
   }
+}
+
+bool TileCore::on_sfu(isa::Opcode op) const {
+  return units_.vpu && units_.vpu->params().sfu_pipe && (op == isa::Opcode::Exp || op == isa::Opcode::Div);
+}
+
+uint64_t& TileCore::vector_pipe_free(isa::Opcode op) {
+  return on_sfu(op) ? sfu_free_ : vpu_free_;
+}
+
+uint64_t TileCore::vector_pipe_free(isa::Opcode op) const {
+  return on_sfu(op) ? sfu_free_ : vpu_free_;
+}
+
+TileCore::Holder& TileCore::vector_pipe_holder(isa::Opcode op) {
+  return on_sfu(op) ? sfu_holder_ : vpu_holder_;
+}
+
+const TileCore::Holder& TileCore::vector_pipe_holder(isa::Opcode op) const {
+  return on_sfu(op) ? sfu_holder_ : vpu_holder_;
 }
 
 TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values) {
@@ -452,9 +492,11 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     const TileOperand& o = d.ops[k];
     if (o.storage < 0 || !o.is_buffer) continue;
     BufferState& s = ctx.buffers[o.storage];
-    if (k == dst_index)
+    if (k == dst_index) {
       s.ready = std::max(s.ready, step.done);
-    else
+      s.chainable = step.chain_ready != 0;
+      s.chain_ready = step.chain_ready;
+    } else
       s.reads_done = std::max(s.reads_done, step.done);
   }
   step.delayed_others = delayed_others_;
@@ -644,8 +686,10 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
 
 TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
   VpuUnit& vpu = *units_.vpu;
-  const uint64_t free_before = vpu_free_;
-  const uint64_t start = std::max(ready, unit_free_for(vpu_free_, vpu_holder_, &ctx));
+  uint64_t& pipe_free = vector_pipe_free(d.op);
+  Holder& holder = vector_pipe_holder(d.op);
+  const uint64_t free_before = pipe_free;
+  const uint64_t start = std::max(ready, unit_free_for(pipe_free, holder, &ctx));
   const VpuOp op = vpu_op_of(d.op);
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];
@@ -654,18 +698,36 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   const int64_t cols = reduction ? src.out_cols() : dst.out_cols();
   uint64_t cycles = vpu.op_cycles(op, rows, cols);
   cycles = std::max(cycles, operand_traffic(d, ctx));
-  vpu_free_ = start + cycles;
+  // Chained onto a producer still streaming out: the last vector follows the producer's last one.
+  const uint64_t chained = chained_sources_ready(d, ctx);
+  const uint64_t unit_end = std::max(start + cycles, chained ? chained + vpu.vector_interval(op) : 0);
+  pipe_free = unit_end;
   const uint64_t latency = vpu.result_latency(op, cols);  // as the MXU's result_latency
-  const uint64_t done = std::max(vpu_free_, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;
+  const uint64_t done = std::max(pipe_free, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;
   hold_port(ctx, d, done, latency);
   if (start < free_before) {  // taken from a younger block's instruction
-    vpu_free_ = free_before + cycles;
-    resume_later(vpu_holder_, start, cycles, vpu_free_);
+    pipe_free = free_before + (unit_end - start);
+    resume_later(holder, start, unit_end - start, pipe_free);
   } else {
-    hold(vpu_holder_, ctx, d, start, done, latency);
+    hold(holder, ctx, d, start, done, latency);
   }
   if (values) vector_values(d, ctx, op);
-  return {start, done, std::min(vpu_free_, done)};
+  Step step{start, done, std::min(pipe_free, done)};
+  if (vpu.chains_from(op)) step.chain_ready = start + vpu.first_vector_cycles(op) + latency;
+  return step;
+}
+
+uint64_t TileCore::chained_sources_ready(const TileDecoded& d, const BlockContext& ctx) const {
+  if (!units_.vpu || !units_.vpu->params().chaining) return 0;
+  uint64_t latest = 0;
+  const size_t dst_index = d.destination();
+  for (size_t k = 0; k < d.count; ++k) {
+    const TileOperand& o = d.ops[k];
+    if (k == dst_index || o.storage < 0 || !o.is_buffer) continue;
+    const BufferState& s = ctx.buffers[o.storage];
+    if (s.chainable) latest = std::max(latest, s.ready);
+  }
+  return latest;
 }
 
 void TileCore::vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op) {

@@ -46,7 +46,11 @@ struct BufferState {
   uint64_t base = 0;        // SRAM offset or first tile register
   uint64_t ready = 0;       // last write done
   uint64_t reads_done = 0;  // last read done
-  bool in_regs = false;     // in the tile register file instead of SRAM
+  // With vpu.chaining: the last write was an element-wise vector op whose first vector reaches a dependent
+  // op at chain_ready (a dependent vector op may start then instead of at `ready`).
+  bool chainable = false;
+  uint64_t chain_ready = 0;
+  bool in_regs = false;  // in the tile register file instead of SRAM
   std::vector<double> values;
 };
 
@@ -126,6 +130,7 @@ class TileCore {
     // It took a unit or the schedulers from a younger block's instruction, which now ends later: so may
     // that block's next instruction be ready later (set_older_preempts).
     bool delayed_others = false;
+    uint64_t chain_ready = 0;  // vpu.chaining: when a dependent vector op may start (0: not chainable)
   };
   // Runs one decoded instruction of `ctx`: scoreboard, unit timing, values. In order: the context's next
   // issue slot moves to the cycle after this one started (blocking: after it completed).
@@ -213,8 +218,17 @@ class TileCore {
   uint64_t mxu_busy_since_ = 0;
   uint64_t mxu_free_ = 0;
   uint64_t vpu_free_ = 0;
+  uint64_t sfu_free_ = 0;  // vpu.sfu_pipe: exp and div's own pipe
   bool older_preempts_ = false;
-  Holder mxu_holder_, vpu_holder_, port_holder_;
+  Holder mxu_holder_, vpu_holder_, sfu_holder_, port_holder_;
+  // The vector pipe `op` runs on (vpu.sfu_pipe) and its holder.
+  bool on_sfu(isa::Opcode op) const;
+  uint64_t& vector_pipe_free(isa::Opcode op);
+  uint64_t vector_pipe_free(isa::Opcode op) const;
+  Holder& vector_pipe_holder(isa::Opcode op);
+  const Holder& vector_pipe_holder(isa::Opcode op) const;
+  // vpu.chaining: the latest result of a chainable source of `d` (its last vector reaches d then).
+  uint64_t chained_sources_ready(const TileDecoded& d, const BlockContext& ctx) const;
   std::optional<IssueUnit::Span> port_booked_;  // book_issue's span, for hold_port
   bool delayed_others_ = false;                 // for this instruction's Step
   std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};

@@ -137,6 +137,18 @@ uint64_t VpuUnit::result_latency(VpuOp op, int64_t cols) const {
                                                    static_cast<double>(std::max<int64_t>(cols, 0))));
 }
 
+bool VpuUnit::chains_from(VpuOp op) const {
+  return params_.chaining && !is_reduction(op);
+}
+
+uint64_t VpuUnit::first_vector_cycles(VpuOp op) const {
+  return static_cast<uint64_t>(params_.latency[index(op)] + params_.cycles_per_vector[index(op)]);
+}
+
+uint64_t VpuUnit::vector_interval(VpuOp op) const {
+  return static_cast<uint64_t>(params_.cycles_per_vector[index(op)]);
+}
+
 VpuUnit::Params VpuUnit::default_params(int64_t lanes) {
   Params p;
   p.lanes = lanes;
@@ -295,6 +307,14 @@ void register_vpu_models() {
             "rowmax and rowsum only: result latency added per column of the reduced row (its dependent "
             "chain grows with the row)",
             0.0, 1e6);
+        params.sfu_pipe =
+            p.get<bool>("sfu_pipe", false, "",
+                        "exp and div on a special-function pipe of their own, beside the pipe of "
+                        "the other ops (a GPU SM's SFUs beside its FMA units)");
+        params.chaining = p.get<bool>(
+            "chaining", false, "",
+            "a dependent op starts on the first vector of an element-wise producer's result, not its last "
+            "(a warp streams its registers through dependent instructions)");
         return std::make_unique<VpuUnit>(instance, params);
       });
 }

@@ -28,6 +28,13 @@ class VpuUnit : public Component {
     // Row reductions only: result latency added per column of the reduced row (on a GPU a row's values are
     // spread over a few threads, each folding its share in a dependent chain, so the chain grows with B_c).
     double reduction_result_latency_per_column = 0;
+    // Exp and div on a special-function pipe of their own, beside the pipe of every other op (a GPU SM's
+    // SFUs beside its FMA units): an op of one pipe may run while the other is busy.
+    bool sfu_pipe = false;
+    // A dependent op may start on the first vector of an element-wise producer's result instead of its
+    // last, and ends no earlier than one vector after the producer's result (a GPU warp streams its
+    // registers through dependent instructions; vector chaining).
+    bool chaining = false;
   };
   // The documented defaults (docs/models/vpu.md), the same ones the "simd" factory starts from. A bare
   // Params{} has zero cycles per vector and is rejected by the constructor.
@@ -40,6 +47,14 @@ class VpuUnit : public Component {
   uint64_t op_cycles(VpuOp op, int64_t rows, int64_t cols);
   // Of `op` over a tile whose rows are `cols` long.
   uint64_t result_latency(VpuOp op, int64_t cols) const;
+  // Whether `op` runs on the special-function pipe (Params::sfu_pipe).
+  bool on_sfu_pipe(VpuOp op) const { return params_.sfu_pipe && (op == VpuOp::Exp || op == VpuOp::Div); }
+  // Whether a later op may chain onto `op`'s result (Params::chaining; element-wise ops only: a row
+  // reduction's result is whole only at its end).
+  bool chains_from(VpuOp op) const;
+  // Cycles until `op`'s first vector leaves the unit, and its interval per vector.
+  uint64_t first_vector_cycles(VpuOp op) const;
+  uint64_t vector_interval(VpuOp op) const;
   // For the ops from now on (validate switches them per measured kernel).
   void set_result_latencies(const std::array<int64_t, kVpuOpCount>& latencies, double per_column) {
     params_.result_latency = latencies;

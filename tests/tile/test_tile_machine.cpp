@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 
 #include "isa/assembler.h"
 #include "sim/machine.h"
@@ -172,6 +173,56 @@ TEST(ResultLatency, ARowReductionGrowsWithItsRow) {
   const uint64_t exp_dependent = cycles_of(machine, "EXP A, B\nEXP B, C\n");
   const uint64_t exp_independent = cycles_of(machine, "EXP A, B\nEXP A, C\n");
   EXPECT_EQ(exp_dependent, exp_independent + 50);
+}
+
+// vpu.sfu_pipe and vpu.chaining (off in the presets). A SUB (the FMA pipe: one vector a cycle) feeds an
+// EXP (8 cycles a vector) on 64 x 128 tiles in the tile register file (no SRAM traffic), the schedulers'
+// limit off: 64 vectors, SUB 64 cycles, EXP 512, each result 10 cycles after its last vector. When each
+// starts, from the run's timeline: the EXP waits for the SUB's result unless it chains onto its first
+// vector, and chaining gains the SUB's length only when the EXP runs on a pipe of its own.
+std::map<std::string, uint64_t> starts_of(const std::vector<std::string>& options) {
+  const isa::Program program = isa::assemble(
+      ".tensor X[64][128] f32 random(seed=1, lo=-1, hi=1)\n.tensor Y[64][1] f32\n.buffer A[64][128] f32\n"
+      ".buffer Ar[64][128] f32 regs\n.buffer Br[64][128] f32 regs\n.buffer Cr[64][128] f32 regs\n"
+      ".buffer s[64][1] f32 regs\n.buffer Ys[64][1] f32\nLOAD X[0:64, 0:128], A\nMOV A, Ar\n"
+      "ROWMAX Ar, s\nSUB Ar, s, Br\nEXP Br, Cr\nMOV s, Ys\nSTORE Ys, Y[0:64, 0:1]\n",
+      "chain.trace");
+  std::vector<std::string> overrides = {"issue.limit=false",           "vpu.sub_latency=0",
+                                        "vpu.sub_cycles_per_vector=1", "vpu.sub_result_latency=10",
+                                        "vpu.exp_latency=0",           "vpu.exp_cycles_per_vector=8",
+                                        "vpu.exp_result_latency=10"};
+  overrides.insert(overrides.end(), options.begin(), options.end());
+  RunOptions o = on("h100-sm", overrides);
+  o.timeline = ::testing::TempDir() + "chain_timeline.json";
+  run_program(program, o);
+  std::ifstream in(o.timeline);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::map<std::string, uint64_t> starts;
+  for (const auto& e : doc["traceEvents"])
+    if (e["ph"] == "X" && (e["name"] == "SUB" || e["name"] == "EXP")) starts[e["name"]] = e["ts"];
+  std::filesystem::remove(o.timeline);
+  return starts;
+}
+
+// One run a test (a process holds one SystemC machine).
+TEST(VectorPipes, WithoutEitherTheExpWaitsForTheSubsResult) {
+  auto s = starts_of({});
+  EXPECT_EQ(s["EXP"], s["SUB"] + 64 + 10);  // the SUB's last vector and its result latency
+}
+
+TEST(VectorPipes, ChainedOnOnePipeTheExpWaitsOnlyForThePipe) {
+  auto s = starts_of({"vpu.chaining=true"});  // may start on the SUB's first vector; the pipe is the SUB's
+  EXPECT_EQ(s["EXP"], s["SUB"] + 64);
+}
+
+TEST(VectorPipes, ChainedOnItsOwnPipeTheExpStartsOnTheFirstVector) {
+  auto s = starts_of({"vpu.chaining=true", "vpu.sfu_pipe=true"});
+  EXPECT_EQ(s["EXP"], s["SUB"] + 1 + 10);  // the SUB's first vector and its result latency
+}
+
+TEST(VectorPipes, OnItsOwnPipeUnchainedTheExpStillWaitsForTheResult) {
+  auto s = starts_of({"vpu.sfu_pipe=true"});
+  EXPECT_EQ(s["EXP"], s["SUB"] + 64 + 10);
 }
 
 // The warp schedulers: a tile instruction is done when its last warp instruction has issued, or its unit

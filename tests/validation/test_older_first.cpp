@@ -81,10 +81,11 @@ std::map<std::string, Ends> gpu_ends(const std::string& file = "h200_block_ends_
 // The model's, by row of the rows file (2: memory-efficient one head, 3: two heads, 4 and 5:
 // FlashAttention-2).
 std::map<int, Ends> model_ends(bool older_preempts,
-                               const std::string& rows = "h200_block_ends_solo_rows.csv") {
-  const std::string out = ::testing::TempDir() + "older_first_" + (older_preempts ? "on_" : "off_") + rows;
+                               const std::string& rows_file = "h200_block_ends_solo_rows.csv") {
+  const std::string out =
+      ::testing::TempDir() + "older_first_" + (older_preempts ? "on_" : "off_") + rows_file;
   const std::string command = std::string(ATTNSIM_CLI) + " validate -c " + kRoot + "/configs/h200.yaml " +
-                              kRoot + "/validation/data/" + rows + " -p chip.cores=128 -p " +
+                              kRoot + "/validation/data/" + rows_file + " -p chip.cores=128 -p " +
                               "chip.older_preempts=" + (older_preempts ? "true" : "false") +
                               " --block-times " + out + " > /dev/null";
   EXPECT_EQ(std::system(command.c_str()), 0) << command;

@@ -342,7 +342,7 @@ uint64_t TileCore::ready_time(const TileDecoded& d, const BlockContext& ctx) con
     if (o.storage < 0) continue;  // immediate
     if (o.is_buffer) {
       const BufferState& s = ctx.buffers[o.storage];
-      const bool chained = k != dst_index && s.chainable && is_vector_op(d.op);
+      const bool chained = k != dst_index && s.chain_ready != 0 && is_vector_op(d.op);
       ready = std::max(ready, chained ? s.chain_ready : s.ready);
       if (k == dst_index) ready = std::max(ready, s.reads_done);
     } else if (k != dst_index) {
@@ -374,7 +374,8 @@ void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint
     BufferState& s = ctx.buffers[o.storage];
     uint64_t& t = k == d.destination() ? s.ready : s.reads_done;
     t = std::max(t, holder.done);
-    if (k == d.destination() && s.chainable) s.chain_ready += holder.done - was_done;  // its stream too
+    if (k == d.destination() && s.chain_ready != 0)
+      s.chain_ready += holder.done - was_done;  // its stream too
   }
   ctx.end = std::max(ctx.end, holder.done);
   delayed_others_ = true;
@@ -494,7 +495,6 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     BufferState& s = ctx.buffers[o.storage];
     if (k == dst_index) {
       s.ready = std::max(s.ready, step.done);
-      s.chainable = step.chain_ready != 0;
       s.chain_ready = step.chain_ready;
     } else
       s.reads_done = std::max(s.reads_done, step.done);
@@ -725,7 +725,7 @@ uint64_t TileCore::chained_sources_ready(const TileDecoded& d, const BlockContex
     const TileOperand& o = d.ops[k];
     if (k == dst_index || o.storage < 0 || !o.is_buffer) continue;
     const BufferState& s = ctx.buffers[o.storage];
-    if (s.chainable) latest = std::max(latest, s.ready);
+    if (s.chain_ready != 0) latest = std::max(latest, s.ready);
   }
   return latest;
 }

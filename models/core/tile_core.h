@@ -46,9 +46,8 @@ struct BufferState {
   uint64_t base = 0;        // SRAM offset or first tile register
   uint64_t ready = 0;       // last write done
   uint64_t reads_done = 0;  // last read done
-  // With vpu.chaining: the last write was an element-wise vector op whose first vector reaches a dependent
-  // op at chain_ready (a dependent vector op may start then instead of at `ready`).
-  bool chainable = false;
+  // With vpu.chaining, nonzero when the last write was an element-wise vector op: its first vector reaches
+  // a dependent vector op then, which may start at once instead of at `ready`.
   uint64_t chain_ready = 0;
   bool in_regs = false;  // in the tile register file instead of SRAM
   std::vector<double> values;

@@ -49,6 +49,7 @@ std::vector<ScheduleEntry> forward_entries(const CompareOptions& options) {
     traces::ForwardShape options_of_s;  // the options this schedule takes, copied into each shape
     options_of_s.keys_descending = options.keys_descending && flash2;
     options_of_s.ping_pong = options.ping_pong && flash2;
+    options_of_s.sum_after_product = options.sum_after_product && flash2;
     options_of_s.accumulators_in_registers =
         options.registers && (flash2 || s == traces::ForwardSchedule::TwoPassFused);
     // The project's kernels' form: Q_i's fragments in registers too (not with ping-pong's wgmma).

@@ -37,10 +37,11 @@ struct CompareOptions {
   // The block planner when no block size is given: "paper" or "hardware"; empty: the config's `planner:`
   // key (hardware on the GPU presets, paper elsewhere).
   std::string planner;
-  bool keys_descending = false;  // flash2: each query block walks its key blocks from the last one down
-  bool ping_pong = false;        // flash2: two query halves interleaved (ForwardShape::ping_pong)
-  bool registers = false;        // flash2, two-pass: accumulators in the tile register file
-  bool per_tensor = false;       // print: each schedule's bytes per tensor
+  bool keys_descending = false;    // flash2: each query block walks its key blocks from the last one down
+  bool ping_pong = false;          // flash2: two query halves interleaved (ForwardShape::ping_pong)
+  bool sum_after_product = false;  // flash2: the row sum after P V_j (ForwardShape::sum_after_product)
+  bool registers = false;          // flash2, two-pass: accumulators in the tile register file
+  bool per_tensor = false;         // print: each schedule's bytes per tensor
   // Progress lines on `progress_out` as schedules start and end. Auto: only for a run past its first second
   // (one line redrawn when stderr is a terminal, plain lines otherwise); On: plain lines from the start.
   enum class Progress { Off, Auto, On } progress = Progress::Off;

@@ -669,7 +669,8 @@ void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRo
 }
 
 // The online softmax of a group's rows from its S: P, the statistics, and O rescaled (first: the group's
-// first key block, which sets m and l).
+// first key block, which sets m and l). The ping-pong consumers' and the memory-efficient kernel's order:
+// all of it before their P V_j.
 void flash2_softmax(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   const BreakIt& brk = g.s.breaks;
   auto S = [&] { return g.buf(r.sc, rows, cols); };
@@ -700,6 +701,41 @@ void flash2_softmax(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, boo
   if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(r.oi, rows), row(r.alpha), g.buf(r.oi, rows)});
 }
 
+// What O += P V_j needs of the online softmax, in FlashAttention-2's softmax_rescale_o order: the new
+// running max, alpha and O rescaled, then P = exp(S - m). The row sum is flash2_row_sum's, after the product.
+void flash2_probabilities(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
+  const BreakIt& brk = g.s.breaks;
+  auto S = [&] { return g.buf(r.sc, rows, cols); };
+  auto row = [&](int buffer) { return g.buf(buffer, rows); };
+  const bool online = !first && !brk.no_max_subtraction;
+  if (first && !brk.no_max_subtraction) {
+    g.emit(Opcode::RowMax, {S(), row(r.m)});
+    g.emit(Opcode::Sub, {S(), row(r.m), S()});
+  } else if (online) {
+    g.emit(Opcode::RowMax, {S(), row(r.m_tile)});
+    g.emit(Opcode::Max, {row(r.m), row(r.m_tile), row(r.m_new)});
+    if (!brk.no_rescaling) {
+      g.emit(Opcode::Sub, {row(r.m), row(r.m_new), row(r.alpha)});
+      g.emit(Opcode::Exp, {row(r.alpha), row(r.alpha)});
+      g.emit(Opcode::Mul, {g.buf(r.oi, rows), row(r.alpha), g.buf(r.oi, rows)});
+    }
+    g.emit(Opcode::Sub, {S(), row(r.m_new), S()});
+  }
+  g.emit(Opcode::Exp, {S(), g.buf(r.pb, rows, cols)});
+}
+
+// l from P: its row sum, added to the rescaled l after the first key block. It follows P V_j in the
+// program: a warp's compiled code interleaves the sum's adds with the product's mma instructions, so the
+// sum is not on the product's path (an in-order tile stream would otherwise hold P V_j behind it).
+void flash2_row_sum(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
+  const BreakIt& brk = g.s.breaks;
+  auto row = [&](int buffer) { return g.buf(buffer, rows); };
+  g.emit(Opcode::RowSum, {g.buf(r.pb, rows, cols), row(first ? r.l : r.l_tile)});
+  if (first) return;
+  if (!brk.no_max_subtraction && !brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
+  g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
+}
+
 // O += P V_j for a group's rows (O = P V_j on its first key block), then the new running max is kept.
 void flash2_pv(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
   auto P = [&] { return g.buf(r.pb, rows, cols); };
@@ -714,9 +750,18 @@ void flash2_pv(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool fir
 
 // The online softmax update of a group's rows from its S and O += P V_j (first: the group's first key
 // block, which sets m, l and O).
+// ForwardShape::sum_after_product puts the row sum after the product (never for the memory-efficient
+// kernel, which sums its rows across warps through shared memory and meets at a barrier before its P V_j
+// reads P there: iterative_softmax, then accumToSmem and __syncthreads).
 void flash2_update(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first, int v_buffer) {
-  flash2_softmax(g, r, rows, cols, first);
+  if (!g.s.sum_after_product) {
+    flash2_softmax(g, r, rows, cols, first);
+    flash2_pv(g, r, rows, cols, first, v_buffer);
+    return;
+  }
+  flash2_probabilities(g, r, rows, cols, first);
   flash2_pv(g, r, rows, cols, first, v_buffer);
+  flash2_row_sum(g, r, rows, cols, first);
 }
 
 // O = O / l for a group; in registers it is staged through its rows of Q_i (FlashAttention-2's sO aliases
@@ -929,6 +974,10 @@ void check_shape(ForwardSchedule schedule, const ForwardShape& s) {
     throw std::invalid_argument("ping-pong query halves are a flash2 option");
   if (s.ping_pong && s.as_mem_efficient)
     throw std::invalid_argument("ping-pong query halves and the memory-efficient loads do not combine");
+  if (s.sum_after_product && (schedule != ForwardSchedule::Flash2 || s.ping_pong || s.as_mem_efficient))
+    throw std::invalid_argument(
+        "the row sum after the product is a flash2 option (not with ping-pong or the memory-efficient "
+        "loads)");
   if (!(s.qk_range > 0) || !std::isfinite(s.qk_range))
     throw std::invalid_argument("qk_range must be positive and finite");
   if (s.breaks.any() && !breakable(schedule))

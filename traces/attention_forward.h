@@ -90,6 +90,13 @@ struct ForwardShape : AttentionShape {
   // groups taking turns at the tensor cores (FlashAttention-3's ping-pong, cuDNN's Hopper forward). The
   // same loads and stores; a half's own S, P, statistics and O.
   bool ping_pong = false;
+  // flash2 only, not with ping_pong or as_mem_efficient: compute what P V_j needs first (the new max, alpha,
+  // O rescaled, P: FlashAttention-2's softmax_rescale_o order) and sum P's rows after the product, as the
+  // kernel's compiled code interleaves the sum's adds with the mma instructions. Off: the sum and the
+  // rescales before P V_j, on its path. Shortens a lone block's path (1.28 -> 1.20 of the GPU's cycles) but
+  // under the presets' oldest-first service takes FlashAttention-2's pairs out of step (docs/chip.md, "The
+  // row sum after the product").
+  bool sum_after_product = false;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

@@ -26,6 +26,7 @@ traces::ForwardShape forward_shape(const GenInputs& in, traces::ForwardSchedule 
   f.qk_range = in.qk_range;
   f.accumulators_in_registers = in.registers;
   f.ping_pong = in.ping_pong;
+  f.sum_after_product = in.sum_after_product;
   // The project's kernels' form: Q_i's fragments in registers too, where the schedule has them.
   f.q_in_registers = traces::q_in_registers_applies(schedule, f);
   return f;

@@ -23,7 +23,8 @@ struct GenInputs {
   int64_t slots = 0;       // outer-product: output rows kept on chip
   bool registers = false;  // flash2, two-pass, flash1: S, P, O_i and the statistics in the tile register file
   bool ping_pong = false;  // flash2: the query block's halves in instruction groups of their own
-  bool d_given = false;    // lab 7 kinds default to d = 4 and f32, not the tile kinds' 64 and f16
+  bool sum_after_product = false;  // flash2: the row sum after P V_j (ForwardShape::sum_after_product)
+  bool d_given = false;            // lab 7 kinds default to d = 4 and f32, not the tile kinds' 64 and f16
   bool dtype_given = false;
 };
 

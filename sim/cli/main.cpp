@@ -266,8 +266,10 @@ int cmd_gen(const std::vector<std::string>& args) {
       "ping-pong", po::bool_switch(&in.ping_pong),
       "flash2: each query block's two halves as instruction groups (.group) whose softmax and matrix "
       "products interleave, as FlashAttention-3's two consumer warp groups")(
-      "dtype", po::value(&dtype)->default_value("f16"),
-      "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
+      "sum-after-product", po::bool_switch(&in.sum_after_product),
+      "flash2: what P V_j needs first (max, O rescaled, P), the row sum after it, as FlashAttention-2's "
+      "compiled code")("dtype", po::value(&dtype)->default_value("f16"),
+                       "tile kinds: storage dtype of Q, K, V, O (lab 7 kinds: f32 unless given)")(
       "heads", po::value(&in.heads)->default_value(1), "attention kinds: batch x heads, independent")(
       "slots", po::value(&in.slots)->default_value(0),
       "outer-product: output rows (with their m, l) kept in SRAM across all key rows, 0..n")(
@@ -363,6 +365,9 @@ int cmd_compare(const std::vector<std::string>& args) {
       "ping-pong", po::bool_switch(&options.ping_pong),
       "flash2: each query block as two halves whose softmax and matrix products interleave (two consumer "
       "warp groups, FlashAttention-3's ping-pong)")(
+      "sum-after-product", po::bool_switch(&options.sum_after_product),
+      "flash2: what P V_j needs first (max, O rescaled, P), the row sum after it, as FlashAttention-2's "
+      "compiled code (docs/chip.md, \"The row sum after the product\")")(
       "registers", po::bool_switch(&options.registers),
       "flash2, two-pass: S, P, O and the statistics in the tile register file, as GPU kernels keep them")(
       "schedule", po::value(&options.schedules)->composing(), "run only these (repeatable)")(

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sim/machine.h"
@@ -600,6 +602,54 @@ TEST(PingPong, OverlapsTheHalvesSoftmaxWithTheProducts) {
   EXPECT_LT(static_cast<double>(halves), 0.8 * static_cast<double>(whole)) << halves << " vs " << whole;
 }
 
+// Each instruction's start and completion, by its index in the program.
+class StepTimes : public StepObserver {
+ public:
+  void after_step(size_t index, uint64_t start, uint64_t done) override {
+    if (times.size() <= index) times.resize(index + 1);
+    times[index] = {start, done};
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> times;
+};
+
+// With sum_after_product flash2 computes what P V_j needs first (the new max, O rescaled, P;
+// FlashAttention-2's softmax_rescale_o order) and the row sum after the product, as the kernel's compiled
+// code interleaves the sum's adds with the product's mma instructions: every key block's P V_j starts
+// before its row sum ends, the two running on the MXU and the VPU at once. (Without it the product waits
+// for the sum and for the rescale after it: this test fails on that program.)
+TEST(Flash2Order, TheRowSumRunsBesideTheProductOfItsKeyBlock) {
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", {}));
+  ForwardShape s = shape(512, 64, 128, 64, false, Dtype::F16);
+  s.accumulators_in_registers = true;
+  s.sum_after_product = true;
+  const isa::Program program = traces::forward_program(ForwardSchedule::Flash2, s);
+  StepTimes steps;
+  machine.load(program, false, true);
+  machine.sequencer().set_observer(&steps);
+  machine.run();
+  const int p_buffer = program.find_buffer("P");
+  ASSERT_GE(p_buffer, 0);
+  auto reads = [&](size_t k, isa::Opcode op, int buffer) {
+    const isa::Instruction& inst = program.instructions[k];
+    if (inst.op != op) return false;
+    const isa::TileRef& t = program.tiles[static_cast<size_t>(inst.operand(0).tensor)];
+    return t.is_buffer && t.index == buffer;
+  };
+  int checked = 0;
+  for (size_t i = 0; i < program.instructions.size(); ++i) {
+    if (!reads(i, isa::Opcode::Mac, p_buffer) && !reads(i, isa::Opcode::MacZ, p_buffer)) continue;
+    size_t sum = SIZE_MAX;  // the row sum of the same P: the nearest one in the program
+    auto distance = [&](size_t k) { return k > i ? k - i : i - k; };
+    for (size_t k = 0; k < program.instructions.size(); ++k)
+      if (reads(k, isa::Opcode::RowSum, p_buffer) && (sum == SIZE_MAX || distance(k) < distance(sum)))
+        sum = k;
+    ASSERT_NE(sum, SIZE_MAX) << "product at instruction " << i;
+    EXPECT_LT(steps.times[i].first, steps.times[sum].second) << "product at instruction " << i;
+    ++checked;
+  }
+  EXPECT_EQ(checked, (512 / 128) * (512 / 64));  // one P V_j per query block and key block
+}
+
 INSTANTIATE_TEST_SUITE_P(Flash2, PingPong,
                          ::testing::Values(PingPongCase{true, true, false, 256, 64, 64},
                                            PingPongCase{true, true, true, 256, 128, 64},
@@ -645,6 +695,21 @@ TEST(HeadsInnerOutputs, MemoryEfficientForwardKeepsValuesAndBytes) {
   EXPECT_EQ(inner.read, plain.read);
   EXPECT_EQ(inner.written, plain.written);
   s.heads_inner_outputs = 3;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+}
+
+// The same values and bytes in either order; only flash2's own loop takes it.
+TEST(Flash2Order, TheSameValuesAndBytesOnlyForFlash2) {
+  Sim sim;
+  ForwardShape s = shape(300, 64, 64, 32, true, Dtype::F16);
+  const Outcome usual = sim.run(traces::forward_program(ForwardSchedule::Flash2, s));
+  s.sum_after_product = true;
+  expect_same_values_and_bytes(sim.run(traces::forward_program(ForwardSchedule::Flash2, s)), usual);
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::TwoPassFused, s), std::invalid_argument);
+  s.as_mem_efficient = true;
+  EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
+  s.as_mem_efficient = false;
+  s.ping_pong = true;
   EXPECT_THROW(traces::forward_program(ForwardSchedule::Flash2, s), std::invalid_argument);
 }
 

@@ -668,65 +668,34 @@ void flash2_score(Gen& g, const Flash2Buffers& f, const Flash2Rows& r, const QRo
     g.emit(Opcode::Mask, {g.buf(r.sc, rows, cols), Operand::imm(q.rows.start), Operand::imm(key.start)});
 }
 
-// The online softmax of a group's rows from its S: P, the statistics, and O rescaled (first: the group's
-// first key block, which sets m and l). The ping-pong consumers' and the memory-efficient kernel's order:
-// all of it before their P V_j.
-void flash2_softmax(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
-  const BreakIt& brk = g.s.breaks;
-  auto S = [&] { return g.buf(r.sc, rows, cols); };
-  auto P = [&] { return g.buf(r.pb, rows, cols); };
-  auto row = [&](int buffer) { return g.buf(buffer, rows); };
-  if (first || brk.no_max_subtraction) {
-    if (first && !brk.no_max_subtraction) {
-      g.emit(Opcode::RowMax, {S(), row(r.m)});
-      g.emit(Opcode::Sub, {S(), row(r.m), S()});
-    }
-    g.emit(Opcode::Exp, {S(), P()});
-    g.emit(Opcode::RowSum, {P(), row(first ? r.l : r.l_tile)});
-    if (!first) g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
-    return;
-  }
-  // Online softmax update (seed 002's running max and rescale, on tiles).
-  g.emit(Opcode::RowMax, {S(), row(r.m_tile)});
-  g.emit(Opcode::Max, {row(r.m), row(r.m_tile), row(r.m_new)});
-  g.emit(Opcode::Sub, {S(), row(r.m_new), S()});
-  g.emit(Opcode::Exp, {S(), P()});
-  if (!brk.no_rescaling) {
-    g.emit(Opcode::Sub, {row(r.m), row(r.m_new), row(r.alpha)});
-    g.emit(Opcode::Exp, {row(r.alpha), row(r.alpha)});
-  }
-  g.emit(Opcode::RowSum, {P(), row(r.l_tile)});
-  if (!brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
-  g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
-  if (!brk.no_rescaling) g.emit(Opcode::Mul, {g.buf(r.oi, rows), row(r.alpha), g.buf(r.oi, rows)});
+// alpha = exp(m - m_new), the factor the running l and O are rescaled by (none with BREAK IT's no-rescale).
+void flash2_alpha(Gen& g, const Flash2Rows& r, int64_t rows) {
+  if (g.s.breaks.no_rescaling) return;
+  g.emit(Opcode::Sub, {g.buf(r.m, rows), g.buf(r.m_new, rows), g.buf(r.alpha, rows)});
+  g.emit(Opcode::Exp, {g.buf(r.alpha, rows), g.buf(r.alpha, rows)});
 }
 
-// What O += P V_j needs of the online softmax, in FlashAttention-2's softmax_rescale_o order: the new
-// running max, alpha and O rescaled, then P = exp(S - m). The row sum is flash2_row_sum's, after the product.
-void flash2_probabilities(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
-  const BreakIt& brk = g.s.breaks;
+void flash2_rescale_o(Gen& g, const Flash2Rows& r, int64_t rows) {
+  if (!g.s.breaks.no_rescaling)
+    g.emit(Opcode::Mul, {g.buf(r.oi, rows), g.buf(r.alpha, rows), g.buf(r.oi, rows)});
+}
+
+// S's row max: m on the first key block, else m_tile and the new running max m_new (none without max).
+void flash2_row_max(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
+  if (g.s.breaks.no_max_subtraction) return;
+  const int max = first ? r.m : r.m_tile;
+  g.emit(Opcode::RowMax, {g.buf(r.sc, rows, cols), g.buf(max, rows)});
+  if (!first) g.emit(Opcode::Max, {g.buf(r.m, rows), g.buf(r.m_tile, rows), g.buf(r.m_new, rows)});
+}
+
+// P = exp(S - m) (m: the first key block's max or the new running max; exp(S) without max).
+void flash2_exp(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   auto S = [&] { return g.buf(r.sc, rows, cols); };
-  auto row = [&](int buffer) { return g.buf(buffer, rows); };
-  const bool online = !first && !brk.no_max_subtraction;
-  if (first && !brk.no_max_subtraction) {
-    g.emit(Opcode::RowMax, {S(), row(r.m)});
-    g.emit(Opcode::Sub, {S(), row(r.m), S()});
-  } else if (online) {
-    g.emit(Opcode::RowMax, {S(), row(r.m_tile)});
-    g.emit(Opcode::Max, {row(r.m), row(r.m_tile), row(r.m_new)});
-    if (!brk.no_rescaling) {
-      g.emit(Opcode::Sub, {row(r.m), row(r.m_new), row(r.alpha)});
-      g.emit(Opcode::Exp, {row(r.alpha), row(r.alpha)});
-      g.emit(Opcode::Mul, {g.buf(r.oi, rows), row(r.alpha), g.buf(r.oi, rows)});
-    }
-    g.emit(Opcode::Sub, {S(), row(r.m_new), S()});
-  }
+  if (!g.s.breaks.no_max_subtraction) g.emit(Opcode::Sub, {S(), g.buf(first ? r.m : r.m_new, rows), S()});
   g.emit(Opcode::Exp, {S(), g.buf(r.pb, rows, cols)});
 }
 
-// l from P: its row sum, added to the rescaled l after the first key block. It follows P V_j in the
-// program: a warp's compiled code interleaves the sum's adds with the product's mma instructions, so the
-// sum is not on the product's path (an in-order tile stream would otherwise hold P V_j behind it).
+// l from P: its row sum, added to the rescaled l after the first key block.
 void flash2_row_sum(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   const BreakIt& brk = g.s.breaks;
   auto row = [&](int buffer) { return g.buf(buffer, rows); };
@@ -734,6 +703,32 @@ void flash2_row_sum(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, boo
   if (first) return;
   if (!brk.no_max_subtraction && !brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
   g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});
+}
+
+// The online softmax of a group's rows from its S (seed 002's running max and rescale, on tiles): P, the
+// statistics, and O rescaled last (first: the group's first key block, which sets m and l). The
+// ping-pong consumers' and the memory-efficient kernel's order: all of it before their P V_j.
+void flash2_softmax(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
+  const bool online = !first && !g.s.breaks.no_max_subtraction;
+  flash2_row_max(g, r, rows, cols, first);
+  flash2_exp(g, r, rows, cols, first);
+  if (online) flash2_alpha(g, r, rows);
+  flash2_row_sum(g, r, rows, cols, first);
+  if (online) flash2_rescale_o(g, r, rows);
+}
+
+// What O += P V_j needs of the online softmax, in FlashAttention-2's softmax_rescale_o order: the new
+// running max, alpha and O rescaled, then P = exp(S - m). The row sum follows P V_j in the program
+// (flash2_update): a warp's compiled code interleaves the sum's adds with the product's mma instructions,
+// so the sum is not on the product's path (an in-order tile stream would otherwise hold P V_j behind it).
+void flash2_probabilities(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
+  const bool online = !first && !g.s.breaks.no_max_subtraction;
+  flash2_row_max(g, r, rows, cols, first);
+  if (online) {
+    flash2_alpha(g, r, rows);
+    flash2_rescale_o(g, r, rows);
+  }
+  flash2_exp(g, r, rows, cols, first);
 }
 
 // O += P V_j for a group's rows (O = P V_j on its first key block), then the new running max is kept.

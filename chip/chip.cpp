@@ -112,6 +112,8 @@ void Chip::load(const isa::Program& program, Dtype dtype, bool timing_only) {
     state_[c].tile = std::make_unique<TileCore>(units, tensors_, static_cast<int>(c));
     state_[c].tile->reset_units();
     state_[c].tile->set_older_preempts(params_.older_preempts && !params_.blocking_issue);
+    state_[c].tile->set_unit_sharing(params_.share_units && !params_.blocking_issue,
+                                     params_.share_older_weight);
     state_[c].slots.clear();
     core.blocks_run = core.busy_until = 0;
   }
@@ -584,6 +586,19 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
       "the unit at once, the younger's finishing later by as long (a GPU's warp schedulers issue older "
       "warps first; docs/chip.md, \"Which resident block a core serves first\"); false: a unit's instruction "
       "keeps it to its end");
+  r.share_units = p.get<bool>(
+      "share_units", d.share_units, "",
+      "resident blocks' instructions that overlap share the MXU, the VPU and the warp schedulers, each "
+      "block's own in program order (processor sharing: a GPU's schedulers interleave every resident "
+      "block's warp instructions; docs/chip.md, \"Sharing a core's units\"); false: a unit's instruction "
+      "keeps it to its end, the next one waits");
+  r.share_older_weight = p.get<double>(
+      "share_older_weight", d.share_older_weight, "",
+      "with share_units: how many times the next younger block's share of a unit a block gets (1: equal "
+      "shares; large: the older takes the unit, as older_preempts)",
+      1.0, 1e6);
+  if (r.share_units && r.older_preempts)
+    p.fail("share_units", "share_units and older_preempts are two ways of serving a unit: choose one");
   r.release_order =
       p.choice("release_order", "shuffle", {"shuffle", "rotate"},
                "the order the cores run in each quantum (the first books shared bandwidth first): a fresh "

@@ -43,6 +43,10 @@ struct ChipParams {
   // An older block's instruction takes the MXU or VPU from a younger block's in the middle
   // (TileCore::set_older_preempts).
   bool older_preempts = false;
+  // Resident blocks' overlapping instructions share the MXU, VPU and warp schedulers
+  // (TileCore::set_unit_sharing).
+  bool share_units = false;
+  double share_older_weight = 1;  // with share_units: an older block's share over the next younger one's
   // The order the conductor releases the cores in each quantum (docs/chip.md, "The order cores run in a
   // quantum"): the first released books shared bandwidth first. Rotate: core order, starting one core later
   // every quantum; shuffle: a fresh pseudo-random permutation every quantum (fixed seed), so every core is
@@ -129,6 +133,7 @@ class Chip : public Component {
   void set_quantum(int64_t cycles) { params_.quantum_cycles = cycles; }
   void set_issue_priority(ChipParams::IssuePriority priority) { params_.issue_priority = priority; }
   void set_older_preempts(bool on) { params_.older_preempts = on; }  // from the next load on
+  void set_share_units(bool on) { params_.share_units = on; }        // from the next load on
   // The cores' clock (what a cycle lasts), for the next run(); Machine::set_clock_ghz keeps DRAM in step.
   void set_clock_ghz(double ghz);
   // Keep a BlockRecord for every block of the next runs (off by default: 40 bytes a block).

@@ -216,6 +216,11 @@ void Machine::set_older_preempts(bool on) {
   chip_->set_older_preempts(on);
 }
 
+void Machine::set_share_units(bool on) {
+  if (!chip_) throw std::logic_error("Machine::set_share_units: only a whole chip's cores change");
+  chip_->set_share_units(on);
+}
+
 void Machine::set_issue_priority(std::optional<ChipParams::IssuePriority> priority) {
   if (!chip_) throw std::logic_error("Machine::set_issue_priority: only a whole chip's cores change");
   chip_->set_issue_priority(priority.value_or(configured_priority_));

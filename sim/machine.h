@@ -61,6 +61,8 @@ class Machine {
   void set_issue_priority(std::optional<ChipParams::IssuePriority> priority);
   // chip.older_preempts, from the next load on (a whole chip).
   void set_older_preempts(bool on);
+  // chip.share_units, from the next load on (a whole chip).
+  void set_share_units(bool on);
 
   bool has_scalar_units() const { return dram_ != nullptr; }
   bool has_tile_units() const { return hbm_ != nullptr; }

@@ -118,6 +118,10 @@ void TileCore::reset_units() {
   mxu_busy_since_ = mxu_free_ = vpu_free_ = sfu_free_ = 0;
   mxu_holder_ = vpu_holder_ = sfu_holder_ = port_holder_ = Holder{};
   port_booked_.reset();
+  for (SharedServer* server : {&mxu_shared_, &vpu_shared_, &sfu_shared_, &port_shared_}) server->clear();
+  in_flight_.clear();
+  in_flight_first_ = 1;
+  job_ = 0;
   delayed_others_ = false;
   per_opcode_.fill(0);
   own_locks_.clear();
@@ -261,12 +265,20 @@ uint64_t TileCore::mma_delay_at_start(const TileDecoded& d, const BlockContext& 
                                       uint64_t cycles, double count) const {
   const IssueUnit* issue = units_.issue;
   if (!issue || !issue->mma_yields()) return 0;
-  const uint64_t queued =
-      issue->port_free() > start ? std::min(issue->port_free(), start + cycles) - start : 0;
+  const uint64_t queued = port_queued(start, cycles);
   const TileOperand& a = d.ops[0];
   const double own =
       count - issue->mma_instructions(a.out_rows(), a.out_cols(), d.ops[1].out_cols(), ctx.tiling());
   return issue->mma_delay(issue->instructions_in(queued) + own);
+}
+
+uint64_t TileCore::port_queued(uint64_t start, uint64_t cycles) const {
+  if (sharing_) {
+    const auto left = static_cast<uint64_t>(std::llround(port_shared_.work_left_at(start)));
+    return std::min(left, cycles);
+  }
+  const uint64_t free = units_.issue->port_free();
+  return free > start ? std::min(free, start + cycles) - start : 0;
 }
 
 void TileCore::yield_mxu(const IssueUnit::Span& span, double instructions) {
@@ -276,7 +288,13 @@ void TileCore::yield_mxu(const IssueUnit::Span& span, double instructions) {
   if (until <= from || span.port_end <= span.start) return;
   const double beside =
       instructions * static_cast<double>(until - from) / static_cast<double>(span.port_end - span.start);
-  mxu_free_ += units_.issue->mma_delay(beside);
+  const uint64_t delay = units_.issue->mma_delay(beside);
+  if (!sharing_) {
+    mxu_free_ += delay;
+  } else if (mxu_shared_.append_behind(static_cast<double>(delay))) {
+    apply_moves(mxu_shared_);
+    mxu_free_ = mxu_shared_.busy_until();
+  }
 }
 
 void TileCore::decode(const isa::Program& program, const isa::Instruction& inst,
@@ -364,8 +382,14 @@ void TileCore::hold(Holder& holder, BlockContext& ctx, const TileDecoded& d, uin
 
 void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint64_t unit_free) {
   holder.from = start + taken;
+  push_results(holder, unit_free + holder.latency);
+  delayed_others_ = true;
+}
+
+void TileCore::push_results(Holder& holder, uint64_t done) {
   const uint64_t was_done = holder.done;
-  holder.done = std::max(holder.done, unit_free + holder.latency);
+  holder.done = std::max(holder.done, done);
+  if (!holder.ctx || holder.done == was_done) return;
   BlockContext& ctx = *holder.ctx;
   const TileDecoded& d = holder.d;
   for (size_t k = 0; k < d.count; ++k) {
@@ -381,9 +405,48 @@ void TileCore::resume_later(Holder& holder, uint64_t start, uint64_t taken, uint
   delayed_others_ = true;
 }
 
+SharedServer& TileCore::vector_pipe_server(isa::Opcode op) {
+  return on_sfu(op) ? sfu_shared_ : vpu_shared_;
+}
+
+const SharedServer& TileCore::vector_pipe_server(isa::Opcode op) const {
+  return on_sfu(op) ? sfu_shared_ : vpu_shared_;
+}
+
+// A moved job's unit (or schedulers') part now ends later: so does its result, its latency after.
+void TileCore::apply_moves(const SharedServer& server) {
+  for (const auto& [job, end] : server.moved()) {
+    if (job < in_flight_first_ || job - in_flight_first_ >= in_flight_.size()) continue;
+    Holder& holder = in_flight_[job - in_flight_first_];
+    push_results(holder, end + holder.latency);
+  }
+}
+
+void TileCore::track(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency) {
+  while (in_flight_first_ + in_flight_.size() < job_) in_flight_.emplace_back();  // untracked jobs
+  if (in_flight_first_ + in_flight_.size() == job_) in_flight_.push_back(Holder{&ctx, 0, done, latency, d});
+}
+
+void TileCore::sweep(uint64_t now) {
+  for (SharedServer* server : {&mxu_shared_, &vpu_shared_, &sfu_shared_, &port_shared_}) server->advance(now);
+  // A job's end is its fractional end rounded: one done a cycle before `now` has left every unit.
+  while (!in_flight_.empty() && (!in_flight_.front().ctx || in_flight_.front().done + 1 < now)) {
+    in_flight_.pop_front();
+    ++in_flight_first_;
+  }
+}
+
 IssueUnit::Span TileCore::book_issue(BlockContext& ctx, uint64_t at, double count, int64_t warps,
                                      uint64_t held) {
   IssueUnit& issue = *units_.issue;
+  if (sharing_) {
+    const uint64_t start = std::max(at, port_shared_.owner_free(&ctx));
+    const IssueUnit::Cost cost = issue.count_issue(count, warps, held);
+    if (!issue.params().limit) return {at, at, at};
+    const uint64_t port_end = port_shared_.add(job_, &ctx, ctx.age, start, static_cast<double>(cost.port));
+    apply_moves(port_shared_);
+    return {start, port_end, std::max(port_end, start + cost.own)};
+  }
   const uint64_t free_before = issue.port_free();
   const uint64_t from = std::max(at, unit_free_for(free_before, port_holder_, &ctx));
   const bool takes = from < free_before;
@@ -411,6 +474,8 @@ void TileCore::hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done,
 void TileCore::forget(const BlockContext& ctx) {
   for (Holder* h : {&mxu_holder_, &vpu_holder_, &sfu_holder_, &port_holder_})
     if (h->ctx == &ctx) *h = Holder{};
+  for (Holder& holder : in_flight_)
+    if (holder.ctx == &ctx) holder.ctx = nullptr;  // its results are final now
 }
 
 uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready, const BlockContext* ctx) const {
@@ -421,6 +486,7 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready, const BlockC
       return units_.dma->earliest_start(ready);
     case isa::Opcode::MacZ:
     case isa::Opcode::Mac:
+      if (sharing_) return std::max(ready, mxu_shared_.owner_free(ctx));
       return std::max(ready, unit_free_for(mxu_free_, mxu_holder_, ctx));
     case isa::Opcode::Lock: {
       const uint64_t free = locks().free_at(lock_word(d).addr);
@@ -431,6 +497,7 @@ uint64_t TileCore::start_time(const TileDecoded& d, uint64_t ready, const BlockC
     case isa::Opcode::Fence:
       return ready;
     default:
+      if (sharing_) return std::max(ready, vector_pipe_server(d.op).owner_free(ctx));
       return std::max(ready, unit_free_for(vector_pipe_free(d.op), vector_pipe_holder(d.op), ctx));
   }
 }
@@ -462,6 +529,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
 TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool blocking, bool values,
                                  uint64_t ready) {
   ++per_opcode_[static_cast<size_t>(d.op)];
+  ++job_;
   delayed_others_ = false;
   Step step;
   switch (d.op) {
@@ -506,6 +574,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
   // its unit; blocking issue waits for completion instead.
   next_issue = blocking ? step.done : std::max(step.start + 1, step.hold);
   ctx.end = std::max(ctx.end, step.done);
+  if (sharing_ && job_ % 64 == 0) sweep(step.start);
   return step;
 }
 
@@ -543,6 +612,7 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
     yield_mxu(span, count);
     t.done = std::max(t.done, span.done);
     hold_port(ctx, d, t.done, 0);
+    if (sharing_) track(ctx, d, t.done, 0);
   }
   if (is_store) {
     ctx.tensor_written[mem.storage] = std::max(ctx.tensor_written[mem.storage], t.done);
@@ -633,8 +703,9 @@ TileCore::Step TileCore::fence_op(const TileDecoded& d, BlockContext& ctx, uint6
 TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint64_t ready, bool values) {
   MxuUnit& mxu = *units_.mxu;
   const uint64_t free_before = mxu_free_;
-  const uint64_t start = std::max(ready, unit_free_for(mxu_free_, mxu_holder_, &ctx));
-  if (start < free_before) mxu_free_ = start;  // taken from a younger block's instruction
+  const uint64_t start = sharing_ ? std::max(ready, mxu_shared_.owner_free(&ctx))
+                                  : std::max(ready, unit_free_for(mxu_free_, mxu_holder_, &ctx));
+  if (start < free_before && !sharing_) mxu_free_ = start;  // taken from a younger block's instruction
   const TileOperand& a = d.ops[0];
   const TileOperand& b = d.ops[1];
   const TileOperand& dst = d.ops[d.count - 1];
@@ -649,19 +720,27 @@ TileCore::Step TileCore::matrix_op(const TileDecoded& d, BlockContext& ctx, uint
   cycles += mma_delay_at_start(d, ctx, start, cycles, count);
   if (start > mxu_free_) mxu_busy_since_ = start;  // after an idle gap: a new busy stretch
   mxu_free_ = start + cycles;
+  uint64_t unit_end = mxu_free_;
+  if (sharing_) {
+    unit_end = mxu_shared_.add(job_, &ctx, ctx.age, start, static_cast<double>(cycles));
+    apply_moves(mxu_shared_);
+    mxu_free_ = mxu_shared_.busy_until();
+  }
   // A reader of the result waits for its latency too; the array is free for other work meanwhile. The
   // arrays' own cycles may hold the schedulers (the fragment loads go through the SRAM port beside them).
   const auto latency = static_cast<uint64_t>(mxu.params().result_latency);
-  const uint64_t done = std::max(mxu_free_, issued(d, ctx, start, count, array_cycles).done) + latency;
+  const uint64_t done = std::max(unit_end, issued(d, ctx, start, count, array_cycles).done) + latency;
   hold_port(ctx, d, done, latency);
-  if (start < free_before) {
+  if (sharing_) {
+    track(ctx, d, done, latency);
+  } else if (start < free_before) {
     const uint64_t unit_free = mxu_free_;
     mxu_free_ = free_before + (unit_free - start);
     resume_later(mxu_holder_, start, unit_free - start, mxu_free_);
   } else {
     hold(mxu_holder_, ctx, d, start, done, latency);
   }
-  const Step step{start, done, std::min(mxu_free_, done)};
+  const Step step{start, done, std::min(sharing_ ? unit_end : mxu_free_, done)};
   if (!values) return step;
   TileView va = view(a, ctx), vb = view(b, ctx), vd = view(dst, ctx);
   std::optional<TileView> vc;
@@ -688,8 +767,10 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   VpuUnit& vpu = *units_.vpu;
   uint64_t& pipe_free = vector_pipe_free(d.op);
   Holder& holder = vector_pipe_holder(d.op);
+  SharedServer& server = vector_pipe_server(d.op);
   const uint64_t free_before = pipe_free;
-  const uint64_t start = std::max(ready, unit_free_for(pipe_free, holder, &ctx));
+  const uint64_t start = sharing_ ? std::max(ready, server.owner_free(&ctx))
+                                  : std::max(ready, unit_free_for(pipe_free, holder, &ctx));
   const VpuOp op = vpu_op_of(d.op);
   const TileOperand& src = d.ops[0];
   const TileOperand& dst = d.ops[d.destination()];
@@ -700,19 +781,26 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   cycles = std::max(cycles, operand_traffic(d, ctx));
   // Chained onto a producer still streaming out: the last vector follows the producer's last one.
   const uint64_t chained = chained_sources_ready(d, ctx);
-  const uint64_t unit_end = std::max(start + cycles, chained ? chained + vpu.vector_interval(op) : 0);
+  uint64_t unit_end = std::max(start + cycles, chained ? chained + vpu.vector_interval(op) : 0);
   pipe_free = unit_end;
+  if (sharing_) {
+    unit_end = server.add(job_, &ctx, ctx.age, start, static_cast<double>(unit_end - start));
+    apply_moves(server);
+    pipe_free = server.busy_until();
+  }
   const uint64_t latency = vpu.result_latency(op, cols);  // as the MXU's result_latency
-  const uint64_t done = std::max(pipe_free, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;
+  const uint64_t done = std::max(unit_end, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;
   hold_port(ctx, d, done, latency);
-  if (start < free_before) {  // taken from a younger block's instruction
+  if (sharing_) {
+    track(ctx, d, done, latency);
+  } else if (start < free_before) {  // taken from a younger block's instruction
     pipe_free = free_before + (unit_end - start);
     resume_later(holder, start, unit_end - start, pipe_free);
   } else {
     hold(holder, ctx, d, start, done, latency);
   }
   if (values) vector_values(d, ctx, op);
-  Step step{start, done, std::min(pipe_free, done)};
+  Step step{start, done, std::min(sharing_ ? unit_end : pipe_free, done)};
   if (vpu.chains_from(op)) step.chain_ready = start + vpu.first_vector_cycles(op) + latency;
   return step;
 }

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <array>
+#include <deque>
 #include <optional>
 #include <vector>
 
 #include "isa/program.h"
 #include "models/common/memory_level.h"
 #include "models/core/lock_table.h"
+#include "models/core/shared_server.h"
 #include "models/dma/dma.h"
 #include "models/issue/issue.h"
 #include "models/mxu/mxu.h"
@@ -149,6 +151,16 @@ class TileCore {
   // one kept the unit. A GPU's warp schedulers issue the older block's ready warps first; a tile instruction
   // is thousands of warp instructions, so without this the younger's holds the unit to its end.
   void set_older_preempts(bool on) { older_preempts_ = on; }
+  // Processor sharing (off by default; not with set_older_preempts): different blocks' instructions that
+  // overlap share the MXU, the VPU and the warp schedulers, each block's own in program order
+  // (SharedServer). An instruction starts once its operands and its own block's earlier work on the unit
+  // allow, and the unit's other blocks' instructions, results and buffers' times move later by what it
+  // takes from them. Alone, a block runs as without it, cycle for cycle.
+  void set_unit_sharing(bool on, double older_weight = 1) {
+    sharing_ = on;
+    for (SharedServer* server : {&mxu_shared_, &vpu_shared_, &sfu_shared_, &port_shared_})
+      server->set_older_weight(older_weight);
+  }
   // `ctx`'s block has ended (its context is about to be reused): none of its instructions can move now.
   void forget(const BlockContext& ctx);
 
@@ -207,6 +219,18 @@ class TileCore {
   // The holder lost `taken` cycles of the unit from `start` to an older block's instruction: its work
   // resumes after, ending at `unit_free`; its result and buffers move with it.
   void resume_later(Holder& holder, uint64_t start, uint64_t taken, uint64_t unit_free);
+  // The holder's result is now ready at `done` (if later): its buffers' times and its block's end move.
+  void push_results(Holder& holder, uint64_t done);
+  // set_unit_sharing: the unit a vector op runs on; what the last add to `server` moved, into the
+  // instructions in flight; the instruction just timed, in flight until no unit holds it; forgets those
+  // done before `now`, every so often.
+  SharedServer& vector_pipe_server(isa::Opcode op);
+  const SharedServer& vector_pipe_server(isa::Opcode op) const;
+  void apply_moves(const SharedServer& server);
+  void track(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency);
+  void sweep(uint64_t now);
+  // The schedulers' cycles booked but not yet spent at `start` (of at most `cycles`).
+  uint64_t port_queued(uint64_t start, uint64_t cycles) const;
   void vector_values(const TileDecoded& d, BlockContext& ctx, VpuOp op);
 
   TileUnits units_;
@@ -229,7 +253,13 @@ class TileCore {
   // vpu.chaining: the latest result of a chainable source of `d` (its last vector reaches d then).
   uint64_t chained_sources_ready(const TileDecoded& d, const BlockContext& ctx) const;
   std::optional<IssueUnit::Span> port_booked_;  // book_issue's span, for hold_port
-  bool delayed_others_ = false;                 // for this instruction's Step
+  bool sharing_ = false;
+  SharedServer mxu_shared_, vpu_shared_, sfu_shared_, port_shared_;
+  uint64_t job_ = 0;  // the instruction being executed, for the servers
+  // The instructions that may still move, by job from in_flight_first_ on (a job no unit holds: no ctx).
+  std::deque<Holder> in_flight_;
+  uint64_t in_flight_first_ = 1;
+  bool delayed_others_ = false;  // for this instruction's Step
   std::array<uint64_t, isa::kOpcodeCount> per_opcode_{};
   mutable LockTable own_locks_;  // a single core's (a program run alone)
 };

@@ -150,21 +150,23 @@ double IssueUnit::shared_access_instructions(int64_t rows, int64_t cols, int64_t
   return accesses * (1.0 + p.address_per_shared) * static_cast<double>(warps(rows));
 }
 
-IssueUnit::Span IssueUnit::issue_span(uint64_t at, double instructions, int64_t warps, uint64_t held) {
+IssueUnit::Cost IssueUnit::count_issue(double instructions, int64_t warps, uint64_t held) {
   const auto count = static_cast<uint64_t>(std::llround(instructions));
-  if (!params_.limit) {
-    warp_instructions += count;
-    return {at, at, at};
-  }
-  const uint64_t start = std::max(at, free_);
+  warp_instructions += count;
+  if (!params_.limit) return {};
   const auto per_cycle = static_cast<uint64_t>(params_.schedulers * params_.instructions_per_cycle);
   const uint64_t cycles = (count + per_cycle - 1) / per_cycle + (params_.mma_holds_schedulers ? held : 0);
-  free_ = start + cycles;
   busy_cycles += cycles;
-  warp_instructions += count;
   const double per_warp = static_cast<double>(count) / static_cast<double>(std::max<int64_t>(warps, 1));
-  const auto own = static_cast<uint64_t>(std::ceil(per_warp * params_.cycles_per_warp_instruction - 1e-9));
-  return {start, free_, std::max(free_, start + own)};
+  return {cycles, static_cast<uint64_t>(std::ceil(per_warp * params_.cycles_per_warp_instruction - 1e-9))};
+}
+
+IssueUnit::Span IssueUnit::issue_span(uint64_t at, double instructions, int64_t warps, uint64_t held) {
+  const Cost cost = count_issue(instructions, warps, held);
+  if (!params_.limit) return {at, at, at};
+  const uint64_t start = std::max(at, free_);
+  free_ = start + cost.port;
+  return {start, free_, std::max(free_, start + cost.own)};
 }
 
 uint64_t IssueUnit::mma_delay(double other_instructions) const {

@@ -138,6 +138,13 @@ class IssueUnit : public Component {
   // `held` more cycles keep the schedulers from issuing (a product's MXU cycles, if mma_holds_schedulers).
   // Without the limit nothing is timed: start = port_end = done = at.
   Span issue_span(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0);
+  // What issue_span books, without booking it: the schedulers' cycles (`port`) and the warps' own
+  // (`own`: from the first to the cycle after the last, at cycles_per_warp_instruction); counts them.
+  // Without the limit both are 0.
+  struct Cost {
+    uint64_t port = 0, own = 0;
+  };
+  Cost count_issue(double instructions, int64_t warps = 1 << 20, uint64_t held = 0);
   uint64_t issue(uint64_t at, double instructions, int64_t warps = 1 << 20, uint64_t held = 0) {
     return issue_span(at, instructions, warps, held).done;
   }

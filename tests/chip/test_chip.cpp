@@ -9,6 +9,7 @@
 #include "sim/config.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "tests/common/forward_shape.h"
 #include "traces/attention_forward.h"
 #include "traces/builder.h"
 
@@ -17,16 +18,9 @@ namespace {
 
 const std::string kConfigs = std::string(ATTNSIM_SOURCE_DIR) + "/configs/";
 
+using testing::chip_shape;
 traces::ForwardShape shape(int64_t n, int64_t heads, int64_t block, bool causal = false) {
-  traces::ForwardShape s;
-  s.n = n;
-  s.d = 64;
-  s.heads = heads;
-  s.block_q = s.block_k = block;
-  s.causal = causal;
-  s.dtype = Dtype::F16;
-  s.double_buffer = false;  // as the validation kernels
-  return s;
+  return chip_shape(n, heads, block, causal);
 }
 
 ChipSummary run_on(Machine& machine, const isa::Program& program, bool timing_only = true) {

@@ -557,6 +557,15 @@ TEST_F(Cli, AnL2RateInTimeAndInCyclesIsRefused) {
       {"hit_latency_ns=0 lets hit_latency_cycles count"});
 }
 
+// chip.share_units and chip.older_preempts are two ways of serving a unit: both at once is refused.
+TEST_F(Cli, SharingAndPreemptingAUnitAreRefusedTogether) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string trace = write("t.trace", ".buffer S[4][4] f32\nMASK S, 0, 0\n");
+  expect_input_error(
+      run_trace(h100, trace, {"-p", "chip.share_units=true", "-p", "chip.older_preempts=true"}),
+      "-p chip.share_units=true: error: chip.share_units: ", {"choose one"});
+}
+
 // l2.core_partitions names one partition per core: a digit past the partitions, or fewer or more digits
 // than chip.cores, is refused with the key.
 TEST_F(Cli, CorePartitionsMustNameEveryCoresPartition) {

@@ -590,7 +590,8 @@ void register_chip_params(ParamReader& p, ChipParams& r) {
       "share_units", d.share_units, "",
       "resident blocks' instructions that overlap share the MXU, the VPU and the warp schedulers, each "
       "block's own in program order (processor sharing: a GPU's schedulers interleave every resident "
-      "block's warp instructions; docs/chip.md, \"Sharing a core's units\"); false: a unit's instruction "
+      "block's warp instructions; docs/chip.md, \"Sharing a unit between blocks\"); false: a unit's "
+      "instruction "
       "keeps it to its end, the next one waits");
   r.share_older_weight = p.get<double>(
       "share_older_weight", d.share_older_weight, "",

@@ -17,7 +17,7 @@ uint64_t to_cycle(double t) {
 
 }  // namespace
 
-// Each owner's jobs in arrival order, into queues_ (indices into jobs_); heads_[k]: the next of queue k.
+// Each owner's jobs in arrival order, into the first queue_count_ of queues_ (indices into jobs_).
 void SharedServer::group() const {
   queue_count_ = 0;
   for (size_t i = 0; i < jobs_.size(); ++i) {

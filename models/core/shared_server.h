@@ -38,7 +38,6 @@ class SharedServer {
   uint64_t busy_until() const;  // when the last job ends; 0 when there is none
   // The unit cycles of work not yet done at `at` (no later arrivals).
   double work_left_at(uint64_t at) const;
-  double now() const { return now_; }
   void advance(uint64_t to);  // serves the jobs up to `to` (no arrival will come earlier)
   void clear();
 

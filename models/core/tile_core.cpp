@@ -786,7 +786,6 @@ TileCore::Step TileCore::vector_op(const TileDecoded& d, BlockContext& ctx, uint
   if (sharing_) {
     unit_end = server.add(job_, &ctx, ctx.age, start, static_cast<double>(unit_end - start));
     apply_moves(server);
-    pipe_free = server.busy_until();
   }
   const uint64_t latency = vpu.result_latency(op, cols);  // as the MXU's result_latency
   const uint64_t done = std::max(unit_end, issued(d, ctx, start, issue_cost(d, ctx), 0).done) + latency;

@@ -414,24 +414,26 @@ class Assembler {
   }
 
   struct KernelOptionsSeen {
-    bool k_loops = false, warps = false, mma = false, softmax = false, exp = false;
+    bool k_loops = false, warps = false, mma = false, softmax = false, exp = false, overhead = false;
   };
 
-  // k_loops(rolled | unrolled), warps(W, R), mma(M, N, K), softmax(iterative) or exp(accurate) after a
-  // kernel's grid, each at most once.
+  // k_loops(rolled | unrolled), warps(W, R), mma(M, N, K), softmax(iterative), exp(accurate) or
+  // overhead(KEY=VALUE, ...) after a kernel's grid, each at most once.
   static void parse_kernel_option(LineCursor& c, KernelDecl& decl, KernelOptionsSeen& seen) {
     const SourceLoc loc = c.loc();
     const std::string option = c.identifier();
-    bool* flag = option == "k_loops"   ? &seen.k_loops
-                 : option == "warps"   ? &seen.warps
-                 : option == "mma"     ? &seen.mma
-                 : option == "softmax" ? &seen.softmax
-                 : option == "exp"     ? &seen.exp
-                                       : nullptr;
+    bool* flag = option == "k_loops"    ? &seen.k_loops
+                 : option == "warps"    ? &seen.warps
+                 : option == "mma"      ? &seen.mma
+                 : option == "softmax"  ? &seen.softmax
+                 : option == "exp"      ? &seen.exp
+                 : option == "overhead" ? &seen.overhead
+                                        : nullptr;
     if (!flag)
       c.fail(loc,
              "unexpected text after the kernel declaration (only k_loops(rolled | unrolled), warps(W, R), "
-             "mma(M, N, K), softmax(iterative) and exp(accurate) may follow the grid)");
+             "mma(M, N, K), softmax(iterative), exp(accurate) and overhead(fixed=F, ldmatrix_address=A, "
+             "copy_address=C) may follow the grid)");
     if (*flag) c.fail(loc, option + "(...) is given twice");
     *flag = true;
     if (option == "k_loops")
@@ -440,6 +442,8 @@ class Assembler {
       parse_warps(c, decl);
     else if (option == "mma")
       parse_mma(c, decl);
+    else if (option == "overhead")
+      parse_overhead(c, decl.overhead);
     else if (option == "softmax") {
       parse_word(c, option, "iterative");
       decl.iterative_softmax = true;
@@ -460,6 +464,30 @@ class Assembler {
       decl.mma[dim] = *extent;
     }
     c.expect(')', "to close mma(...)");
+  }
+
+  // overhead(KEY=VALUE, ...): what the kernel's code spends beside its tile instructions (isa::CodeOverhead),
+  // KEY one of fixed, ldmatrix_address, copy_address, each at most once, VALUE a count from 0 to 1000.
+  static void parse_overhead(LineCursor& c, CodeOverhead& overhead) {
+    c.expect('(', "after overhead");
+    do {
+      const SourceLoc key_loc = c.loc();
+      const std::string key = c.identifier();
+      double* field = key == "fixed"              ? &overhead.fixed_per_warp
+                      : key == "ldmatrix_address" ? &overhead.address_per_ldmatrix
+                      : key == "copy_address"     ? &overhead.address_per_copy
+                                                  : nullptr;
+      if (!field)
+        c.fail(key_loc, "expected fixed, ldmatrix_address or copy_address in overhead(...)" + c.found());
+      if (*field >= 0) c.fail(key_loc, key + " is given twice in overhead(...)");
+      c.expect('=', "after " + key);
+      const SourceLoc value_loc = c.loc();
+      const auto value = c.number();
+      if (!value || !(*value >= 0 && *value <= 1000))
+        c.fail(value_loc, key + ": instructions from 0 to 1000, e.g. overhead(" + key + "=0.5)");
+      *field = *value;
+    } while (c.accept(','));
+    c.expect(')', "to close overhead(...)");
   }
 
   // OPTION(WORD), the one word such an option takes: softmax(iterative), exp(accurate).

@@ -25,6 +25,18 @@ std::string tuple_text(const std::array<int64_t, 3>& values, size_t dims) {
   return out + ")";
 }
 
+// ` overhead(fixed=F, ...)` of the fields a kernel sets; "" when it sets none.
+std::string overhead_text(const CodeOverhead& o) {
+  std::string fields;
+  auto add = [&](const char* key, double value) {
+    if (value >= 0) fields += fmt::format("{}{}={}", fields.empty() ? "" : ", ", key, format_number(value));
+  };
+  add("fixed", o.fixed_per_warp);
+  add("ldmatrix_address", o.address_per_ldmatrix);
+  add("copy_address", o.address_per_copy);
+  return fields.empty() ? "" : " overhead(" + fields + ")";
+}
+
 }  // namespace
 
 std::string format_tile(const Program& program, const TileRef& t) {
@@ -118,7 +130,7 @@ std::string disassemble(const Program& program) {
            (k.warps > 0 ? fmt::format(" warps({}, {})", k.warps, k.warp_rows) : "") +
            (k.mma[0] > 0 ? fmt::format(" mma({}, {}, {})", k.mma[0], k.mma[1], k.mma[2]) : "") +
            (k.iterative_softmax ? " softmax(iterative)" : "") + (k.accurate_exp ? " exp(accurate)" : "") +
-           "\n";
+           overhead_text(k.overhead) + "\n";
   for (const auto& check : program.checks) {
     out += ".check " + program.tensors[check.target].name + " = " + check.function + "(";
     for (size_t i = 0; i < check.args.size(); ++i)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "isa/code_overhead.h"
 #include "isa/diagnostics.h"
 #include "isa/dtype.h"
 #include "isa/opcode.h"
@@ -204,6 +205,8 @@ struct KernelDecl {
   // as the project's kernels have it. What it costs per element is the machine's
   // (issue.accurate_exp_per_element).
   bool accurate_exp = false;
+  // What the kernel's code spends beside its tile instructions (`.kernel ... overhead(...)`; CodeOverhead).
+  CodeOverhead overhead{};
   int64_t blocks() const { return grid[0] * grid[1] * grid[2]; }
 };
 

@@ -434,6 +434,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.warps = m.warps, shape.warp_rows = m.warp_rows;
       shape.mma = m.mma;
       shape.iterative_softmax = m.iterative_softmax;
+      shape.overhead = m.overhead;
       shape.dtype = *dtype;
       return program([shape, schedule = *forward] { return traces::forward_program(schedule, shape); });
     }
@@ -459,6 +460,7 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
     shape.warps = m.warps, shape.warp_rows = m.warp_rows;
     shape.mma = m.mma;
     shape.accurate_exp = m.accurate_exp;
+    shape.overhead = m.overhead;
     return program([shape, schedule = *backward] { return traces::backward_program(schedule, shape); });
   } catch (const std::invalid_argument& e) {
     throw InputError(data_path, {m.line, 1}, e.what());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chip/chip.h"
+#include "isa/code_overhead.h"
 
 namespace attnsim {
 
@@ -81,6 +82,9 @@ struct Measurement {
   std::array<int64_t, 3> mma{0, 0, 0};
   bool iterative_softmax = false;
   bool accurate_exp = false;  // BackwardShape::accurate_exp: PyTorch's memory-efficient backward
+  // What the main kernel's code spends beside its tile instructions (AttentionShape::overhead): PyTorch's
+  // FlashAttention-2 kernels (sim/sdpa_cases.cpp); unset: the machine's.
+  isa::CodeOverhead overhead{};
   // The kernel's two consumer warp groups take turns at the tensor cores: ForwardShape::ping_pong for a
   // forward row, BackwardShape::warp_groups for a backward one (cuDNN's).
   bool ping_pong = false;

@@ -250,6 +250,7 @@ isa::KernelDecl main_kernel(const BackwardShape& s, const std::string& name, std
   isa::KernelDecl decl{name, grid, s.rolled_k_loops, s.warps, s.warp_rows};
   decl.mma = s.mma;
   decl.accurate_exp = s.accurate_exp;
+  decl.overhead = s.overhead;
   return decl;
 }
 

@@ -908,6 +908,7 @@ void flash2(Gen& g) {
     isa::KernelDecl decl{name, grid, false, s.warps, s.warp_rows};
     decl.mma = s.mma;
     decl.iterative_softmax = s.iterative_softmax;
+    decl.overhead = s.overhead;
     return g.b.kernel(std::move(decl));
   };
   if (s.persistent_blocks == 0) {

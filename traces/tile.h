@@ -27,6 +27,9 @@ struct AttentionShape {
   int64_t warp_rows = 0;
   // The kernel's mma instruction shape (isa::KernelDecl::mma); {0, 0, 0}: the machine's.
   std::array<int64_t, 3> mma{0, 0, 0};
+  // flash2's forward kernel and flash2-bwd's main kernel: what their code spends beside the tile
+  // instructions (isa::KernelDecl::overhead); unset fields: the machine's.
+  isa::CodeOverhead overhead{};
   // Throws std::invalid_argument unless mma is all 0 or each of M, N, K is from 1 to 256.
   void check_mma() const;
 };

@@ -5,6 +5,9 @@ summarize_warp_instructions.py): what the issue model's costs for a library kern
 
     summarize_sdpa_instructions.py validation/data/h200_memeff_fwd_profile.tar.gz > \\
         validation/data/h200_memeff_fwd_instructions.csv
+    (summarize_sdpa_instructions.py validation/data/h200_fa2_fwd_profile_pairs.tar.gz; \\
+     summarize_sdpa_instructions.py validation/data/h200_fa2_fwd_profile_pairs64.tar.gz | tail -n +2) > \\
+        validation/data/h200_fa2_fwd_instructions.csv
 
 Reads profile/<b>x<h>x<n>x<d>x<causal>_s<SMs>_source.csv.gz (run_memeff_profile.sh: ncu --set full, the
 SASS source page) from the archive. One row per attention kernel (fmha_cutlass*, flash_*, cudnn_*): the
@@ -34,7 +37,8 @@ def main():
                 continue
             text = gzip.decompress(tar.extractfile(member).read()).decode()
             for kernel, opcodes in launches(text):
-                name = ATTENTION.match(kernel)
+                # FlashAttention-2's pages name it with its return type and namespace.
+                name = ATTENTION.match(re.sub(r"^void\s+(\w+::)*", "", kernel))
                 if not name:
                     continue
                 counts = by_kind(opcodes)

@@ -217,13 +217,13 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   const BufferState& from = ctx.buffers[src.storage];
   if (d.op == isa::Opcode::Mov && !from.in_regs && ctx.buffers[dst.storage].in_regs &&
       dtype_bytes(from.dtype) == 2 && to_16bit)
-    return issue.fragment_load_instructions(dst.out_rows(), bytes_in_sram(src));
+    return issue.fragment_load_instructions(dst.out_rows(), bytes_in_sram(src), ctx.overhead);
   // CUTLASS's iterative softmax begins a score tile's softmax with its row maximum.
   const double softmax = ctx.iterative_softmax && d.op == isa::Opcode::RowMax && src.out_cols() > 1
                              ? issue.iterative_softmax_instructions(src.out_rows(), src.out_cols())
                              : 0.0;
   return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit,
-                                   ctx.accurate_exp) +
+                                   ctx.accurate_exp, ctx.overhead) +
          shared_access_cost(d, ctx) + softmax;
 }
 
@@ -607,7 +607,7 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
                                    : units_.dma->submit(ready, transfer, *units_.memory, end);
   // The copy's instructions issue from its start; it is done no earlier than the last of them.
   if (IssueUnit* issue = units_.issue) {
-    const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes);
+    const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes, ctx.overhead);
     const IssueUnit::Span span = book_issue(ctx, t.start, count);
     yield_mxu(span, count);
     t.done = std::max(t.done, span.done);

@@ -100,7 +100,8 @@ struct BlockContext {
   std::array<int64_t, 3> mma{};      // its mma instruction shape (isa::KernelDecl::mma; 0: the machine's)
   bool iterative_softmax = false;    // isa::KernelDecl::iterative_softmax
   bool accurate_exp = false;         // isa::KernelDecl::accurate_exp
-  WarpTiling tiling() const { return {warps, warp_rows, mma}; }
+  isa::CodeOverhead overhead{};      // isa::KernelDecl::overhead: what its code spends beside tile ops
+  WarpTiling tiling() const { return {warps, warp_rows, mma, overhead}; }
   void take_code(const isa::KernelDecl& kernel) {
     rolled_k_loops = kernel.rolled_k_loops;
     warps = kernel.warps;
@@ -108,6 +109,7 @@ struct BlockContext {
     mma = kernel.mma;
     iterative_softmax = kernel.iterative_softmax;
     accurate_exp = kernel.accurate_exp;
+    overhead = kernel.overhead;
   }
 };
 

@@ -112,12 +112,12 @@ double IssueUnit::product_instructions(int64_t m, int64_t k, int64_t n, double l
       rolled_k_loops && a_in_sram
           ? p.rolled_kstep_instructions * static_cast<double>(warp_count * ceil_div(k, mma_shape(tiling)[2]))
           : 0.0;
-  return mma + rolled + ldmatrix * (1.0 + p.address_per_ldmatrix) +
-         p.fixed_per_warp * static_cast<double>(warp_count);
+  return mma + rolled + ldmatrix * (1.0 + ldmatrix_address(tiling.overhead)) +
+         fixed(tiling.overhead) * static_cast<double>(warp_count);
 }
 
-double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit,
-                                      bool accurate_exp) const {
+double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit, bool accurate_exp,
+                                      const isa::CodeOverhead& code) const {
   const Params& p = params_;
   const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
   const int64_t elements = rows_per_thread * ceil_div(cols, p.threads_per_row);
@@ -127,18 +127,19 @@ double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool
   double per_warp = static_cast<double>(elements) * (own + (to_16bit ? p.convert_per_element : 0.0));
   // Each stage of the butterfly: a shuffle and the op, per row a thread holds.
   if (is_reduction(op)) per_warp += static_cast<double>(2 * p.reduction_stages * rows_per_thread);
-  return (per_warp + p.fixed_per_warp) * static_cast<double>(warps(rows));
+  return (per_warp + fixed(code)) * static_cast<double>(warps(rows));
 }
 
-double IssueUnit::copy_instructions(uint64_t bytes) const {
+double IssueUnit::copy_instructions(uint64_t bytes, const isa::CodeOverhead& code) const {
   const auto copies = static_cast<double>(ceil_div(static_cast<int64_t>(bytes), params_.copy_bytes));
-  return copies * (1.0 + params_.address_per_copy);
+  return copies * (1.0 + copy_address(code));
 }
 
-double IssueUnit::fragment_load_instructions(int64_t rows, uint64_t bytes) const {
+double IssueUnit::fragment_load_instructions(int64_t rows, uint64_t bytes,
+                                             const isa::CodeOverhead& code) const {
   const Params& p = params_;
   const auto ldmatrix = static_cast<double>(ceil_div(static_cast<int64_t>(bytes), p.ldmatrix_bytes));
-  return ldmatrix * (1.0 + p.address_per_ldmatrix) + p.fixed_per_warp * static_cast<double>(warps(rows));
+  return ldmatrix * (1.0 + ldmatrix_address(code)) + fixed(code) * static_cast<double>(warps(rows));
 }
 
 double IssueUnit::shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const {

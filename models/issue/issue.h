@@ -36,6 +36,7 @@
 #include <array>
 #include <cstdint>
 
+#include "isa/code_overhead.h"
 #include "models/common/component.h"
 #include "models/common/params.h"
 #include "models/vpu/vpu.h"
@@ -48,6 +49,7 @@ struct WarpTiling {
   int64_t warps = 0, rows = 0;
   // Each warp's mma instruction shape M x N x K (isa::KernelDecl::mma); {0, 0, 0}: the machine's.
   std::array<int64_t, 3> mma{0, 0, 0};
+  isa::CodeOverhead overhead{};  // the kernel's own (isa::KernelDecl::overhead); unset fields the machine's
 };
 
 class IssueUnit : public Component {
@@ -110,13 +112,13 @@ class IssueUnit : public Component {
                               bool rolled_k_loops, const WarpTiling& tiling) const;
   // a vector op whose result (a reduction: whose source) is rows x cols, in a kernel whose exponential is
   // expf or not (isa::KernelDecl::accurate_exp);
-  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit,
-                             bool accurate_exp = false) const;
+  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit, bool accurate_exp = false,
+                             const isa::CodeOverhead& code = {}) const;
   // a copy of `bytes` between memory and SRAM.
-  double copy_instructions(uint64_t bytes) const;
+  double copy_instructions(uint64_t bytes, const isa::CodeOverhead& code = {}) const;
   // an mma operand's fragments loaded from `bytes` of SRAM into the registers of the warps of `rows`
   // (ldmatrix, each warp its own rows, as a product loads its A);
-  double fragment_load_instructions(int64_t rows, uint64_t bytes) const;
+  double fragment_load_instructions(int64_t rows, uint64_t bytes, const isa::CodeOverhead& code = {}) const;
   // the ld.shared or st.shared by which the threads that hold a rows x cols tile (in the mma accumulator
   // layout) read or write its copy of `element_bytes` elements in SRAM, and their address instructions.
   double shared_access_instructions(int64_t rows, int64_t cols, int64_t element_bytes) const;
@@ -179,6 +181,16 @@ class IssueUnit : public Component {
 
  private:
   std::array<int64_t, 3> mma_shape(const WarpTiling& tiling) const;
+  // A kernel's own overhead where it gives one (isa::CodeOverhead), else the machine's.
+  double fixed(const isa::CodeOverhead& code) const {
+    return code.fixed_per_warp >= 0 ? code.fixed_per_warp : params_.fixed_per_warp;
+  }
+  double ldmatrix_address(const isa::CodeOverhead& code) const {
+    return code.address_per_ldmatrix >= 0 ? code.address_per_ldmatrix : params_.address_per_ldmatrix;
+  }
+  double copy_address(const isa::CodeOverhead& code) const {
+    return code.address_per_copy >= 0 ? code.address_per_copy : params_.address_per_copy;
+  }
   Params params_;
   uint64_t free_ = 0;
 };

@@ -214,6 +214,28 @@ TEST(KernelSyntax, AccurateExpRoundTrips) {
   EXPECT_TRUE(first.kernels[0].rolled_k_loops);
 }
 
+// `overhead(...)` (what the kernel's code spends beside its tile instructions, isa::CodeOverhead) keeps
+// the fields it names, in any order, leaves the others the machine's (negative) and prints them in one order.
+TEST(KernelSyntax, OverheadRoundTrips) {
+  const std::string text =
+      ".kernel k grid(2) warps(4, 16) overhead(fixed=1.7, ldmatrix_address=0.37, copy_address=0.37)\n"
+      ".kernel u grid(1) overhead(copy_address=0)\n"
+      ".kernel v grid(1)\n"
+      ".block k(0)\n"
+      ".block k(1)\n"
+      ".block u(0)\n"
+      ".block v(0)\n";
+  const Program p = asm_text(text);
+  EXPECT_EQ(p.kernels[0].overhead, (CodeOverhead{1.7, 0.37, 0.37}));
+  EXPECT_EQ(p.kernels[1].overhead, (CodeOverhead{-1, -1, 0}));
+  EXPECT_FALSE(p.kernels[2].overhead.any());
+  EXPECT_EQ(disassemble(p), text);
+  const Program swapped =
+      asm_text(".kernel k grid(1) overhead(copy_address=2, fixed=0) exp(accurate)\n.block k(0)\n");
+  EXPECT_EQ(swapped.kernels[0].overhead, (CodeOverhead{0, -1, 2}));
+  EXPECT_TRUE(swapped.kernels[0].accurate_exp);
+}
+
 TEST(KernelSyntax, GridExtentsAndIndicesDefault) {
   // Missing Y/Z extents are 1 and missing y/z indices are 0; blocks may come in any order within a kernel,
   // and several kernels run one after another.
@@ -379,6 +401,16 @@ TEST(KernelErrors, KernelDirective) {
   expect_error(".kernel k grid(2) exp(accurate) exp(accurate)\n", 1, 33, {"exp(...) is given twice"});
   expect_error(".kernel k grid(2) exp(accurate\n", 1, 31, {"expected ')'", "exp(...)"});
   expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
+  expect_error(".kernel k grid(2) overhead(speed=1)\n", 1, 28,
+               {"expected fixed, ldmatrix_address or copy_address in overhead(...)"});
+  expect_error(".kernel k grid(2) overhead(fixed=1, fixed=2)\n", 1, 37,
+               {"fixed is given twice in overhead(...)"});
+  expect_error(".kernel k grid(2) overhead(fixed=-1)\n", 1, 34, {"fixed: instructions from 0 to 1000"});
+  expect_error(".kernel k grid(2) overhead(fixed=nan)\n", 1, 34, {"fixed: instructions from 0 to 1000"});
+  expect_error(".kernel k grid(2) overhead(fixed 1)\n", 1, 34, {"expected '='"});
+  expect_error(".kernel k grid(2) overhead(fixed=1\n", 1, 35, {"expected ')'", "overhead(...)"});
+  expect_error(".kernel k grid(2) overhead(fixed=1) overhead(fixed=1)\n", 1, 37,
+               {"overhead(...) is given twice"});
 }
 
 TEST(KernelErrors, BlockDirective) {

@@ -149,6 +149,26 @@ TEST(IssueUnit, ACopyIsOneInstructionPer16BytesOfEachThreadAndItsAddress) {
   EXPECT_DOUBLE_EQ(issue->copy_instructions(100), 1 * 4);  // a partial copy is still one
 }
 
+// A kernel's own overhead (isa::CodeOverhead, `.kernel ... overhead(...)`) replaces the machine's fields it
+// gives, and only those: FlashAttention-2's code, 1.7 fixed a warp and tile instruction, 0.37 address
+// instructions per ldmatrix and per copy. The product of the first test, 256 mma and 160 ldmatrix over 8
+// warps; a 128 x 64 SUB (32 elements a thread, 8 warps); 16 KB copied (32 copy instructions); Q_i's 16 KB
+// of fragments (32 ldmatrix, 8 warps).
+TEST(IssueUnit, AKernelsOwnOverheadReplacesTheMachines) {
+  auto issue = build(kCosts);
+  const isa::CodeOverhead flash{1.7, 0.37, 0.37}, copies_only{-1, -1, 0.5};
+  WarpTiling tiling;
+  tiling.overhead = flash;
+  EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, false, tiling),
+                   256 + 160 * 1.37 + 8 * 1.7);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, false, flash), (32 + 1.7) * 8);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(16384, flash), 32 * 1.37);
+  EXPECT_DOUBLE_EQ(issue->fragment_load_instructions(128, 16384, flash), 32 * 1.37 + 8 * 1.7);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, false, copies_only), (32 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(16384, copies_only), 32 * 1.5);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(16384), 32 * 4.0);
+}
+
 TEST(IssueUnit, SchedulersIssueInArrivalOrderAtTheirRate) {
   auto issue = build("schedulers: 4\n");
   EXPECT_EQ(issue->issue(0, 10), 3u);     // 10 instructions, 4 per cycle: the last in cycle 3

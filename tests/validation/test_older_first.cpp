@@ -110,9 +110,12 @@ std::map<int, Ends> model_ends(bool older_preempts,
 
 // On the GPU the memory-efficient forward's older block runs at 0.81 of its pace alone beside a younger one
 // (ends at 1.23 of a lone block's time, the younger at 1.37); FlashAttention-2's pair shares evenly (1.53 and
-// 1.54). Keeping a unit to an instruction's end, the model shares evenly in both (1.35 and 1.42: the pair's
-// throughput as the GPU's, within 10%); with older_preempts the older runs nearly as if alone in both
-// (1.10). The GPU lies between, by kernel.
+// 1.54). Keeping a unit to an instruction's end, the model shares evenly in both (1.35 and 1.37: the
+// memory-efficient pair's throughput as the GPU's within 10%, FlashAttention-2's within 15%: since its
+// kernel's own overhead (isa::CodeOverhead) its lone block no longer runs instructions the kernel does not,
+// and its pair, which the model overlaps better than the GPU, gained less: APairCostsTheGpuMoreThanTheModel);
+// with older_preempts the older runs nearly as if alone in both (1.10, 1.07). The GPU lies between, by
+// kernel.
 TEST(OlderFirst, TheGpuSharesBetweenTheModelsTwoRules) {
   auto gpu = gpu_ends();
   const Ends g_memeff_solo = gpu["memeff_fwd_1x1x8192x128_c0"], g_memeff = gpu["memeff_fwd_1x2x8192x128_c0"];
@@ -143,7 +146,7 @@ TEST(OlderFirst, TheGpuSharesBetweenTheModelsTwoRules) {
       EXPECT_NEAR(mm_older / mm_younger, 1.0, 0.02);
       EXPECT_NEAR(mf_older / mf_younger, 1.0, 0.02);
       EXPECT_NEAR(mm_younger / gm_younger, 1.0, 0.10);
-      EXPECT_NEAR(mf_younger / gf_younger, 1.0, 0.10);
+      EXPECT_NEAR(mf_younger / gf_younger, 1.0, 0.15);  // 0.89
     } else {  // the older nearly alone: below the GPU's in both kernels
       EXPECT_LT(mm_older, gm_older - 0.08);
       EXPECT_LT(mf_older, gf_older - 0.3);
@@ -199,10 +202,11 @@ std::map<std::string, Profiled> profiled() {
 
 // A pair costs the GPU more than the model: the tensor work per block is the same alone and paired on the
 // GPU (the pipe is neither full nor the limit), yet two blocks take 1.70 (FlashAttention-2) and 1.56 (the
-// memory-efficient forward) times a lone block's time, where the model overlaps them to 1.43 and 1.36. Its
-// lone FlashAttention-2 block is 1.28 times the GPU's, its pair 1.07: the two errors cancel on the grids of
-// two blocks an SM that every FlashAttention-2 row runs (docs/validation.md, "A lone block and a pair under
-// the profiler"). Held as a known miss: a model of co-resident blocks moves these bands.
+// memory-efficient forward) times a lone block's time, where the model overlaps them to 1.37 and 1.36. Its
+// lone FlashAttention-2 block is 1.20 times the GPU's, its pair 0.97 (1.28 and 1.07 before the kernel's own
+// overhead took out the instructions it does not run): the two errors partly cancel on the grids of two
+// blocks an SM that every FlashAttention-2 row runs (docs/validation.md, "A lone block and a pair under the
+// profiler"). Held as a known miss: a model of co-resident blocks moves these bands.
 TEST(OlderFirst, APairCostsTheGpuMoreThanTheModel) {
   const auto gpu = profiled();
   ASSERT_EQ(gpu.size(), 9u);
@@ -223,16 +227,17 @@ TEST(OlderFirst, APairCostsTheGpuMoreThanTheModel) {
               m.at(5).younger / fa2_pair.cycles);
   EXPECT_NEAR(gpu_fa2, 1.70, 0.05);
   EXPECT_NEAR(gpu_me, 1.56, 0.05);
-  EXPECT_LT(model_fa2, gpu_fa2 - 0.15);  // 1.43
+  EXPECT_LT(model_fa2, gpu_fa2 - 0.15);  // 1.37
   EXPECT_LT(model_me, gpu_me - 0.15);    // 1.36
-  EXPECT_NEAR(m.at(4).older / fa2.cycles, 1.28, 0.08);
-  EXPECT_NEAR(m.at(5).younger / fa2_pair.cycles, 1.07, 0.08);
+  EXPECT_NEAR(m.at(4).older / fa2.cycles, 1.20, 0.06);
+  EXPECT_NEAR(m.at(5).younger / fa2_pair.cycles, 0.97, 0.06);
 }
 
 // The same at d = 64 (run_memeff_profile.sh TAG=_pairs64, 2026-12-04, an H200 with UUID GPU-be31e9ef; the
 // model's rows: validation/data/h200_fwd_pairs64_rows.csv, the 1 x 16 x 16,384 x 64 rows of
 // h200_sdpa_cases.csv with heads and n changed). FlashAttention-2's pair costs the GPU 1.63 of a lone block
-// and the model 1.19: its lone block 1.30 of the GPU's, its pair 0.95. The memory-efficient forward is fast
+// and the model 1.13: its lone block 1.24 of the GPU's, its pair 0.86 (1.30 and 0.95 before the kernel's own
+// overhead, isa::CodeOverhead). The memory-efficient forward is fast
 // in the model at one, two and four blocks an SM (0.73, 0.75, 0.91 of the GPU's cycles), its tensor work
 // per block the same at every count on the GPU.
 TEST(OlderFirst, AtDSixtyFourTheModelOverlapsFlashAttentionPairsStillFurther) {
@@ -253,8 +258,8 @@ TEST(OlderFirst, AtDSixtyFourTheModelOverlapsFlashAttentionPairsStillFurther) {
   std::printf("memory-efficient d = 64, model over GPU at 1, 2, 4 an SM: %.3f %.3f %.3f\n",
               last(2) / me1.cycles, last(3) / me2.cycles, last(4) / me4.cycles);
   EXPECT_NEAR(gpu_fa, 1.63, 0.05);
-  EXPECT_LT(model_fa, gpu_fa - 0.3);  // 1.19
-  EXPECT_NEAR(last(5) / fa1.cycles, 1.30, 0.08);
+  EXPECT_LT(model_fa, gpu_fa - 0.3);  // 1.13
+  EXPECT_NEAR(last(5) / fa1.cycles, 1.24, 0.06);
   EXPECT_LT(last(2) / me1.cycles, 0.85);
   EXPECT_LT(last(3) / me2.cycles, 0.85);
 }

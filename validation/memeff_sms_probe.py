@@ -18,7 +18,9 @@ op_b = torch.ops.aten._efficient_attention_backward
 CASES = os.environ.get("CASES", "1,16,8192,128,0 1,16,8192,128,1 8,32,2048,128,0 1,8,32768,128,0 1,16,16384,64,0")
 SMS = [int(s) for s in os.environ.get("SMS", "16 32 48 64 80 96 112 128 0").split()]  # 0: no green context
 ALL = torch.cuda.get_device_properties(0).multi_processor_count
-PASS = os.environ.get("PASS", "bwd")  # bwd, fwd, or sdpa_cudnn / sdpa_flash: that backend's SDPA forward
+# bwd, fwd, sdpa_cudnn / sdpa_flash (that backend's SDPA forward) or sdpa_flash_bwd (FlashAttention-2's SDPA
+# backward: its forward runs in the profiled range too, left out by run_memeff_profile.sh's kernel filter)
+PASS = os.environ.get("PASS", "bwd")
 SDPA = {"sdpa_cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa_flash": SDPBackend.FLASH_ATTENTION}
 
 
@@ -47,6 +49,13 @@ for spec in CASES.split():
             with sdpa_kernel(SDPA[PASS]):
                 grads = F.scaled_dot_product_attention(*(t.transpose(1, 2) for t in (q, k, v)),
                                                        is_causal=bool(causal))
+        elif PASS == "sdpa_flash_bwd":
+            leaves = [t.transpose(1, 2).detach().requires_grad_() for t in (q, k, v)]
+            with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                o = F.scaled_dot_product_attention(*leaves, is_causal=bool(causal))
+                o.backward(do.transpose(1, 2))
+            grads = [t.grad for t in leaves]
+            del o, leaves
         else:
             grads = op_b(do, q, k, v, None, out, None, None, n, n, lse, 0.0, seed, off, causal, False)
         torch.cuda.synchronize()

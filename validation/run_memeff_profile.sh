@@ -7,7 +7,8 @@
 # under ncu --set full with SASS-level source counters (stall samples per instruction), L2 flushed, base
 # clocks, one launch per case and SM count (SMS: 0 for the whole chip, else a green context of that many).
 # PASS=fwd profiles the forward's kernel (fmha_cutlassF) instead, into <gpu>_memeff_fwd_profile*;
-# PASS=sdpa_flash FlashAttention-2's forward (flash_fwd) under SDPA, into <gpu>_fa2_fwd_profile*. TAG is
+# PASS=sdpa_flash FlashAttention-2's forward (flash_fwd) under SDPA, into <gpu>_fa2_fwd_profile*;
+# PASS=sdpa_flash_bwd its backward's main kernel (flash_bwd_dq_dk_dv), into <gpu>_fa2_bwd_profile*. TAG is
 # appended to the file names.
 #   <gpu>_memeff_profile.tar.gz   per case: ncu --page raw, --page details, --page source --print-source sass
 #   <gpu>_memeff_profile_env.txt  GPU, driver, CUDA, ncu, PyTorch
@@ -25,6 +26,7 @@ PASS="${PASS:-bwd}"
 case "$PASS" in
   fwd) NAME="${G}_memeff_fwd_profile" KERNEL=fmha_cutlassF ;;
   sdpa_flash) NAME="${G}_fa2_fwd_profile" KERNEL=flash_fwd ;;
+  sdpa_flash_bwd) NAME="${G}_fa2_bwd_profile" KERNEL=flash_bwd_dq_dk_dv ;;
   *) NAME="${G}_memeff_profile" KERNEL=fmha_cutlassB ;;
 esac
 NAME="$NAME${TAG:-}"

@@ -26,8 +26,8 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 
 // What FlashAttention-2's code spends beside its tile instructions (isa::CodeOverhead). Its CuTe code
 // unrolls its loops at compile time and folds shared-memory offsets into immediates, so it runs far fewer
-// address and control instructions than the project's kernels, whose the machine's issue costs are: with
-// those, the model counted 1.21 and 1.15 times the warp instructions the forward executes at d = 128 and
+// address and control instructions than the project's kernels, which the machine's issue costs describe:
+// with those, the model counted 1.21 and 1.15 times the warp instructions the forward executes at d = 128 and
 // 64 (h200_fa2_fwd_profile_pairs.tar.gz, pairs64: 1,223 and 1,680 a warp and key block alone on an SM, of
 // which the products, the softmax's arithmetic and the ldmatrix agree with the model's). From the d = 128
 // profile's SASS: its address instructions (IADD3, IMAD, LEA, SHF, VIADD, ISETP: 35.3 a warp and key block)

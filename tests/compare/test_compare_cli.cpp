@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tests/common/csv_cells.h"
 #include "tests/common/run_cli.h"
 
 namespace {
@@ -40,32 +41,16 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-// One CSV line's cells; a quoted cell may hold commas and doubled quotes.
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"')
-      out.back() += '"', ++i;
-    else if (c == '"')
-      quoted = !quoted;
-    else if (c == ',' && !quoted)
-      out.emplace_back();
-    else
-      out.back() += c;
-  }
-  return out;
-}
+using attnsim::testing::csv_cells;
 
 // CSV rows as maps from the header's names.
 std::vector<std::map<std::string, std::string>> csv(const std::string& text) {
   const auto lines = lines_of(text);
   std::vector<std::map<std::string, std::string>> rows;
   if (lines.empty()) return rows;
-  const auto header = split(lines[0]);
+  const auto header = csv_cells(lines[0]);
   for (size_t i = 1; i < lines.size(); ++i) {
-    const auto cells = split(lines[i]);
+    const auto cells = csv_cells(lines[i]);
     std::map<std::string, std::string> row;
     for (size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];
     rows.push_back(row);

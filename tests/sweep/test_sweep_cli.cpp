@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/csv_cells.h"
 #include "tests/common/run_cli.h"
 
 extern char** environ;
@@ -43,32 +44,16 @@ std::vector<std::string> lines(const std::string& text) {
   return out;
 }
 
-// One CSV line's cells (RFC 4180 quoting; the sweep writes no line breaks inside a cell).
-std::vector<std::string> split(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"')
-      cells.back() += '"', ++i;
-    else if (c == '"')
-      quoted = !quoted;
-    else if (c == ',' && !quoted)
-      cells.emplace_back();
-    else
-      cells.back() += c;
-  }
-  return cells;
-}
+using attnsim::testing::csv_cells;
 
 // The CSV as maps from column name to cell, one per row.
 std::vector<std::map<std::string, std::string>> csv(const fs::path& path) {
   const auto all = lines(read_file(path));
   std::vector<std::map<std::string, std::string>> rows;
   if (all.empty()) return rows;
-  const auto header = split(all[0]);
+  const auto header = csv_cells(all[0]);
   for (size_t i = 1; i < all.size(); ++i) {
-    const auto cells = split(all[i]);
+    const auto cells = csv_cells(all[i]);
     EXPECT_EQ(cells.size(), header.size()) << all[i];
     std::map<std::string, std::string> row;
     for (size_t c = 0; c < header.size() && c < cells.size(); ++c) row[header[c]] = cells[c];

@@ -12,26 +12,14 @@
 #include <vector>
 
 #include "sim/validate.h"
+#include "tests/common/csv_cells.h"
 
 namespace attnsim {
 namespace {
 
 const std::string kRoot = ATTNSIM_SOURCE_DIR;
 
-// The fields of a CSV line; a quoted field may hold commas.
-std::vector<std::string> fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char c : line) {
-    if (c == '"')
-      quoted = !quoted;
-    else if (c == ',' && !quoted)
-      out.emplace_back();
-    else
-      out.back() += c;
-  }
-  return out;
-}
+using attnsim::testing::csv_cells;
 
 // Warp instructions of the H200's FlashAttention-2 forward at 1 x heads x 16,384 x d (128 SMs).
 double h200_counted(int64_t heads, int64_t d) {
@@ -40,7 +28,7 @@ double h200_counted(int64_t heads, int64_t d) {
   std::getline(in, line);
   const std::string prefix = "1," + std::to_string(heads) + ",16384," + std::to_string(d) + ",0,128,";
   while (std::getline(in, line))
-    if (line.rfind(prefix, 0) == 0) return std::stod(fields(line).at(7));
+    if (line.rfind(prefix, 0) == 0) return std::stod(csv_cells(line).at(7));
   ADD_FAILURE() << "no row " << prefix;
   return 1;
 }
@@ -50,7 +38,7 @@ double h100_counted(const std::string& file, const std::string& kernel, const st
   std::ifstream in(kRoot + "/validation/data/" + file);
   std::string line;
   std::getline(in, line);
-  const std::vector<std::string> header = fields(line);
+  const std::vector<std::string> header = csv_cells(line);
   auto column = [&](const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i)
       if (header[i] == name) return i;
@@ -60,7 +48,7 @@ double h100_counted(const std::string& file, const std::string& kernel, const st
   const size_t name = column("Kernel Name"), blocks = column("launch__grid_size"),
                count = column("smsp__inst_executed.sum");
   while (std::getline(in, line)) {
-    const std::vector<std::string> row = fields(line);
+    const std::vector<std::string> row = csv_cells(line);
     if (row.size() > count && row[name].find(kernel) != std::string::npos && row[blocks] == grid)
       return std::stod(row[count]);
   }

@@ -60,7 +60,8 @@ nlohmann::json kernel_reports_json(const std::vector<KernelReport>& kernels) {
                    {"blocks_per_core", k.blocks_per_core},
                    {"waves", k.waves},
                    {"start_cycle", k.start_cycle},
-                   {"end_cycle", k.end_cycle}});
+                   {"end_cycle", k.end_cycle},
+                   {"warp_instructions", k.warp_instructions}});
   return out;
 }
 
@@ -183,6 +184,15 @@ bool Chip::assign_block(int core, Slot& slot, uint64_t at) {
   return true;
 }
 
+// Kernels run one after another, so a kernel's warp instructions are the cores' count at its end less
+// that at its start.
+uint64_t Chip::warp_instructions_issued() const {
+  uint64_t total = 0;
+  for (const auto& core : cores_)
+    if (const IssueUnit* issue = core->issue()) total += issue->warp_instructions;
+  return total;
+}
+
 // No block resident and none left to hand out. A core can have every slot free with blocks left when its
 // blocks issued their last instructions but end after the quantum: the kernel goes on.
 bool Chip::kernel_finished() {
@@ -203,6 +213,7 @@ void Chip::start_kernel(uint64_t at) {
   report.waves = static_cast<double>(report.blocks) / static_cast<double>(per_core * params_.cores);
   report.start_cycle = at;
   kernel_reports_.push_back(report);
+  warp_instructions_before_kernel_ = warp_instructions_issued();
   for (auto& s : state_) {
     s.slots.assign(static_cast<size_t>(per_core), Slot{});
     for (auto& slot : s.slots) slot.free_at = at;
@@ -444,6 +455,8 @@ void Chip::conductor() {
           // block: where it lies does not change the kernel's duration, and before the first block it would
           // shift every block against the quantum grid.
           kernel_reports_.back().end_cycle += static_cast<uint64_t>(params_.kernel_launch_cycles);
+          kernel_reports_.back().warp_instructions =
+              warp_instructions_issued() - warp_instructions_before_kernel_;
           end = std::max(end, kernel_reports_.back().end_cycle);
           if (l2_ && params_.flush_l2_between_kernels) l2_->flush();
           kernel_ = -1;

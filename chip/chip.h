@@ -67,6 +67,7 @@ class ChipCore : public Component {
   VpuUnit* vpu() { return vpu_.get(); }
   TileRegisterFile* tile_regs() { return tile_regs_.get(); }
   IssueUnit* issue() { return issue_.get(); }
+  const IssueUnit* issue() const { return issue_.get(); }
   int id() const { return id_; }
 
   uint64_t blocks_run = 0;
@@ -89,6 +90,8 @@ struct KernelReport {
   int64_t blocks_per_core = 0;  // occupancy used
   double waves = 0;             // blocks / (cores x blocks_per_core)
   uint64_t start_cycle = 0, end_cycle = 0;
+  uint64_t warp_instructions =
+      0;  // all cores' warp schedulers, this kernel's blocks (0 without an issue unit)
 };
 
 // When and where one thread block ran (Chip::record_blocks).
@@ -198,6 +201,7 @@ class Chip : public Component {
   Slot* next_to_issue(int core, uint64_t& start);
   void start_kernel(uint64_t at);
   bool kernel_finished();
+  uint64_t warp_instructions_issued() const;
   int64_t occupancy(int kernel) const;
   int32_t launch_index() const { return static_cast<int32_t>(kernel_reports_.size()) - 1; }
 
@@ -227,7 +231,8 @@ class Chip : public Component {
   bool source_done_ = false;
   int32_t kernel_ = -1;  // the kernel whose blocks are being handed out
   uint64_t kernel_start_ = 0;
-  int64_t resident_ = 0;  // blocks on cores now
+  uint64_t warp_instructions_before_kernel_ = 0;  // all cores' count when the running kernel started
+  int64_t resident_ = 0;                          // blocks on cores now
   std::vector<KernelReport> kernel_reports_;
   bool record_blocks_ = false;
   std::vector<BlockRecord> block_records_;

@@ -433,7 +433,7 @@ class Assembler {
       c.fail(loc,
              "unexpected text after the kernel declaration (only k_loops(rolled | unrolled), warps(W, R), "
              "mma(M, N, K), softmax(iterative), exp(accurate) and overhead(fixed=F, ldmatrix_address=A, "
-             "copy_address=C) may follow the grid)");
+             "copy_address=C, red_bytes=R) may follow the grid)");
     if (*flag) c.fail(loc, option + "(...) is given twice");
     *flag = true;
     if (option == "k_loops")
@@ -467,7 +467,8 @@ class Assembler {
   }
 
   // overhead(KEY=VALUE, ...): what the kernel's code spends beside its tile instructions (isa::CodeOverhead),
-  // KEY one of fixed, ldmatrix_address, copy_address, each at most once, VALUE a count from 0 to 1000.
+  // KEY one of fixed, ldmatrix_address, copy_address (instructions, 0 to 1000) and red_bytes (bytes, 1 to
+  // 1000), each at most once.
   static void parse_overhead(LineCursor& c, CodeOverhead& overhead) {
     c.expect('(', "after overhead");
     do {
@@ -476,13 +477,17 @@ class Assembler {
       double* field = key == "fixed"              ? &overhead.fixed_per_warp
                       : key == "ldmatrix_address" ? &overhead.address_per_ldmatrix
                       : key == "copy_address"     ? &overhead.address_per_copy
+                      : key == "red_bytes"        ? &overhead.red_bytes
                                                   : nullptr;
       if (!field)
-        c.fail(key_loc, "expected fixed, ldmatrix_address or copy_address in overhead(...)" + c.found());
+        c.fail(key_loc,
+               "expected fixed, ldmatrix_address, copy_address or red_bytes in overhead(...)" + c.found());
       if (*field >= 0) c.fail(key_loc, key + " is given twice in overhead(...)");
       c.expect('=', "after " + key);
       const SourceLoc value_loc = c.loc();
       const auto value = c.number();
+      if (key == "red_bytes" && (!value || !(*value >= 1 && *value <= 1000)))
+        c.fail(value_loc, "red_bytes: bytes from 1 to 1000, e.g. overhead(red_bytes=128)");
       if (!value || !(*value >= 0 && *value <= 1000))
         c.fail(value_loc, key + ": instructions from 0 to 1000, e.g. overhead(" + key + "=0.5)");
       *field = *value;

@@ -34,6 +34,7 @@ std::string overhead_text(const CodeOverhead& o) {
   add("fixed", o.fixed_per_warp);
   add("ldmatrix_address", o.address_per_ldmatrix);
   add("copy_address", o.address_per_copy);
+  add("red_bytes", o.red_bytes);
   return fields.empty() ? "" : " overhead(" + fields + ")";
 }
 

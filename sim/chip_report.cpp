@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "isa/opcode.h"
+
 namespace attnsim {
 
 uint64_t total(const TensorBytes& bytes) {
@@ -54,6 +56,10 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
       s.has_issue = true;
       s.issue_limits = issue->params().limit;
       s.warp_instructions += issue->warp_instructions;
+      for (size_t op = 0; op < issue->by_opcode.size(); ++op)
+        if (issue->by_opcode[op])
+          s.warp_instructions_by_op[std::string(isa::mnemonic(static_cast<isa::Opcode>(op)))] +=
+              issue->by_opcode[op];
       s.max_issue_busy_cycles = std::max(s.max_issue_busy_cycles, issue->busy_cycles);
     }
   }
@@ -63,7 +69,8 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
 
 namespace {
 
-std::string by_tensor(const TensorBytes& bytes) {
+// "  q 1024  k 2048": each nonzero count after its name (a tensor's bytes, an opcode's instructions).
+std::string by_name(const TensorBytes& bytes) {
   std::string text;
   for (const auto& [name, b] : bytes)
     if (b) text += fmt::format("  {} {}", name, b);
@@ -89,21 +96,23 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
                           "issue.mma_holds_schedulers, also held by products)",
                           s.cycles ? 100.0 * double(s.max_issue_busy_cycles) / double(s.cycles) : 0.0)
             : "; counted, not limiting time (issue.limit: false)");
+  if (s.has_issue && !s.warp_instructions_by_op.empty())
+    out << fmt::format("  by tile instruction:{}\n", by_name(s.warp_instructions_by_op));
   const char* link = s.has_l2 ? "SM<->L2" : "SM<->DRAM";
   out << fmt::format("{:9} read     {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_read),
-                     by_tensor(s.sm_l2_read));
+                     by_name(s.sm_l2_read));
   out << fmt::format("{:9} written  {} bytes (whole chip)  by tensor:{}\n", link, total(s.sm_l2_written),
-                     by_tensor(s.sm_l2_written));
+                     by_name(s.sm_l2_written));
   if (s.has_l2) {
     const uint64_t hit = total(s.l2_read_hit), miss = total(s.l2_read_miss);
     out << fmt::format(
         "L2 read hits      {} bytes, misses {} bytes (hit rate {:.1f}%)  misses by tensor:{}\n", hit, miss,
-        hit + miss ? 100.0 * double(hit) / double(hit + miss) : 0.0, by_tensor(s.l2_read_miss));
+        hit + miss ? 100.0 * double(hit) / double(hit + miss) : 0.0, by_name(s.l2_read_miss));
   }
   out << fmt::format("DRAM read         {} bytes (whole chip)  by tensor:{}\n", total(s.dram_read),
-                     by_tensor(s.dram_read));
+                     by_name(s.dram_read));
   out << fmt::format("DRAM written      {} bytes (whole chip, evictions during kernels)  by tensor:{}\n",
-                     total(s.dram_written), by_tensor(s.dram_written));
+                     total(s.dram_written), by_name(s.dram_written));
   if (s.has_l2)
     out << fmt::format(
         "L2 dirty at end   {} bytes (left in L2 when kernels ended; {})\n", total(s.dirty_at_kernel_end),
@@ -156,7 +165,10 @@ nlohmann::json chip_summary_json(const ChipSummary& s) {
                         {"dram_bytes_written_per_tensor", s.dram_written},
                         {"l2_dirty_bytes_at_kernel_end_per_tensor", s.dirty_at_kernel_end},
                         {"l2_resident_bytes_at_kernel_end_per_tensor", s.resident_at_kernel_end}};
-  if (s.has_issue) out["warp_instructions"] = s.warp_instructions;
+  if (s.has_issue) {
+    out["warp_instructions"] = s.warp_instructions;
+    out["warp_instructions_by_op"] = s.warp_instructions_by_op;
+  }
   if (s.energy) out["energy"] = s.energy->to_json();
   return out;
 }

@@ -45,6 +45,7 @@ struct ChipSummary {
   // With an issue unit: warp instructions of all cores, and the busiest core's schedulers.
   bool has_issue = false, issue_limits = false;
   uint64_t warp_instructions = 0, max_issue_busy_cycles = 0;
+  std::map<std::string, uint64_t> warp_instructions_by_op;  // by the tile instruction that issued them
   uint64_t block_sram_bytes = 0;
   uint64_t quantum_cycles = 0;
   bool l2_flushed_between_kernels = true;

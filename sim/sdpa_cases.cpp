@@ -32,11 +32,13 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 // which the products, the softmax's arithmetic and the ldmatrix agree with the model's). From the d = 128
 // profile's SASS: its address instructions (IADD3, IMAD, LEA, SHF, VIADD, ISETP: 35.3 a warp and key block)
 // over its ldmatrix and cp.async (80 + 16.1) give 0.37 each; the fixed cost per warp and tile instruction
-// then brings the model's count to the measured one (1.7). Held out: the d = 64 profile (1,691 against
-// 1,680), the H100's 1 x 16 x 4,096 x 64 and 1 x 16 x 8,192 x 128 forwards (h100_sdpa_profile_raw.csv:
-// 1.003 and 1.001 of the measured). The backward's main kernel is the same CuTe code, not refit: 1.090 and
-// 1.019 of its measured at those shapes (1.30 with the machine's costs).
-constexpr isa::CodeOverhead kFlashAttention2Overhead{1.7, 0.37, 0.37};
+// then brings the model's count to the measured one (2.6; 1.7 before the row sum l, which the program keeps
+// in SRAM for the row statistic's store, was read from the threads' registers: BufferState::register_copy).
+// Held out: the d = 64 profile (1.005 of the measured), the H100's 1 x 16 x 4,096 x 64 and 1 x 16 x 8,192 x
+// 128 forwards (h100_sdpa_profile_raw.csv). The backward's main kernel is the same CuTe code, not refit;
+// its dQ atomics are FlashAttention-2's atomicAdd of one f32 a thread: 128 bytes a warp's red.global.add
+// (h200_fa2_bwd_instructions.csv: FlashAttention2Instructions.*).
+constexpr isa::CodeOverhead kFlashAttention2Overhead{2.6, 0.37, 0.37, 128};
 
 // cuDNN's forward (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{d}): a
 // persistent kernel, one block per SM looping over work tiles. Its template gives no tiles; 128 query rows

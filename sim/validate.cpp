@@ -614,11 +614,13 @@ std::optional<ValidationRow> simulate_row(Machine& machine, const Measurement& m
         row.predicted_warp_instructions += static_cast<double>(core->issue()->warp_instructions);
         row.predicted_ldmatrix += static_cast<double>(core->issue()->ldmatrix);
       }
+      row.predicted_warp_instructions_by_op = c.warp_instructions_by_op;
     }
     if (record_blocks) row.blocks = machine.chip()->block_records();
     for (const KernelReport& k : machine.chip()->kernels()) {
       row.predicted_kernel_names.push_back(k.name);
       row.predicted_kernel_cycles.push_back(static_cast<int64_t>(k.end_cycle - k.start_cycle));
+      if (machine.issue()) row.predicted_kernel_warp_instructions.push_back(k.warp_instructions);
     }
   } else {
     row.predicted_read = static_cast<double>(machine.hbm()->transferred_read);
@@ -1066,13 +1068,13 @@ std::string validation_csv(const ValidationSummary& s) {
       "l2_lookup_miss_meas_sectors,l2_fabric_pred_sectors,l2_fabric_meas_sectors,"
       "l2_resident_end_pred_by_tensor,l2_home_miss_pred_sectors,l2_home_miss_meas_sectors,placements,"
       "dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address,"
-      "meas_repeats\n";
+      "meas_repeats,kernel_warp_instructions_pred,warp_instructions_pred_by_op\n";
   auto ratio = [](double predicted, double measured) { return measured ? predicted / measured : 0.0; };
   for (const auto& r : s.rows) {
     const Measurement& m = r.measured;
     out += fmt::format(
         "{},{:.0f},{},{:.0f},{},{:.0f},{:.0f},{:.0f},{:.0f},{:.1f},{:.1f},{:.4f},{},{:.0f},{:.0f},{},"
-        "{},,{},{},{},{},{},{},{},{},{},{},{},{}"
+        "{},,{},{},{},{},{},{},{},{},{},{},{},{},{},{}"
         "\n",
         measurement_cells(m, true), r.predicted_read, sm_l2_cell(m, m.l1_read_bytes), r.predicted_write,
         sm_l2_cell(m, m.l1_write_bytes), r.predicted_dram_read, m.dram_read_bytes, r.predicted_dram_written,
@@ -1083,10 +1085,11 @@ std::string validation_csv(const ValidationSummary& s) {
         count_cell(r.predicted_l2_lookup_read_miss_sectors), count_cell(m.l2_lookup_miss_sectors),
         count_cell(r.predicted_l2_fabric_sectors), count_cell(m.l2_fabric_sectors),
         by_tensor(r.predicted_l2_resident_by_tensor), count_cell(r.predicted_l2_home_miss_sectors),
-        count_cell(m.l2_home_miss_sectors), placement_cells(r, s.placement_addresses), m.repeats);
+        count_cell(m.l2_home_miss_sectors), placement_cells(r, s.placement_addresses), m.repeats,
+        joined(r.predicted_kernel_warp_instructions), by_tensor(r.predicted_warp_instructions_by_op));
   }
   for (const auto& m : s.not_simulated)
-    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,,\n", measurement_cells(m, false),
+    out += fmt::format("{},,,,,,,,,,,,,,,,,{},,,,,,,,,,,,,,,,,\n", measurement_cells(m, false),
                        csv_cell(m.not_simulated));
   return out;
 }

@@ -134,7 +134,11 @@ struct ValidationRow {
   // Whole-chip configs: each launch's name in the program and its cycles (its fixed launch cost included).
   std::vector<std::string> predicted_kernel_names;
   std::vector<int64_t> predicted_kernel_cycles;
-  std::vector<BlockRecord> blocks;  // whole-chip configs, when validate was asked to record them
+  std::vector<uint64_t> predicted_kernel_warp_instructions;
+  std::map<std::string, uint64_t>
+      predicted_warp_instructions_by_op;  // all kernels, by tile opcode  // each kernel's, whole chip (with
+                                          // an issue: section)
+  std::vector<BlockRecord> blocks;        // whole-chip configs, when validate was asked to record them
   // validate with hot_part_bytes: the share of the hot buffer (read by every core just before the row's
   // kernels) that had to come from DRAM again when read just after them (-1: not asked).
   double predicted_hot_part_lost = -1;

@@ -227,7 +227,19 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
          shared_access_cost(d, ctx) + softmax;
 }
 
-// An op between the register file and SRAM: its threads reach each SRAM operand by ld.shared / st.shared.
+// An element-wise op (not a copy, product or lock) with an operand in the register file that writes an SRAM
+// tile: its threads keep what they stored (BufferState::register_copy).
+bool TileCore::writes_from_registers(const TileDecoded& d, const BlockContext& ctx) {
+  if (!is_vector_op(d.op)) return false;
+  const TileOperand& dst = d.ops[d.destination()];
+  if (dst.storage < 0 || !dst.is_buffer || ctx.buffers[dst.storage].in_regs) return false;
+  for (size_t k = 0; k < d.count; ++k)
+    if (d.ops[k].storage >= 0 && d.ops[k].is_buffer && ctx.buffers[d.ops[k].storage].in_regs) return true;
+  return false;
+}
+
+// An op between the register file and SRAM: its threads reach each SRAM operand by ld.shared / st.shared,
+// but for a source they hold already (BufferState::register_copy).
 double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const {
   bool in_regs = false;
   double count = 0;  // of the SRAM operands
@@ -236,7 +248,7 @@ double TileCore::shared_access_cost(const TileDecoded& d, const BlockContext& ct
     if (o.storage < 0 || !o.is_buffer) continue;
     const BufferState& s = ctx.buffers[o.storage];
     in_regs = in_regs || s.in_regs;
-    if (!s.in_regs)
+    if (!s.in_regs && !(k != d.destination() && s.register_copy))
       count += units_.issue->shared_access_instructions(o.out_rows(), o.out_cols(),
                                                         static_cast<int64_t>(dtype_bytes(s.dtype)));
   }
@@ -256,7 +268,7 @@ IssueUnit::Span TileCore::issued(const TileDecoded& d, BlockContext& ctx, uint64
                            : d.ops[d.destination()].out_rows();
   // A kernel that says how many warps a block has shares every instruction among them all.
   const int64_t warps = ctx.warps > 0 ? ctx.warps : issue->warps(rows);
-  const IssueUnit::Span span = book_issue(ctx, start, count, warps, product ? unit_cycles : 0);
+  const IssueUnit::Span span = book_issue(ctx, d.op, start, count, warps, product ? unit_cycles : 0);
   if (!product) yield_mxu(span, count);
   return span;
 }
@@ -436,9 +448,10 @@ void TileCore::sweep(uint64_t now) {
   }
 }
 
-IssueUnit::Span TileCore::book_issue(BlockContext& ctx, uint64_t at, double count, int64_t warps,
-                                     uint64_t held) {
+IssueUnit::Span TileCore::book_issue(BlockContext& ctx, isa::Opcode op, uint64_t at, double count,
+                                     int64_t warps, uint64_t held) {
   IssueUnit& issue = *units_.issue;
+  issue.attribute(op, count);
   if (sharing_) {
     const uint64_t start = std::max(at, port_shared_.owner_free(&ctx));
     const IssueUnit::Cost cost = issue.count_issue(count, warps, held);
@@ -557,6 +570,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
   }
   // Bookkeeping for the scoreboard: readers hold their sources until done; the writer marks readiness.
   const size_t dst_index = d.destination();
+  const bool from_registers = writes_from_registers(d, ctx);
   for (size_t k = 0; k < d.count; ++k) {
     const TileOperand& o = d.ops[k];
     if (o.storage < 0 || !o.is_buffer) continue;
@@ -564,6 +578,7 @@ TileCore::Step TileCore::execute(const TileDecoded& d, BlockContext& ctx, bool b
     if (k == dst_index) {
       s.ready = std::max(s.ready, step.done);
       s.chain_ready = step.chain_ready;
+      s.register_copy = from_registers;
     } else
       s.reads_done = std::max(s.reads_done, step.done);
   }
@@ -607,8 +622,9 @@ TileCore::Step TileCore::memory_op(const TileDecoded& d, BlockContext& ctx, uint
                                    : units_.dma->submit(ready, transfer, *units_.memory, end);
   // The copy's instructions issue from its start; it is done no earlier than the last of them.
   if (IssueUnit* issue = units_.issue) {
-    const double count = issue->copy_instructions(transfer.rows * transfer.row_bytes, ctx.overhead);
-    const IssueUnit::Span span = book_issue(ctx, t.start, count);
+    const double count =
+        issue->copy_instructions(transfer.rows * transfer.row_bytes, ctx.overhead, accumulate);
+    const IssueUnit::Span span = book_issue(ctx, d.op, t.start, count);
     yield_mxu(span, count);
     t.done = std::max(t.done, span.done);
     hold_port(ctx, d, t.done, 0);

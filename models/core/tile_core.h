@@ -52,6 +52,9 @@ struct BufferState {
   // a dependent vector op then, which may start at once instead of at `ready`.
   uint64_t chain_ready = 0;
   bool in_regs = false;  // in the tile register file instead of SRAM
+  // An SRAM tile an element-wise op last wrote from registers (P, dS on their way to a product): the
+  // threads that stored it still hold it in the mma layout, so an element-wise op reading it loads nothing.
+  bool register_copy = false;
   std::vector<double> values;
 };
 
@@ -187,8 +190,9 @@ class TileCore {
   // The schedulers' span for `count` warp instructions of `ctx` from `at`: taken from a younger block's
   // instructions if set_older_preempts, else after what they booked. hold_port then records the instruction
   // as the schedulers' holder once its result time is known.
-  IssueUnit::Span book_issue(BlockContext& ctx, uint64_t at, double count, int64_t warps = 1 << 20,
-                             uint64_t held = 0);
+  static bool writes_from_registers(const TileDecoded& d, const BlockContext& ctx);
+  IssueUnit::Span book_issue(BlockContext& ctx, isa::Opcode op, uint64_t at, double count,
+                             int64_t warps = 1 << 20, uint64_t held = 0);
   void hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency);
   // A product's tensor cores lose cycles to the other instructions the schedulers issue meanwhile: what is
   // queued when it starts and its own fragment loads (mma_delay_at_start, given its warp instructions

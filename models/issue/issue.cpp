@@ -51,6 +51,15 @@ IssueUnit::IssueUnit(sc_core::sc_module_name instance, const Params& params)
   stats_.add(&ldmatrix, "ldmatrix", "instructions",
              "ldmatrix of the products' SRAM operands, among them (Nsight Compute: "
              "smsp__inst_executed_op_ldsm)");
+  stats_.add_formula(
+      [this] {
+        nlohmann::json out = nlohmann::json::object();
+        for (size_t op = 0; op < by_opcode.size(); ++op)
+          if (by_opcode[op]) out[std::string(isa::mnemonic(static_cast<isa::Opcode>(op)))] = by_opcode[op];
+        return out;
+      },
+      "warp_instructions_by_op", "instructions",
+      "warp_instructions by the tile instruction that issued them (opcodes that issued none left out)");
   stats_.add(&busy_cycles, "busy_cycles", "cycles", "cycles the core's schedulers spent issuing them");
   stats_.add(&elapsed_cycles, "elapsed_cycles", "cycles", "length of the run the utilisation refers to");
   stats_.add_formula(
@@ -130,8 +139,11 @@ double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool
   return (per_warp + fixed(code)) * static_cast<double>(warps(rows));
 }
 
-double IssueUnit::copy_instructions(uint64_t bytes, const isa::CodeOverhead& code) const {
-  const auto copies = static_cast<double>(ceil_div(static_cast<int64_t>(bytes), params_.copy_bytes));
+double IssueUnit::copy_instructions(uint64_t bytes, const isa::CodeOverhead& code, bool reduction) const {
+  const double per = reduction && code.red_bytes >= 1     ? code.red_bytes
+                     : reduction && params_.red_bytes > 0 ? static_cast<double>(params_.red_bytes)
+                                                          : static_cast<double>(params_.copy_bytes);
+  const double copies = std::ceil(static_cast<double>(bytes) / per - 1e-9);
   return copies * (1.0 + copy_address(code));
 }
 
@@ -219,6 +231,9 @@ void register_issue_models() {
         count("ldmatrix_bytes", q.ldmatrix_bytes, "bytes",
               "SRAM operand bytes one ldmatrix loads for a warp");
         count("copy_bytes", q.copy_bytes, "bytes", "bytes one copy instruction (cp.async) moves for a warp");
+        q.red_bytes =
+            p.get<int64_t>("red_bytes", q.red_bytes, "bytes",
+                           "bytes one warp's red.global.add (a STORE_ADD) moves (0: copy_bytes)", 0, 1 << 20);
         q.shared_access_bytes = p.get<int64_t>(
             "shared_access_bytes", q.shared_access_bytes, "bytes",
             "bytes a thread's ld.shared / st.shared moves when an op reads or writes an SRAM tile from "

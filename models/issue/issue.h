@@ -34,9 +34,11 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "isa/code_overhead.h"
+#include "isa/opcode.h"
 #include "models/common/component.h"
 #include "models/common/params.h"
 #include "models/vpu/vpu.h"
@@ -75,6 +77,9 @@ class IssueUnit : public Component {
     int64_t mma_m = 16, mma_n = 8, mma_k = 16;
     int64_t ldmatrix_bytes = 512;
     int64_t copy_bytes = 512;
+    // Bytes one warp's red.global.add moves (a STORE_ADD's adds are issued as reductions from registers,
+    // 32 threads x their vector of f32); 0: copy_bytes.
+    int64_t red_bytes = 0;
     int64_t shared_access_bytes = 0;  // a thread's ld.shared / st.shared; 0: no cost (a mixed op is free)
     double address_per_shared = 0;
     double address_per_ldmatrix = 0;
@@ -114,8 +119,8 @@ class IssueUnit : public Component {
   // expf or not (isa::KernelDecl::accurate_exp);
   double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit, bool accurate_exp = false,
                              const isa::CodeOverhead& code = {}) const;
-  // a copy of `bytes` between memory and SRAM.
-  double copy_instructions(uint64_t bytes, const isa::CodeOverhead& code = {}) const;
+  // a copy of `bytes` between memory and SRAM (a STORE_ADD's: `reduction`, red.global.add).
+  double copy_instructions(uint64_t bytes, const isa::CodeOverhead& code = {}, bool reduction = false) const;
   // an mma operand's fragments loaded from `bytes` of SRAM into the registers of the warps of `rows`
   // (ldmatrix, each warp its own rows, as a product loads its A);
   double fragment_load_instructions(int64_t rows, uint64_t bytes, const isa::CodeOverhead& code = {}) const;
@@ -171,11 +176,18 @@ class IssueUnit : public Component {
     params_.mma_holds_schedulers = mma_holds_schedulers;
     params_.mma_cycles_per_other_instruction = mma_cycles_per_other_instruction;
   }
-  void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0, ldmatrix = 0; }
+  void reset() { free_ = 0, warp_instructions = 0, busy_cycles = 0, ldmatrix = 0, by_opcode = {}; }
+  // Files `instructions` (rounded as count_issue rounds them) under the tile instruction that issued them.
+  void attribute(isa::Opcode op, double instructions) {
+    by_opcode[static_cast<size_t>(op)] += static_cast<uint64_t>(std::llround(instructions));
+  }
   void set_elapsed(uint64_t cycles) { elapsed_cycles = cycles; }
 
   uint64_t warp_instructions = 0;
   uint64_t ldmatrix = 0;  // of the products' SRAM operands (counted by the core, which knows the layout)
+  // warp_instructions by the tile instruction that issued them (TileCore books every issue through
+  // attribute), so a run says where its instructions go: products, softmax ops, copies.
+  std::array<uint64_t, isa::kOpcodeCount> by_opcode{};
   uint64_t busy_cycles = 0;
   uint64_t elapsed_cycles = 0;
 

@@ -219,7 +219,7 @@ TEST(KernelSyntax, AccurateExpRoundTrips) {
 TEST(KernelSyntax, OverheadRoundTrips) {
   const std::string text =
       ".kernel k grid(2) warps(4, 16) overhead(fixed=1.7, ldmatrix_address=0.37, copy_address=0.37)\n"
-      ".kernel u grid(1) overhead(copy_address=0)\n"
+      ".kernel u grid(1) overhead(copy_address=0, red_bytes=128)\n"
       ".kernel v grid(1)\n"
       ".block k(0)\n"
       ".block k(1)\n"
@@ -227,7 +227,7 @@ TEST(KernelSyntax, OverheadRoundTrips) {
       ".block v(0)\n";
   const Program p = asm_text(text);
   EXPECT_EQ(p.kernels[0].overhead, (CodeOverhead{1.7, 0.37, 0.37}));
-  EXPECT_EQ(p.kernels[1].overhead, (CodeOverhead{-1, -1, 0}));
+  EXPECT_EQ(p.kernels[1].overhead, (CodeOverhead{-1, -1, 0, 128}));
   EXPECT_FALSE(p.kernels[2].overhead.any());
   EXPECT_EQ(disassemble(p), text);
   const Program swapped =
@@ -402,7 +402,8 @@ TEST(KernelErrors, KernelDirective) {
   expect_error(".kernel k grid(2) exp(accurate\n", 1, 31, {"expected ')'", "exp(...)"});
   expect_error(".kernel k grid(2147483647, 2147483647)\n", 1, 11, {"more than 2^48"});
   expect_error(".kernel k grid(2) overhead(speed=1)\n", 1, 28,
-               {"expected fixed, ldmatrix_address or copy_address in overhead(...)"});
+               {"expected fixed, ldmatrix_address, copy_address or red_bytes in overhead(...)"});
+  expect_error(".kernel k grid(2) overhead(red_bytes=0)\n", 1, 38, {"red_bytes: bytes from 1 to 1000"});
   expect_error(".kernel k grid(2) overhead(fixed=1, fixed=2)\n", 1, 37,
                {"fixed is given twice in overhead(...)"});
   expect_error(".kernel k grid(2) overhead(fixed=-1)\n", 1, 34, {"fixed: instructions from 0 to 1000"});

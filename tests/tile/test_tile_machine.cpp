@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "isa/assembler.h"
 #include "sim/machine.h"
@@ -242,29 +244,48 @@ TEST(Issue, AnInstructionIsDoneWhenItsWarpInstructionsHaveIssued) {
   EXPECT_EQ(cycles_of(machine, "EXP A, B\nMUL B, B, C\n"), one_exp + 24);
 }
 
+// An SM whose ops between registers and SRAM access shared memory: 4 bytes a thread, 2 address instructions
+// each. The warp instructions of `body` after a LOAD of X into A (SRAM); B is SRAM too, R and T registers.
+const std::vector<std::string> kSharedAccess = {"issue.type=warp_schedulers", "issue.shared_access_bytes=4",
+                                                "issue.address_per_shared=2"};
+uint64_t instructions_after_load(Machine& machine, const std::string& body) {
+  const isa::Program program = isa::assemble(
+      ".tensor X[16][16] f32 random(seed=1, lo=-1, hi=1)\n.buffer A[16][16] f32\n.buffer B[16][16] f32\n"
+      ".buffer R[16][16] f32 regs\n.buffer T[16][16] f32 regs\nLOAD X[0:16, 0:16], A\n" +
+          body,
+      "shared.trace");
+  machine.load(program, false, true);
+  machine.run();
+  return machine.issue()->warp_instructions;
+}
+
 // An op between the register file and SRAM reaches the SRAM tile through shared-memory accesses; ops
 // wholly in SRAM (the model's SRAM-held programs) or wholly in registers do not. A 16 x 16 f32 tile is one
 // warp, a thread holding 2 rows x 4 columns: 32 bytes, 8 accesses of 4 bytes, each with 2 address
 // instructions: a MOV from A (SRAM) into R (registers) costs 24 more than one from A into B.
 TEST(Issue, AnOpBetweenRegistersAndSramAccessesSharedMemory) {
-  Machine machine(load_config(
-      kConfigs + "h100-sm.yaml",
-      {"issue.type=warp_schedulers", "issue.shared_access_bytes=4", "issue.address_per_shared=2"}));
-  auto instructions = [&](const std::string& body) {
-    const isa::Program program = isa::assemble(
-        ".tensor X[16][16] f32 random(seed=1, lo=-1, hi=1)\n.buffer A[16][16] f32\n.buffer B[16][16] f32\n"
-        ".buffer R[16][16] f32 regs\n.buffer T[16][16] f32 regs\nLOAD X[0:16, 0:16], A\n" +
-            body,
-        "shared.trace");
-    machine.load(program, false, true);
-    machine.run();
-    return machine.issue()->warp_instructions;
-  };
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", kSharedAccess));
+  auto instructions = [&](const std::string& body) { return instructions_after_load(machine, body); };
   const uint64_t sram_only = instructions("MOV A, B\n");
   EXPECT_EQ(instructions("MOV A, R\n"), sram_only + 24);
   EXPECT_EQ(instructions("MOV R, A\n"), sram_only + 24);  // the store side costs the same
   const uint64_t mov = sram_only - instructions("");      // the MOV's own, without the LOAD's copies
   EXPECT_EQ(instructions("MOV A, R\nMOV R, T\n"), sram_only + 24 + mov);  // registers to registers: none
+}
+
+// An SRAM tile an element-wise op wrote from registers (P and dS, stored for a product) stays in the
+// threads' registers: an element-wise op that reads it next loads nothing from shared memory (the
+// backward's dS = P o (dP - D) reads P from the registers that computed it). Once the DMA has written the
+// tile again, reading it costs its 24 accesses and addresses as before.
+TEST(Issue, AnSramTileWrittenFromRegistersIsReadFromTheThreadsCopy) {
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", kSharedAccess));
+  auto instructions = [&](const std::string& body) { return instructions_after_load(machine, body); };
+  const uint64_t load = instructions("");
+  const uint64_t store = instructions("MOV R, A\n");  // st.shared: 8 accesses and their addresses
+  const uint64_t mov = instructions("MOV R, T\n") - load;
+  EXPECT_EQ(store, load + mov + 24);
+  EXPECT_EQ(instructions("MOV R, A\nMOV A, T\n"), store + mov);
+  EXPECT_EQ(instructions("MOV R, A\nLOAD X[0:16, 0:16], A\nMOV A, T\n"), store + load + mov + 24);
 }
 
 // A 16-bit tile moved from SRAM into 16-bit registers is an mma operand's fragments (Q_i, which the kernels

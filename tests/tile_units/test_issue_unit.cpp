@@ -149,6 +149,17 @@ TEST(IssueUnit, ACopyIsOneInstructionPer16BytesOfEachThreadAndItsAddress) {
   EXPECT_DOUBLE_EQ(issue->copy_instructions(100), 1 * 4);  // a partial copy is still one
 }
 
+// A STORE_ADD's adds are red.global.add from registers: red_bytes a warp instruction (the project's
+// kernels' red.global.add.v2.f32: 32 x 8 bytes), each with its address; a kernel may say its own width
+// (FlashAttention-2's scalar atomicAdd of an f32: 128). Without red_bytes, copy_bytes.
+TEST(IssueUnit, AReductionIsOneInstructionPerRedBytesAndItsAddress) {
+  auto issue = build(std::string(kCosts) + "red_bytes: 256\n");
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(8192, {}, true), 32 * 4);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(8192, {}, false), 16 * 4);
+  EXPECT_DOUBLE_EQ(issue->copy_instructions(8192, {-1, -1, 0.37, 128}, true), 64 * 1.37);
+  EXPECT_DOUBLE_EQ(build(kCosts)->copy_instructions(8192, {}, true), 16 * 4);
+}
+
 // A kernel's own overhead (isa::CodeOverhead, `.kernel ... overhead(...)`) replaces the machine's fields it
 // gives, and only those: FlashAttention-2's code, 1.7 fixed a warp and tile instruction, 0.37 address
 // instructions per ldmatrix and per copy. The product of the first test, 256 mma and 160 ldmatrix over 8

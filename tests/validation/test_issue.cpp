@@ -220,8 +220,10 @@ TEST(Issue, ADenseNeighbourStarvesTheProductsNotTheOtherWayRound) {
 // summarize_bwd_unroll.py). The k-steps are counted from the loops; the loop's compare and branch come to
 // exactly two per k-step, which checks that count. The presets' cost per rolled k-step lies within the
 // measured extra instructions per k-step (11.4-12.7), and each build simulated (its kernels' k_loops) is
-// held against what it executed: the backward's code is overcounted by 9-13% unrolled and 4-12% rolled
+// held against what it executed: the backward's code is overcounted by 13-17% unrolled and 6-16% rolled
 // (docs/validation.md, "Rolled k-loops"): the rolled cost is the measured difference, not a fit to the total.
+// (9-13% and 4-12% while a STORE_ADD counted one red.global.add per 512 bytes: the kernels' REDG.E.ADD.F32x2
+// adds 256, each with 4-5 integer instructions of its address, as issue.red_bytes and address_per_copy say.)
 TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
   const std::string path = kRoot + "/validation/data/h100_bwd_unroll_instructions.csv";
   std::ifstream in(path);
@@ -264,7 +266,7 @@ TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
                 static_cast<long long>(row.measured.d), i % 2 == 0 ? "rolled" : "unrolled",
                 row.predicted_warp_instructions / 1e6, ratio);
     EXPECT_GT(ratio, i % 2 == 0 ? 1.0 : 1.05) << row.measured.schedule << " d=" << row.measured.d;
-    EXPECT_LT(ratio, i % 2 == 0 ? 1.13 : 1.14) << row.measured.schedule << " d=" << row.measured.d;
+    EXPECT_LT(ratio, i % 2 == 0 ? 1.17 : 1.18) << row.measured.schedule << " d=" << row.measured.d;
   }
 }
 

@@ -122,11 +122,11 @@ TEST(ValidatePlacements, TheCsvListsEveryPlacementsReads) {
   ASSERT_EQ(reads.size(), 2u);
   const std::string header_end =
       "placements,dram_read_pred_min_bytes,dram_read_pred_max_bytes,dram_read_pred_by_first_tensor_address,"
-      "meas_repeats\n";
+      "meas_repeats,kernel_warp_instructions_pred,warp_instructions_pred_by_op\n";
   EXPECT_NE(csv.find(header_end), std::string::npos) << csv.substr(0, csv.find('\n'));
   const std::string cells = fmt_cells(2, std::min(reads[0], reads[1]), std::max(reads[0], reads[1])) +
                             "0=" + std::to_string(static_cast<uint64_t>(reads[0])) +
-                            ";38797312=" + std::to_string(static_cast<uint64_t>(reads[1])) + ",1\n";
+                            ";38797312=" + std::to_string(static_cast<uint64_t>(reads[1])) + ",1,";
   EXPECT_NE(csv.find(cells), std::string::npos) << csv;
   // An even count reports the lower of the two middle runs.
   EXPECT_EQ(two.rows[0].predicted_dram_read, std::min(reads[0], reads[1]));

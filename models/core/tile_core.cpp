@@ -202,10 +202,10 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
     const TileOperand& a = d.ops[0];
     const TileOperand& b = d.ops[1];
     const WarpTiling tiling = ctx.tiling();
-    const double loads =
-        issue.ldmatrix_instructions(a.out_rows(), bytes_in_sram(a), bytes_in_sram(b), tiling);
+    const uint64_t a_loaded = a_from_threads(a, ctx) ? 0 : bytes_in_sram(a);
+    const double loads = issue.ldmatrix_instructions(a.out_rows(), a_loaded, bytes_in_sram(b), tiling);
     if (ldmatrix) *ldmatrix = loads;
-    return issue.product_instructions(a.out_rows(), a.out_cols(), b.out_cols(), loads, bytes_in_sram(a) > 0,
+    return issue.product_instructions(a.out_rows(), a.out_cols(), b.out_cols(), loads, a_loaded > 0,
                                       ctx.rolled_k_loops, tiling);
   }
   const TileOperand& src = d.ops[0];
@@ -225,6 +225,19 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit,
                                    ctx.accurate_exp, ctx.overhead) +
          shared_access_cost(d, ctx) + softmax;
+}
+
+// A product's A operand its warps computed themselves: an SRAM tile an element-wise op wrote from registers
+// (BufferState::register_copy), read untransposed, in a kernel whose warps each own whole rows of every tile:
+// each warp's rows of A are in its registers as mma accumulators, which are A fragments once packed
+// (dQ_i += dS K_j in the project's backward kernels). Transposed, or with warps split along a tile's
+// columns, the fragments a warp needs are other threads': they come from shared memory by ldmatrix. Split
+// are a kernel declaring `warps(W, R)` (PyTorch's FlashAttention-2) and CUTLASS's `softmax(iterative)`
+// forward, whose 2-D warp tiles are why it sums its rows across warps and stores P (accumToSmem).
+bool TileCore::a_from_threads(const TileOperand& a, const BlockContext& ctx) {
+  const bool warps_own_rows = ctx.warps == 0 && !ctx.iterative_softmax;
+  return warps_own_rows && !a.transpose && a.storage >= 0 && a.is_buffer &&
+         ctx.buffers[a.storage].register_copy;
 }
 
 // An element-wise op (not a copy, product or lock) with an operand in the register file that writes an SRAM

@@ -191,6 +191,7 @@ class TileCore {
   // instructions if set_older_preempts, else after what they booked. hold_port then records the instruction
   // as the schedulers' holder once its result time is known.
   static bool writes_from_registers(const TileDecoded& d, const BlockContext& ctx);
+  static bool a_from_threads(const TileOperand& a, const BlockContext& ctx);
   IssueUnit::Span book_issue(BlockContext& ctx, isa::Opcode op, uint64_t at, double count,
                              int64_t warps = 1 << 20, uint64_t held = 0);
   void hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency);

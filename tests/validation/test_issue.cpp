@@ -220,10 +220,13 @@ TEST(Issue, ADenseNeighbourStarvesTheProductsNotTheOtherWayRound) {
 // summarize_bwd_unroll.py). The k-steps are counted from the loops; the loop's compare and branch come to
 // exactly two per k-step, which checks that count. The presets' cost per rolled k-step lies within the
 // measured extra instructions per k-step (11.4-12.7), and each build simulated (its kernels' k_loops) is
-// held against what it executed: the backward's code is overcounted by 13-17% unrolled and 6-16% rolled
+// held against what it executed: the backward's code is overcounted by 12-16% unrolled and 2-10% rolled
 // (docs/validation.md, "Rolled k-loops"): the rolled cost is the measured difference, not a fit to the total.
-// (9-13% and 4-12% while a STORE_ADD counted one red.global.add per 512 bytes: the kernels' REDG.E.ADD.F32x2
-// adds 256, each with 4-5 integer instructions of its address, as issue.red_bytes and address_per_copy say.)
+// dQ_i += dS K_j reads dS from the registers that computed it (TileCore::a_from_threads): 13-17% and 6-16%
+// while the model loaded it by ldmatrix in a rolled loop. Of what the unrolled builds still exceed by, the
+// largest part (38-61%) is the conversions: P and dS rounded at issue.convert_per_element (1.5: the forward's
+// F2FP and the HADD2.F32 of its row sum) where the kernels execute one F2FP per two elements (and flash2-bwd-
+// no-d's sweep 1 does not round P).
 TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
   const std::string path = kRoot + "/validation/data/h100_bwd_unroll_instructions.csv";
   std::ifstream in(path);
@@ -266,7 +269,7 @@ TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
                 static_cast<long long>(row.measured.d), i % 2 == 0 ? "rolled" : "unrolled",
                 row.predicted_warp_instructions / 1e6, ratio);
     EXPECT_GT(ratio, i % 2 == 0 ? 1.0 : 1.05) << row.measured.schedule << " d=" << row.measured.d;
-    EXPECT_LT(ratio, i % 2 == 0 ? 1.17 : 1.18) << row.measured.schedule << " d=" << row.measured.d;
+    EXPECT_LT(ratio, i % 2 == 0 ? 1.13 : 1.17) << row.measured.schedule << " d=" << row.measured.d;
   }
 }
 

@@ -185,13 +185,15 @@ class TileCore {
   // 0 without an issue unit; a product's ldmatrix among them into `ldmatrix` when given.
   double issue_cost(const TileDecoded& d, const BlockContext& ctx, double* ldmatrix = nullptr) const;
   double shared_access_cost(const TileDecoded& d, const BlockContext& ctx) const;
+  // An element-wise op that stores registers to SRAM (BufferState::register_copy), and a product's A operand
+  // its warps hold from such a store.
+  static bool writes_from_registers(const TileDecoded& d, const BlockContext& ctx);
+  static bool a_from_threads(const TileOperand& a, const BlockContext& ctx);
   IssueUnit::Span issued(const TileDecoded& d, BlockContext& ctx, uint64_t start, double count,
                          uint64_t unit_cycles);
   // The schedulers' span for `count` warp instructions of `ctx` from `at`: taken from a younger block's
   // instructions if set_older_preempts, else after what they booked. hold_port then records the instruction
   // as the schedulers' holder once its result time is known.
-  static bool writes_from_registers(const TileDecoded& d, const BlockContext& ctx);
-  static bool a_from_threads(const TileOperand& a, const BlockContext& ctx);
   IssueUnit::Span book_issue(BlockContext& ctx, isa::Opcode op, uint64_t at, double count,
                              int64_t warps = 1 << 20, uint64_t held = 0);
   void hold_port(BlockContext& ctx, const TileDecoded& d, uint64_t done, uint64_t latency);

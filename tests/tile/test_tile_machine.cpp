@@ -288,6 +288,23 @@ TEST(Issue, AnSramTileWrittenFromRegistersIsReadFromTheThreadsCopy) {
   EXPECT_EQ(instructions("MOV R, A\nLOAD X[0:16, 0:16], A\nMOV A, T\n"), store + load + mov + 24);
 }
 
+// A product's A operand its own warps wrote from registers (dS, which the backward kernels feed to
+// dQ_i += dS K_j from the registers that computed it) costs no ldmatrix: a 16 x 16 f32 A is 1 KB, two
+// ldmatrix of 512 bytes with 2 address instructions each. Read transposed, its fragments are other
+// threads': they are loaded, as from a tile the DMA wrote.
+TEST(Issue, AProductReadsAnATileItsWarpsWroteFromTheirRegisters) {
+  std::vector<std::string> keys = kSharedAccess;
+  keys.push_back("issue.address_per_ldmatrix=2");
+  Machine machine(load_config(kConfigs + "h100-sm.yaml", keys));
+  auto instructions = [&](const std::string& body) { return instructions_after_load(machine, body); };
+  const uint64_t load = instructions("");
+  const uint64_t store = instructions("MOV R, A\n");
+  const uint64_t product = instructions("MAC_Z A, B, T\n") - load;
+  const uint64_t transposed = instructions("MAC_Z A^T, B, T\n") - load;
+  EXPECT_EQ(instructions("MOV R, A\nMAC_Z A, B, T\n"), store + product - 2 * (1 + 2));
+  EXPECT_EQ(instructions("MOV R, A\nMAC_Z A^T, B, T\n"), store + transposed);
+}
+
 // A 16-bit tile moved from SRAM into 16-bit registers is an mma operand's fragments (Q_i, which the kernels
 // load once before their key loop): ldmatrix, as a product loads its A, not element-wise accesses. 16 x 16
 // f16 is 512 bytes: the LOAD's one copy, then one ldmatrix with its 2 address instructions and 5 for the

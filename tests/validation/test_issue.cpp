@@ -225,8 +225,8 @@ TEST(Issue, ADenseNeighbourStarvesTheProductsNotTheOtherWayRound) {
 // dQ_i += dS K_j reads dS from the registers that computed it (TileCore::a_from_threads): 13-17% and 6-16%
 // while the model loaded it by ldmatrix in a rolled loop. Of what the unrolled builds still exceed by, the
 // largest part (38-61%) is the conversions: P and dS rounded at issue.convert_per_element (1.5: the forward's
-// F2FP and the HADD2.F32 of its row sum) where the kernels execute one F2FP per two elements (and flash2-bwd-
-// no-d's sweep 1 does not round P).
+// F2FP and the HADD2.F32 of its row sum) where the kernels execute one F2FP per two elements (and the
+// no-D kernel's sweep 1 does not round P).
 TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
   const std::string path = kRoot + "/validation/data/h100_bwd_unroll_instructions.csv";
   std::ifstream in(path);

@@ -52,16 +52,14 @@ void PrintTo(const SmsRow& r, std::ostream* os) {
 // 2,048 0.859 and 0.908, 1 x 16 x 8,192 1.135 and 1.076 on 128 and 132 SMs; the rows on 16 and 64 SMs
 // within 0.015 of 1.0. Since P is computed with expf as the kernel's is (thirty-eighth session), causal 0.930
 // and 0.967 on 128 and 132 SMs: the 132-SM row is 0.033 under the GPU, its band moves from 0.80-0.95 to
-// 0.92-1.03 (narrower, around the new figure). Since the backward's conversions are one F2FP per two elements
-// written and one HADD2.F32 per 16-bit element read (fifty-fifth session; CUTLASS's SASS executes more: 3
-// HADD2.F32 and 1 F2FP a score, the model 2), the 132-SM causal row reads 0.908: band 0.89-1.03.
+// 0.92-1.03 (narrower, around the new figure).
 std::vector<SmsRow> sms_rows() {
   std::vector<SmsRow> rows = {{8, 32, 2048, 128, false, 64, 0.97, 1.03}};
 #ifdef ATTNSIM_MEMEFF_SMS_LONG
   rows = {{1, 16, 8192, 128, false, 16, 0.97, 1.03},  {1, 16, 8192, 128, false, 64, 0.97, 1.03},
           {1, 16, 8192, 128, false, 128, 1.03, 1.18}, {1, 16, 8192, 128, false, 132, 0.98, 1.12},
           {1, 16, 8192, 128, true, 64, 0.97, 1.03},   {1, 16, 8192, 128, true, 128, 0.80, 0.95},
-          {1, 16, 8192, 128, true, 132, 0.89, 1.03},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
+          {1, 16, 8192, 128, true, 132, 0.92, 1.03},  {8, 32, 2048, 128, false, 16, 0.97, 1.03},
           {8, 32, 2048, 128, false, 128, 0.78, 0.93}, {8, 32, 2048, 128, false, 132, 0.83, 0.98},
           {1, 16, 16384, 64, false, 16, 0.97, 1.03}};
 #endif
@@ -377,9 +375,7 @@ std::vector<std::vector<double>> model_causal_ends(const std::vector<std::pair<i
 // against 33.3-33.5 k, since the program's products loop over k as CUTLASS's mainloops do (0.75-0.77
 // before: docs/validation.md, "The memory-efficient backward's k-loops are rolled"). What is left: the
 // model's fixed time beside the prologue, 21 k cycles more than the GPU's 8 k (most of it the spill
-// reloads at the block's end, one round trip after another), and 4.5 k cycles of the step. Since the
-// backward's conversions are the kernels' (fifty-fifth session) the fixed part and its growth are 1.60 and
-// 1.61 of the GPU's: bound 1.65.
+// reloads at the block's end, one round trip after another), and 4.5 k cycles of the step.
 TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
   const std::vector<std::pair<int64_t, int64_t>> shapes = {{16, 4096}, {16, 8192}};
   const std::vector<std::vector<double>> model_ends = model_causal_ends(shapes);
@@ -395,7 +391,7 @@ TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
                 static_cast<long long>(n / 128), gpu.back().fixed, gpu.back().step, model.back().fixed,
                 model.back().step);
     EXPECT_GT(model.back().fixed / gpu.back().fixed, 1.3);
-    EXPECT_LT(model.back().fixed / gpu.back().fixed, 1.65);
+    EXPECT_LT(model.back().fixed / gpu.back().fixed, 1.6);
     EXPECT_GT(model.back().step / gpu.back().step, 0.80);
     EXPECT_LT(model.back().step / gpu.back().step, 0.92);
   }
@@ -404,7 +400,7 @@ TEST(MemEfficientBlockTime, FixedPartGrowsWithTheHeadAsTheGpus) {
               model_growth);
   EXPECT_NEAR(gpu_growth, 38.9e3, 1e3);
   EXPECT_GT(model_growth / gpu_growth, 1.2);
-  EXPECT_LT(model_growth / gpu_growth, 1.65);
+  EXPECT_LT(model_growth / gpu_growth, 1.6);
 }
 
 // Runs of block ends no more than `gap` apart, in order: a wave whose blocks end together is one run.

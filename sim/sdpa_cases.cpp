@@ -27,20 +27,18 @@ std::optional<Tiles> forward_tiles(const std::string& kernel, const std::string&
 // What FlashAttention-2's code spends beside its tile instructions (isa::CodeOverhead). Its CuTe code
 // unrolls its loops at compile time and folds shared-memory offsets into immediates, so it runs far fewer
 // address and control instructions than the project's kernels, which the machine's issue costs describe:
-// with those, the model counts 1.15 and 1.06 times the warp instructions the forward executes at d = 128 and
-// 64 (1.21 and 1.15 before the conversions were the kernels': h200_fa2_fwd_profile_pairs.tar.gz, pairs64:
-// 1,223 and 1,680 a warp and key block alone on an SM, of which the products, the softmax's arithmetic and
-// the ldmatrix agree with the model's). From the d = 128 profile's SASS: its address instructions (IADD3,
-// IMAD, LEA, SHF, VIADD, ISETP: 35.3 a warp and key block) over its ldmatrix and cp.async (80 + 16.1) give
-// 0.37 each. The fixed cost per warp and tile instruction, 5.9, makes the d = 128 and d = 64 profiles miss by
-// as much either way (1.019, 0.981): the d = 128 code executes 0.86 register MOV and 1.6 FMUL a score more
-// than the d = 64 code, which no tile instruction describes. (It was 2.6, fitted to d = 128 alone, while the
-// model charged the forward's P a widening, HADD2.F32, that FlashAttention-2 does not execute: it sums the
-// f32 P, Measurement::sum_unrounded_p.) Held out: the H100's 1 x 16 x 4,096 x 64 and 1 x 16 x 8,192 x 128
-// forwards (h100_sdpa_profile_raw.csv). The backward's main kernel is the same CuTe code, not refit; its dQ
-// atomics are FlashAttention-2's atomicAdd of one f32 a thread: 128 bytes a warp's red.global.add
+// with those, the model counted 1.21 and 1.15 times the warp instructions the forward executes at d = 128 and
+// 64 (h200_fa2_fwd_profile_pairs.tar.gz, pairs64: 1,223 and 1,680 a warp and key block alone on an SM, of
+// which the products, the softmax's arithmetic and the ldmatrix agree with the model's). From the d = 128
+// profile's SASS: its address instructions (IADD3, IMAD, LEA, SHF, VIADD, ISETP: 35.3 a warp and key block)
+// over its ldmatrix and cp.async (80 + 16.1) give 0.37 each; the fixed cost per warp and tile instruction
+// then brings the model's count to the measured one (2.6; 1.7 before the row sum l, which the program keeps
+// in SRAM for the row statistic's store, was read from the threads' registers: BufferState::register_copy).
+// Held out: the d = 64 profile (1.005 of the measured), the H100's 1 x 16 x 4,096 x 64 and 1 x 16 x 8,192 x
+// 128 forwards (h100_sdpa_profile_raw.csv). The backward's main kernel is the same CuTe code, not refit;
+// its dQ atomics are FlashAttention-2's atomicAdd of one f32 a thread: 128 bytes a warp's red.global.add
 // (h200_fa2_bwd_instructions.csv: FlashAttention2Instructions.*).
-constexpr isa::CodeOverhead kFlashAttention2Overhead{5.9, 0.37, 0.37, 128};
+constexpr isa::CodeOverhead kFlashAttention2Overhead{2.6, 0.37, 0.37, 128};
 
 // cuDNN's forward (cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x{d}): a
 // persistent kernel, one block per SM looping over work tiles. Its template gives no tiles; 128 query rows
@@ -355,9 +353,6 @@ Measurement sdpa_measurement(const CsvRow& row) {
   // Every forward kernel here keeps S, P and the O accumulator in registers (the backward's program does
   // the same with as_flash_attn).
   m.accumulators_in_registers = true;
-  // FlashAttention-2's and CUTLASS's forwards sum the f32 P (their SASS: one F2FP per two scores, no
-  // HADD2.F32); cuDNN's code is not described by the issue costs (wgmma).
-  m.sum_unrounded_p = !is_cudnn_forward(row.text("main_kernel"));
   if (is_cudnn_forward(row.text("main_kernel"))) {
     // Its tile order is not documented. A static round robin (ForwardShape::persistent_blocks) lets the 132
     // resident tiles drift apart on causal rows and fetch K, V again (1.8 to 27 times the measured DRAM

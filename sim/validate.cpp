@@ -421,7 +421,6 @@ isa::Program measured_program(const Measurement& m, const std::string& data_path
       shape.block_k = m.block_k;
       shape.causal = m.causal;
       shape.keys_descending = m.keys_descending;
-      shape.sum_unrounded_p = m.sum_unrounded_p;
       shape.store_row_statistic = m.store_row_statistic;
       shape.as_mem_efficient = m.as_mem_efficient;
       shape.heads_inner_outputs = m.heads_inner_outputs;

@@ -39,7 +39,6 @@ struct Measurement {
   // registers, warps, blocks), when the CSV has them; one value applies to every launch.
   std::vector<int64_t> blocks_per_sm;
   bool keys_descending = false;  // the kernel walks key blocks from the diagonal down (FlashAttention-2's)
-  bool sum_unrounded_p = false;  // forward flash2: the row sum reads the f32 P (ForwardShape)
   // Backward schedules (flash2-bwd): flash-attn's own launches; both directions: the bytes each block stores
   // beyond its tiles (traces/attention_backward.h, BackwardShape; attention_forward.h, ForwardShape).
   bool as_flash_attn = false;

@@ -320,15 +320,6 @@ void emit_dkdv_loads(Gen& g, const Flash2Plan& p, int64_t h, const Block& qb) {
   g.emit(Opcode::Load, {g.rows(p.d, h, qb), b.buf(p.buf.di, r)});
 }
 
-// P = exp(S - L) in f32 in S's place, and rounded into `pb` for the products that read it: the kernels
-// compute dS = P o (dP - D) from the f32 P (validation/kernels_tc_bwd.cu; FlashAttention-2's backward, whose
-// only conversions are one F2FP per two elements of P and of dS).
-void emit_p(Gen& g, int sc, int pb, int64_t r, int64_t c) {
-  Builder& b = g.b;
-  g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(sc, r, c)});
-  g.emit(Opcode::Mov, {b.buf(sc, r, c), b.buf(pb, r, c)});
-}
-
 // One visible (query block, key block) tile of a dK/dV block: dV_j, dK_j accumulate on chip, dS K_j is added
 // into dQ_i's accumulator in HBM. With `next`, the next step's tiles are loaded as soon as this step has
 // read its own (after dK's product), before dQ's product and its addition: the kernels prefetch them
@@ -342,11 +333,11 @@ void emit_dkdv_tile(const BackwardShape& s, Gen& g, const Flash2Plan& p, int64_t
   if (crosses_diagonal(s.causal, qb, kb))
     g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
   g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-  emit_p(g, sc, pb, r, c);
+  g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
   g.mac(first, b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c));
   g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
   g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
-  g.emit(Opcode::Mul, {b.buf(sc, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+  g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
   g.mac(first, b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c));
   if (next) emit_dkdv_loads(g, p, h, *next);
   g.emit(Opcode::MacZ, {b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r)});
@@ -463,9 +454,9 @@ void emit_warp_group_step(const BackwardShape& s, Gen& g, const Flash2Plan& p, i
     if (crosses_diagonal(s.causal, qb, hv.keys[x]))
       g.emit(Opcode::Mask, {b.buf(w.sc[x], r, c), Operand::imm(qb.start), Operand::imm(hv.keys[x].start)});
     g.emit(Opcode::Sub, {b.buf(w.sc[x], r, c), b.buf(w.li[slot], r), b.buf(w.sc[x], r, c)});
-    emit_p(g, w.sc[x], w.pb[x], r, c);
+    g.emit(Opcode::Exp, {b.buf(w.sc[x], r, c), b.buf(w.pb[x], r, c)});
     g.emit(Opcode::Sub, {b.buf(w.dp[x], r, c), b.buf(w.di[slot], r), b.buf(w.dp[x], r, c)});
-    g.emit(Opcode::Mul, {b.buf(w.sc[x], r, c), b.buf(w.dp[x], r, c), b.buf(w.ds[x], r, c)});
+    g.emit(Opcode::Mul, {b.buf(w.pb[x], r, c), b.buf(w.dp[x], r, c), b.buf(w.ds[x], r, c)});
     g.mac(first[x], b.buf(w.pb[x], r, c, true), b.buf(w.doi[slot], r), b.buf(w.dv[x], c));
     g.mac(first[x], b.buf(w.ds[x], r, c, true), b.buf(w.qi[slot], r), b.buf(w.dk[x], c));
     first[x] = false;
@@ -830,9 +821,8 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
       g.emit(Opcode::Load, {g.rows(t.q, h, qb), b.buf(qi, r)});
       g.emit(Opcode::Load, {g.rows(t.dout, h, qb), b.buf(doi, r)});
       g.emit(Opcode::Load, {g.rows(t.lse, h, qb), b.buf(li, r)});
-      // Recomputes P and dP of tile (qb, kb); leaves P in sc (f32), rounded in pb for sweep 2's products,
-      // and dP in dp.
-      auto recompute = [&](const Block& kb, bool rounded) {
+      // Recomputes P and dP of tile (qb, kb); leaves P in pb and dP in dp.
+      auto recompute = [&](const Block& kb) {
         const int64_t c = kb.rows;
         g.emit(Opcode::Load, {g.rows(t.k, h, kb), b.buf(kj, c)});
         g.emit(Opcode::Load, {g.rows(t.v, h, kb), b.buf(vj, c)});
@@ -840,19 +830,15 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
         if (crosses_diagonal(s.causal, qb, kb))
           g.emit(Opcode::Mask, {b.buf(sc, r, c), Operand::imm(qb.start), Operand::imm(kb.start)});
         g.emit(Opcode::Sub, {b.buf(sc, r, c), b.buf(li, r), b.buf(sc, r, c)});
-        if (rounded) {
-          emit_p(g, sc, pb, r, c);
-        } else {
-          g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(sc, r, c)});
-        }
+        g.emit(Opcode::Exp, {b.buf(sc, r, c), b.buf(pb, r, c)});
         g.emit(Opcode::MacZ, {b.buf(doi, r), b.buf(vj, c, -1, true), b.buf(dp, r, c)});
       };
       bool first = true;
       for (const Block& kb : kblocks) {  // sweep 1: D_i
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t c = kb.rows;
-        recompute(kb, false);
-        g.emit(Opcode::Mul, {b.buf(sc, r, c), b.buf(dp, r, c), b.buf(dp, r, c)});
+        recompute(kb);
+        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(dp, r, c)});
         g.emit(Opcode::RowSum, {b.buf(dp, r, c), b.buf(first ? di : part, r)});
         if (!first) g.emit(Opcode::Add, {b.buf(di, r), b.buf(part, r), b.buf(di, r)});
         first = false;
@@ -861,11 +847,11 @@ isa::Program flash2_no_d(const BackwardShape& s, Gen& g) {
       for (const Block& kb : kblocks) {  // sweep 2: dS and its consumers
         if (!visible(s.causal, qb, kb)) continue;
         const int64_t c = kb.rows;
-        recompute(kb, true);
+        recompute(kb);
         g.emit(Opcode::MacZ, {b.buf(pb, r, c, true), b.buf(doi, r), b.buf(dvj, c)});
         g.emit(Opcode::StoreAdd, {b.buf(dvj, c), g.rows(t.dv, h, kb)});
         g.emit(Opcode::Sub, {b.buf(dp, r, c), b.buf(di, r), b.buf(dp, r, c)});
-        g.emit(Opcode::Mul, {b.buf(sc, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
+        g.emit(Opcode::Mul, {b.buf(pb, r, c), b.buf(dp, r, c), b.buf(ds, r, c)});
         g.emit(Opcode::MacZ, {b.buf(ds, r, c, true), b.buf(qi, r), b.buf(dkj, c)});
         g.emit(Opcode::StoreAdd, {b.buf(dkj, c), g.rows(t.dk, h, kb)});
         g.mac(first, b.buf(ds, r, c), b.buf(kj, c), b.buf(dqi, r));

@@ -692,20 +692,14 @@ void flash2_row_max(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, boo
 void flash2_exp(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   auto S = [&] { return g.buf(r.sc, rows, cols); };
   if (!g.s.breaks.no_max_subtraction) g.emit(Opcode::Sub, {S(), g.buf(first ? r.m : r.m_new, rows), S()});
-  if (!g.s.sum_unrounded_p) {
-    g.emit(Opcode::Exp, {S(), g.buf(r.pb, rows, cols)});
-    return;
-  }
-  g.emit(Opcode::Exp, {S(), S()});
-  g.emit(Opcode::Mov, {S(), g.buf(r.pb, rows, cols)});
+  g.emit(Opcode::Exp, {S(), g.buf(r.pb, rows, cols)});
 }
 
 // l from P: its row sum, added to the rescaled l after the first key block.
 void flash2_row_sum(Gen& g, const Flash2Rows& r, int64_t rows, int64_t cols, bool first) {
   const BreakIt& brk = g.s.breaks;
   auto row = [&](int buffer) { return g.buf(buffer, rows); };
-  const int p = g.s.sum_unrounded_p ? r.sc : r.pb;
-  g.emit(Opcode::RowSum, {g.buf(p, rows, cols), row(first ? r.l : r.l_tile)});
+  g.emit(Opcode::RowSum, {g.buf(r.pb, rows, cols), row(first ? r.l : r.l_tile)});
   if (first) return;
   if (!brk.no_max_subtraction && !brk.no_rescaling) g.emit(Opcode::Mul, {row(r.l), row(r.alpha), row(r.l)});
   g.emit(Opcode::Add, {row(r.l), row(r.l_tile), row(r.l)});

@@ -97,10 +97,6 @@ struct ForwardShape : AttentionShape {
   // under the presets' oldest-first service takes FlashAttention-2's pairs out of step (docs/chip.md, "The
   // row sum after the product").
   bool sum_after_product = false;
-  // flash2: P = exp(S - m) stays in f32 in S's place and is rounded into P for P V_j; its row sum reads the
-  // f32 P (FlashAttention-2's and CUTLASS's forwards: one F2FP per two scores, no HADD2.F32). Off: the row
-  // sum reads the rounded P, as the project's kernels, which widen it back (pack_half2).
-  bool sum_unrounded_p = false;
 };
 
 // Throws std::invalid_argument for a bad shape, or for breaks on naive-safe.

@@ -222,37 +222,9 @@ double TileCore::issue_cost(const TileDecoded& d, const BlockContext& ctx, doubl
   const double softmax = ctx.iterative_softmax && d.op == isa::Opcode::RowMax && src.out_cols() > 1
                              ? issue.iterative_softmax_instructions(src.out_rows(), src.out_cols())
                              : 0.0;
-  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), conversions(d, ctx),
+  return issue.vector_instructions(vpu_op_of(d.op), shape.out_rows(), shape.out_cols(), to_16bit,
                                    ctx.accurate_exp, ctx.overhead) +
          shared_access_cost(d, ctx) + softmax;
-}
-
-// The 16-bit conversions of an element-wise op: one whose tiles are all 16-bit moves or computes in 16 bits;
-// any other computes in f32, packing what it writes into a 16-bit tile and widening each 16-bit tile of its
-// shape it reads (the project's forward sums the rounded P: HADD2.F32 a score; FlashAttention-2's sums the
-// f32 P, and the backward kernels compute dS from it: no widening).
-IssueUnit::Conversions TileCore::conversions(const TileDecoded& d, const BlockContext& ctx) {
-  const bool reduction = d.op == isa::Opcode::RowMax || d.op == isa::Opcode::RowSum;
-  const TileOperand& shape = reduction ? d.ops[0] : d.ops[d.destination()];
-  IssueUnit::Conversions c;
-  bool all_16bit = true;
-  for (size_t k = 0; k < d.count; ++k) {
-    const TileOperand& o = d.ops[k];
-    if (o.storage < 0 || !o.is_buffer) continue;
-    const bool is_16bit = dtype_bytes(ctx.buffers[o.storage].dtype) == 2;
-    all_16bit = all_16bit && is_16bit;
-    if (k == d.destination() && d.op != isa::Opcode::Mask) {
-      c.narrowed = is_16bit;
-    } else if (is_16bit && o.out_rows() == shape.out_rows() && o.out_cols() == shape.out_cols()) {
-      ++c.widened;
-    }
-  }
-  if (all_16bit) return {};
-  // Within the register file a converting MOV is its conversions; to or from SRAM it is also the threads'
-  // ld.shared / st.shared and their moves (shared_access_cost; flash1's O, as its profiles count it).
-  auto in_regs = [&](const TileOperand& o) { return o.storage >= 0 && ctx.buffers[o.storage].in_regs; };
-  c.replace_move = d.op == isa::Opcode::Mov && in_regs(d.ops[0]) && in_regs(d.ops[d.destination()]);
-  return c;
 }
 
 // A product's A operand its warps computed themselves: an SRAM tile an element-wise op wrote from registers

@@ -188,7 +188,6 @@ class TileCore {
   // An element-wise op that stores registers to SRAM (BufferState::register_copy), and a product's A operand
   // its warps hold from such a store.
   static bool writes_from_registers(const TileDecoded& d, const BlockContext& ctx);
-  static IssueUnit::Conversions conversions(const TileDecoded& d, const BlockContext& ctx);
   static bool a_from_threads(const TileOperand& a, const BlockContext& ctx);
   IssueUnit::Span issued(const TileDecoded& d, BlockContext& ctx, uint64_t start, double count,
                          uint64_t unit_cycles);

@@ -125,19 +125,15 @@ double IssueUnit::product_instructions(int64_t m, int64_t k, int64_t n, double l
          fixed(tiling.overhead) * static_cast<double>(warp_count);
 }
 
-double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, Conversions conversions,
-                                      bool accurate_exp, const isa::CodeOverhead& code) const {
+double IssueUnit::vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit, bool accurate_exp,
+                                      const isa::CodeOverhead& code) const {
   const Params& p = params_;
   const int64_t rows_per_thread = p.rows_per_warp * p.threads_per_row / p.threads_per_warp;
   const int64_t elements = rows_per_thread * ceil_div(cols, p.threads_per_row);
-  const double convert = (conversions.narrowed ? p.narrow_per_element : 0.0) +
-                         static_cast<double>(conversions.widened) * p.widen_per_element;
-  const bool converting_move = op == VpuOp::Mov && convert > 0 && conversions.replace_move;
-  const double own = converting_move ? 0.0
-                     : op == VpuOp::Exp && accurate_exp && p.accurate_exp_per_element > 0
+  const double own = op == VpuOp::Exp && accurate_exp && p.accurate_exp_per_element > 0
                          ? p.accurate_exp_per_element
                          : p.per_element[static_cast<size_t>(op)];
-  double per_warp = static_cast<double>(elements) * (own + convert);
+  double per_warp = static_cast<double>(elements) * (own + (to_16bit ? p.convert_per_element : 0.0));
   // Each stage of the butterfly: a shuffle and the op, per row a thread holds.
   if (is_reduction(op)) per_warp += static_cast<double>(2 * p.reduction_stages * rows_per_thread);
   return (per_warp + fixed(code)) * static_cast<double>(warps(rows));
@@ -258,10 +254,8 @@ void register_issue_models() {
              "instructions per warp and k-step of a product whose A comes from SRAM, in a kernel whose "
              "k-loops are rolled (.kernel ... k_loops(rolled)): the loop's compare, branch and addresses");
         real(
-            "narrow_per_element", q.narrow_per_element,
-            "instructions per element an op computing in f32 writes into a 16-bit tile (f32 -> f16 packing)");
-        real("widen_per_element", q.widen_per_element,
-             "instructions per element of each 16-bit tile an op computing in f32 reads (f16 -> f32)");
+            "convert_per_element", q.convert_per_element,
+            "instructions per element a vector op writes into a 16-bit destination (the f32 -> f16 packing)");
         real("iterative_softmax_per_element", q.iterative_softmax_per_element,
              "instructions per score a thread holds that CUTLASS's iterative softmax (.kernel ... "
              "softmax(iterative)) executes beyond the program's ops: its scalings, bound tests and their "

@@ -54,16 +54,6 @@ struct WarpTiling {
   isa::CodeOverhead overhead{};  // the kernel's own (isa::KernelDecl::overhead); unset fields the machine's
 };
 
-// The 16-bit conversions of an op computing in f32: whether it writes a 16-bit tile, and how many of the
-// tiles it reads (of its shape) are 16-bit.
-struct ElementConversions {
-  bool narrowed = false;
-  int widened = 0;
-  // A MOV within the register file: its conversions write the destination registers themselves (F2FP),
-  // so they replace the move's own instructions.
-  bool replace_move = false;
-};
-
 class IssueUnit : public Component {
  public:
   struct Params {
@@ -101,10 +91,7 @@ class IssueUnit : public Component {
     // core's store rate; Nsight Compute's lg-throttle stalls at the backward's red.global.add).
     bool stores_hold_issue = false;
     std::array<double, kVpuOpCount> per_element{};  // instructions per element a thread holds
-    // An op computing in f32: per element it writes into a 16-bit tile (F2FP packs two) and per element of
-    // each 16-bit tile it reads (HADD2.F32 widens one).
-    double narrow_per_element = 0;
-    double widen_per_element = 0;
+    double convert_per_element = 0;                 // into a 16-bit destination
     double iterative_softmax_per_element = 0;  // per score a thread holds (iterative_softmax_instructions)
     // An EXP's instructions per element in a kernel whose exponential is expf
     // (isa::KernelDecl::accurate_exp); 0: per_element's, as in any kernel.
@@ -128,11 +115,10 @@ class IssueUnit : public Component {
   // The same with its ldmatrix counted already (ldmatrix_instructions), whether A comes from SRAM.
   double product_instructions(int64_t m, int64_t k, int64_t n, double ldmatrix, bool a_in_sram,
                               bool rolled_k_loops, const WarpTiling& tiling) const;
-  using Conversions = ElementConversions;
   // a vector op whose result (a reduction: whose source) is rows x cols, in a kernel whose exponential is
   // expf or not (isa::KernelDecl::accurate_exp);
-  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, Conversions conversions = {},
-                             bool accurate_exp = false, const isa::CodeOverhead& code = {}) const;
+  double vector_instructions(VpuOp op, int64_t rows, int64_t cols, bool to_16bit, bool accurate_exp = false,
+                             const isa::CodeOverhead& code = {}) const;
   // a copy of `bytes` between memory and SRAM (a STORE_ADD's: `reduction`, red.global.add).
   double copy_instructions(uint64_t bytes, const isa::CodeOverhead& code = {}, bool reduction = false) const;
   // an mma operand's fragments loaded from `bytes` of SRAM into the registers of the warps of `rows`

@@ -26,11 +26,8 @@ std::unique_ptr<IssueUnit> build(const std::string& yaml) {
   return unit;
 }
 
-constexpr IssueUnit::Conversions kNarrowed{true, 0};
-
 constexpr const char* kCosts =
-    "fixed_per_warp: 4\naddress_per_ldmatrix: 2\naddress_per_copy: 3\nnarrow_per_element: "
-    "0.5\nwiden_per_element: 1\n";
+    "fixed_per_warp: 4\naddress_per_ldmatrix: 2\naddress_per_copy: 3\nconvert_per_element: 1.5\n";
 
 // 128 x 64 x 64 (flash2's S = Q K^T): 8 warps of 16 rows; 8 x 8 x 4 = 256 mma of m16n8k16. A (16 KB) is
 // loaded once, B (8 KB) by each of the 8 warps: (16,384 + 8 x 8,192) / 512 = 160 ldmatrix, each with 2
@@ -107,33 +104,22 @@ TEST(IssueUnit, TheIterativeSoftmaxCostsItsInstructionsPerScoreAThreadHolds) {
 // expf costs what exp2 does.
 TEST(IssueUnit, AnAccurateExpCostsItsOwnInstructionsPerElement) {
   auto issue = build(std::string(kCosts) + "accurate_exp_per_element: 9\n");
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, kNarrowed, true), (32 * 9.5 + 4) * 8);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, kNarrowed, false), (32 * 4.5 + 4) * 8);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, {}, true), (32 + 4) * 8);
-  EXPECT_DOUBLE_EQ(build(kCosts)->vector_instructions(VpuOp::Exp, 128, 64, kNarrowed, true),
-                   (32 * 4.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true, true), (32 * 10.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true, false), (32 * 5.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, true), (32 + 4) * 8);
+  EXPECT_DOUBLE_EQ(build(kCosts)->vector_instructions(VpuOp::Exp, 128, 64, true, true), (32 * 5.5 + 4) * 8);
 }
 
 // In the mma accumulator layout a thread holds 2 of its warp's 16 rows and a quarter of each row's columns.
 TEST(IssueUnit, AVectorOpCostsItsInstructionsPerElementAThreadHolds) {
   auto issue = build(kCosts);
-  // exp over 128 x 64 into f16: 2 x 16 = 32 elements a thread, 4 + 0.5 each, + 4; 8 warps.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, kNarrowed), (32 * 4.5 + 4) * 8);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64), (32 * 4 + 4) * 8);
-  // A product of two 16-bit tiles into f32 widens both: 1 + 1 + 1 each.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mul, 128, 64, {false, 2}), (32 * 3 + 4) * 8);
-  // A move into a 16-bit tile within the register file is its packing alone (F2FP writes the
-  // destination): 0.5 each, not 1 + 0.5; to or from SRAM the move stays.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mov, 128, 64, {true, 0, true}), (32 * 0.5 + 4) * 8);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mov, 128, 64, kNarrowed), (32 * 1.5 + 4) * 8);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mov, 128, 64), (32 * 1 + 4) * 8);
-  // A row sum of a 16-bit tile widens it: 1 + 1 each, and the butterfly.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::RowSum, 128, 64, {false, 1}),
-                   (32 * 2 + 2 * 2 * 2 + 4) * 8);
+  // exp over 128 x 64 into f16: 2 x 16 = 32 elements a thread, 4 + 1.5 each, + 4; 8 warps.
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, true), (32 * 5.5 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Exp, 128, 64, false), (32 * 4 + 4) * 8);
   // A row maximum adds two butterfly stages (a shuffle and a max) for each of the thread's 2 rows.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::RowMax, 128, 64), (32 + 2 * 2 * 2 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::RowMax, 128, 64, false), (32 + 2 * 2 * 2 + 4) * 8);
   // One value per row (the row statistics): every thread of the row's quad holds it, 2 rows a thread.
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mul, 128, 1), (2 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Mul, 128, 1, false), (2 + 4) * 8);
 }
 
 // A tile in SRAM that registers are read from or written to: each thread moves its elements (2 rows x a
@@ -186,10 +172,10 @@ TEST(IssueUnit, AKernelsOwnOverheadReplacesTheMachines) {
   tiling.overhead = flash;
   EXPECT_DOUBLE_EQ(issue->matmul_instructions(128, 64, 64, 16384, 8192, false, tiling),
                    256 + 160 * 1.37 + 8 * 1.7);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, {}, false, flash), (32 + 1.7) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, false, flash), (32 + 1.7) * 8);
   EXPECT_DOUBLE_EQ(issue->copy_instructions(16384, flash), 32 * 1.37);
   EXPECT_DOUBLE_EQ(issue->fragment_load_instructions(128, 16384, flash), 32 * 1.37 + 8 * 1.7);
-  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, {}, false, copies_only), (32 + 4) * 8);
+  EXPECT_DOUBLE_EQ(issue->vector_instructions(VpuOp::Sub, 128, 64, false, false, copies_only), (32 + 4) * 8);
   EXPECT_DOUBLE_EQ(issue->copy_instructions(16384, copies_only), 32 * 1.5);
   EXPECT_DOUBLE_EQ(issue->copy_instructions(16384), 32 * 4.0);
 }

@@ -220,14 +220,13 @@ TEST(Issue, ADenseNeighbourStarvesTheProductsNotTheOtherWayRound) {
 // summarize_bwd_unroll.py). The k-steps are counted from the loops; the loop's compare and branch come to
 // exactly two per k-step, which checks that count. The presets' cost per rolled k-step lies within the
 // measured extra instructions per k-step (11.4-12.7), and each build simulated (its kernels' k_loops) is
-// held against what it executed: unrolled, the backward's code is overcounted by 5-10%; rolled, within
-// -5% to +4% (docs/validation.md, "Rolled k-loops"): the rolled cost is the measured difference, not a fit
-// to the total, and the rolled builds' other costs (16 CS2R zeroing each accumulator) are not modelled.
+// held against what it executed: the backward's code is overcounted by 12-16% unrolled and 2-10% rolled
+// (docs/validation.md, "Rolled k-loops"): the rolled cost is the measured difference, not a fit to the total.
 // dQ_i += dS K_j reads dS from the registers that computed it (TileCore::a_from_threads): 13-17% and 6-16%
-// too many while the model loaded it by ldmatrix in a rolled loop. The conversions are the kernels': one
-// F2FP per two elements of P and of dS, P kept in f32 for dS (and unrounded in the no-D kernel's sweep 1);
-// at issue.convert_per_element 1.5 (the forward's F2FP and the HADD2.F32 of its row sum) on both, the
-// unrolled builds were at 1.12-1.16.
+// while the model loaded it by ldmatrix in a rolled loop. Of what the unrolled builds still exceed by, the
+// largest part (38-61%) is the conversions: P and dS rounded at issue.convert_per_element (1.5: the forward's
+// F2FP and the HADD2.F32 of its row sum) where the kernels execute one F2FP per two elements (and the
+// no-D kernel's sweep 1 does not round P).
 TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
   const std::string path = kRoot + "/validation/data/h100_bwd_unroll_instructions.csv";
   std::ifstream in(path);
@@ -269,8 +268,8 @@ TEST(Issue, ARolledKLoopCostsWhatTheRolledAndUnrolledBuildsDiffer) {
     std::printf("%s d=%lld %s: %.1f M simulated, %.3f of the executed\n", row.measured.schedule.c_str(),
                 static_cast<long long>(row.measured.d), i % 2 == 0 ? "rolled" : "unrolled",
                 row.predicted_warp_instructions / 1e6, ratio);
-    EXPECT_GT(ratio, i % 2 == 0 ? 0.95 : 1.03) << row.measured.schedule << " d=" << row.measured.d;
-    EXPECT_LT(ratio, i % 2 == 0 ? 1.05 : 1.12) << row.measured.schedule << " d=" << row.measured.d;
+    EXPECT_GT(ratio, i % 2 == 0 ? 1.0 : 1.05) << row.measured.schedule << " d=" << row.measured.d;
+    EXPECT_LT(ratio, i % 2 == 0 ? 1.13 : 1.17) << row.measured.schedule << " d=" << row.measured.d;
   }
 }
 

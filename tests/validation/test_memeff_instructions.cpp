@@ -57,7 +57,7 @@ std::vector<ValidationRow> simulated(const std::string& label_prefix,
 // Every one of the forward's products is HMMA.1688 in its SASS: the model's mma, at 16 x 8 x 8, are the
 // same number, and 1 x 16 x 4,096 x 64's total is what issue.iterative_softmax_per_element was set from
 // (327.41 M: within 0.1%). 1 x 16 x 8,192 x 128 is another kernel (64 x 128 tiles, 8 warps) held out:
-// 1,517 M simulated against 1,594 M counted (0.952); without the softmax's cost it was 1,064 M (0.67), at
+// 1,513 M simulated against 1,594 M counted (0.95); without the softmax's cost it was 1,064 M (0.67), at
 // 16 x 8 x 16 929.6 M (0.58).
 TEST(MemEfficientInstructions, TheForwardsCountFollowsItsCode) {
   const Counted d64 = counted("h200_memeff_fwd_instructions.csv", "1,16,4096,64");

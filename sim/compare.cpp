@@ -327,7 +327,8 @@ struct CompareContext {
   Machine& machine;
   traces::AttentionShape shape;
   int64_t heads = 1;
-  bool values = false;
+  bool values = false;         // the whole problem's run computes and checks values
+  bool sample_values = false;  // they come from a run of the first head alone (CompareOptions::value_heads)
   std::string planner;
   int64_t tile_rows = 1, tile_cols = 1;
 };
@@ -371,12 +372,18 @@ CompareRow plan_row(const CompareContext& cx, const ScheduleEntry& schedule) {
   return row;
 }
 
-isa::Program row_program(const CompareContext& cx, const ScheduleEntry& schedule, const CompareRow& row) {
+isa::Program row_program(const CompareContext& cx, const ScheduleEntry& schedule, const CompareRow& row,
+                         int64_t heads, bool values) {
   traces::AttentionShape run_shape = cx.shape;
   run_shape.block_q = row.block_q;
   run_shape.block_k = row.block_k;
-  return traces::stream_program([&] { return schedule.make(run_shape, cx.heads, cx.values); }, 1 << 16,
+  return traces::stream_program([&] { return schedule.make(run_shape, heads, values); }, 1 << 16,
                                 cx.machine.is_chip());
+}
+
+// The program whose values are checked: the row's own, or its first head alone.
+isa::Program value_program(const CompareContext& cx, const ScheduleEntry& schedule, const CompareRow& row) {
+  return row_program(cx, schedule, row, cx.sample_values ? 1 : cx.heads, true);
 }
 
 // Each check's arguments before the run (or the targets after it) and nothing else: naive's N x N score
@@ -392,11 +399,34 @@ std::vector<std::vector<double>> check_tensors(Machine& machine, const isa::Prog
   return out;
 }
 
+// The program's checks against float64, from its checked tensors before the run (`initial`) and after it.
+void check_row(Machine& machine, const isa::Program& program, const std::vector<std::vector<double>>& initial,
+               CompareRow& row) {
+  const std::vector<std::vector<double>> final = check_tensors(machine, program, true);
+  for (const auto& check : program.checks) {
+    CheckResult r =
+        evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
+    row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
+    row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
+    row.passed = row.passed.value_or(true) && r.passed;
+  }
+}
+
+// The row's values from its first head simulated alone, after the whole problem ran timing-only; the
+// row's counts and times stay the whole run's.
+void check_first_head(const CompareContext& cx, const ScheduleEntry& schedule, CompareRow& row) {
+  const isa::Program program = value_program(cx, schedule, row);
+  cx.machine.load(program, false, false);
+  const std::vector<std::vector<double>> initial = check_tensors(cx.machine, program, false);
+  cx.machine.run();
+  check_row(cx.machine, program, initial, row);
+}
+
 // Runs a planned row: loads its program (a schedule whose buffers do not fit gets the reason instead),
 // simulates it, fills the counts and, with values, its checks against float64.
 void simulate_row(const CompareContext& cx, const ScheduleEntry& schedule, CompareRow& row) {
   Machine& machine = cx.machine;
-  isa::Program program = row_program(cx, schedule, row);
+  isa::Program program = row_program(cx, schedule, row, cx.heads, cx.values);
   const auto started = std::chrono::steady_clock::now();
   // The buffers are laid out in SRAM here, before anything runs: a schedule that does not fit leaves the
   // machine as it was, and the next schedule loads afresh.
@@ -415,30 +445,25 @@ void simulate_row(const CompareContext& cx, const ScheduleEntry& schedule, Compa
   std::vector<std::vector<double>> initial;
   if (cx.values) initial = check_tensors(machine, program, false);
   machine.run();
-  row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   if (machine.chip_loaded())
     fill_from_chip(row, machine, program);
   else
     fill_from_core(row, machine, program);
-  if (!cx.values) return;
-  const std::vector<std::vector<double>> final = check_tensors(machine, program, true);
-  for (const auto& check : program.checks) {
-    CheckResult r =
-        evaluate_check(program, check, initial, final, compute_dtype_of(program, machine.dtype()));
-    row.max_abs_error = std::max(row.max_abs_error.value_or(0.0), r.max_abs_error);
-    row.max_rel_error = std::max(row.max_rel_error.value_or(0.0), r.max_rel_error);
-    row.passed = row.passed.value_or(true) && r.passed;
-  }
+  if (cx.values)
+    check_row(machine, program, initial, row);
+  else if (cx.sample_values)
+    check_first_head(cx, schedule, row);
+  row.host_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 }
 
 // The checks' float64 references computed once, here, before the schedules run in child processes: the
 // children inherit them (sim/reference.h keeps them, keyed by the inputs) instead of each computing its own.
 void warm_references(const CompareContext& cx, const std::vector<ScheduleEntry>& schedules,
                      const std::vector<CompareRow>& rows) {
-  if (!cx.values) return;
+  if (!cx.values && !cx.sample_values) return;
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].ran()) continue;
-    const isa::Program program = row_program(cx, schedules[i], rows[i]);
+    const isa::Program program = value_program(cx, schedules[i], rows[i]);
     for (const auto& check : program.checks) {
       std::vector<std::vector<double>> initial(program.tensors.size());
       for (int t : check.args) {
@@ -591,7 +616,8 @@ std::vector<CompareRow> run_compare(const CompareOptions& options, nlohmann::jso
                     machine,
                     base_shape(options),
                     options.heads * options.batch,
-                    options.values_enabled(),
+                    options.values_enabled() && !options.values_sampled(),
+                    options.values_sampled(),
                     options.planner.empty() ? machine.planner() : options.planner};
   if (!traces::find_planner_rule(cx.planner))
     throw InputError("attnsim compare", {}, "--planner must be paper or hardware, not '" + cx.planner + "'");
@@ -642,6 +668,15 @@ std::string block_times_csv(const std::vector<CompareRow>& rows) {
 }
 
 namespace {
+
+// The tables' last words on values: none computed, or only the first head's.
+std::string values_footnote(const CompareOptions& o, const std::string& what_on_does) {
+  if (!o.values_enabled()) return "; timing-only: --values on " + what_on_does;
+  if (o.values_sampled())
+    return "; max err: the first head's values, from a run of that head alone (heads share no data; "
+           "--values on checks every head)";
+  return "";
+}
 
 std::string error_cell(const CompareRow& r) {
   return r.max_rel_error ? fmt::format("{:.1e}{}", *r.max_rel_error, r.passed.value_or(false) ? "" : "!")
@@ -714,7 +749,7 @@ void print_chip_compare(std::ostream& out, const CompareOptions& o, const std::v
       first.energy ? "dynamic energy of the whole chip, each level's counts x the config's energy: figures "
                      "(docs/energy.md)"
                    : "- (the config has no energy: section)",
-      base->schedule, o.values_enabled() ? "" : "; timing-only: --values on checks values");
+      base->schedule, values_footnote(o, "checks values"));
 }
 
 // --per-tensor: one line per schedule and tensor, every level the machine has.
@@ -777,7 +812,9 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
   out << fmt::format("attention {}, N = {}, d = {}, batch x heads = {} x {}, {}, {}{}\n",
                      o.backward ? "backward" : "forward", o.n, o.d, o.batch, o.heads,
                      o.causal ? "causal" : "not causal", dtype_name(o.dtype),
-                     o.values_enabled() ? "" : ", timing-only (no values)");
+                     !o.values_enabled()  ? ", timing-only (no values)"
+                     : o.values_sampled() ? fmt::format(", values of the first head of {}", o.heads * o.batch)
+                                          : "");
   const CompareRow* base = base_row(rows);
   if (base && base->chip) {
     print_chip_compare(out, o, rows);
@@ -810,7 +847,7 @@ void print_compare(std::ostream& out, const CompareOptions& o, const std::vector
         base && base->energy
             ? "one core's dynamic energy, its counts x the config's energy: figures (docs/energy.md)"
             : "- (the config has no energy: section)",
-        o.values_enabled() ? "" : "; timing-only: --values on computes and checks values");
+        values_footnote(o, "computes and checks values"));
   }
   if (o.per_tensor && base) print_per_tensor(out, rows);
   if (o.show_plan) print_plans(out, rows);
@@ -831,6 +868,7 @@ nlohmann::json compare_json(const CompareOptions& o, const std::vector<CompareRo
                         {"causal", o.causal},
                         {"dtype", std::string(dtype_name(o.dtype))},
                         {"values", o.values_enabled()},
+                        {"value_heads", o.value_heads()},
                         {"schedules", nlohmann::json::array()}};
   for (const auto& r : rows) {
     nlohmann::json rules = nlohmann::json::array();

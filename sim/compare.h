@@ -49,12 +49,22 @@ struct CompareOptions {
   // Schedules simulated side by side, each in a child process (1: one after another in this one). The CLI
   // gives every core.
   int jobs = 1;
-  // Auto checks values up to N = 8192: about half a minute for all five schedules on two cores
-  // (docs/benchmarks.md).
+  // Auto checks values up to N = 8192, every head while batch x heads x N^2 is at most 8192^2 (about half
+  // a minute for all five schedules on two cores, docs/benchmarks.md), beyond that the first head alone.
   static constexpr int64_t kAutoValuesUpToN = 8192;
-  bool values_enabled() const {
-    return values == Values::On || (values == Values::Auto && n <= kAutoValuesUpToN);
+  static constexpr int64_t kAutoValueScores = kAutoValuesUpToN * kAutoValuesUpToN;
+  // The heads (of batch x heads) whose values are computed and checked: all, 1 (the first head simulated
+  // alone: heads share no data and run the same program, so its values are those it has in the whole
+  // run, the backward's up to the order its atomic adds land in), or 0 (timing-only).
+  int64_t value_heads() const {
+    const int64_t all = heads * batch;
+    if (values == Values::On) return all;
+    if (values == Values::Off || n > kAutoValuesUpToN) return 0;
+    return all * n * n <= kAutoValueScores ? all : 1;
   }
+  bool values_enabled() const { return value_heads() > 0; }
+  // Values come from a run of the first head alone, beside the whole problem's timing-only run.
+  bool values_sampled() const { return value_heads() > 0 && value_heads() < heads * batch; }
 };
 
 // What one planner rule chose for a schedule (both rules are worked out; --plan shows them side by side).

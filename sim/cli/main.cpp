@@ -352,7 +352,8 @@ int cmd_compare(const std::vector<std::string>& args) {
       "of two, multiples of the MXU tile, the largest that fit double-buffered); default: the config's "
       "planner: key (hardware on the a100/h100/h200 presets)")(
       "values", po::value(&values)->default_value("auto"),
-      "compute values and check them: on, off (timing-only), auto (on for N <= 8192)")(
+      "compute values and check them: on (every head), off (timing-only), auto (N <= 8192: every head "
+      "while batch x heads x N^2 <= 8192^2, beyond that the first head simulated alone)")(
       "jobs,j", po::value(&compare_jobs)->default_value(0),
       "schedules simulated at once, each in its own process; 0: all cores (results are the same for any "
       "number)")("threads", po::value(&value_threads)->default_value(0),

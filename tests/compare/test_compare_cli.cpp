@@ -284,6 +284,46 @@ TEST_F(CompareCli, JobsGiveTheRowsOfOneProcess) {
   }
 }
 
+// Past auto's budget (5 heads x 4096^2 scores > 8192^2) the values come from the first head simulated
+// alone: every count and time is the timing-only run's, every error the one-head run's, and the table
+// says so.
+TEST_F(CompareCli, AutoChecksTheFirstHeadAloneBeyondItsBudget) {
+  const std::string chip = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::vector<std::string> shape = {"compare",    "-c",           chip,         "--N",
+                                          "4096",       "--causal",     "--schedule", "flash2",
+                                          "--schedule", "naive-online", "--json"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> args = shape;
+    args.insert(args.end(), more.begin(), more.end());
+    const CliOutcome r = run(args);
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const nlohmann::json sampled = with({"--heads", "5"}), timing = with({"--heads", "5", "--values", "off"}),
+                       one_head = with({"--heads", "1", "--values", "on"});
+  EXPECT_EQ(sampled["value_heads"], 1);
+  EXPECT_EQ(timing["value_heads"], 0);
+  EXPECT_EQ(one_head["value_heads"], 1);
+  for (size_t i = 0; i < 2; ++i) {
+    nlohmann::json s = sampled["schedules"][i], t = timing["schedules"][i], o = one_head["schedules"][i];
+    SCOPED_TRACE(s["schedule"].get<std::string>());
+    ASSERT_TRUE(s.contains("max_rel_error"));
+    EXPECT_FALSE(t.contains("max_rel_error"));
+    EXPECT_EQ(s.at("max_rel_error"), o.at("max_rel_error"));
+    EXPECT_NE(s.at("sm_l2_bytes_read"), o.at("sm_l2_bytes_read"));  // the counts are not the one head's
+    for (const char* key : {"max_rel_error", "max_abs_error", "passed", "host_seconds"}) s.erase(key);
+    t.erase("host_seconds");
+    EXPECT_EQ(s, t);
+  }
+  const CliOutcome table =
+      run({"compare", "-c", chip, "--N", "4096", "--heads", "5", "--schedule", "flash2"});
+  EXPECT_NE(table.out.find("batch x heads = 1 x 5, not causal, f16, values of the first head of 5\n"),
+            std::string::npos)
+      << table.out;
+  EXPECT_NE(table.out.find("max err: the first head's values, from a run of that head alone"),
+            std::string::npos);
+}
+
 TEST_F(CompareCli, JobsMustBeZeroOrMore) {
   const CliOutcome r = run({"compare", "-c", kSm, "--N", "64", "--jobs", "-1"});
   EXPECT_EQ(r.status, 2);

@@ -214,10 +214,14 @@ int run_sets(const char* base, size_t mapped, const char* targets_path, const in
   // TEST_BLOCK (default 64): pool lines a first test adds together; 1: each line alone.
   const char* block_text = std::getenv("TEST_BLOCK");
   const unsigned test_block = block_text ? static_cast<unsigned>(std::atoi(block_text)) : 64u;
+  // BUDGET_S: seconds after which the kernel starts no new target (0 or unset: none).
+  const char* budget_text = std::getenv("BUDGET_S");
+  const unsigned long long budget_ns =
+      budget_text ? static_cast<unsigned long long>(std::atof(budget_text) * 1e9) : 0ull;
   flush_kernel<<<264, 1024>>>(junk, junk_count, flag);
   set_kernel<<<1, 32, shared>>>(base, device_near, static_cast<unsigned>(near.size()), device_targets,
                                 target_count, out, histogram, test_block, std::getenv("REVERSE") != nullptr,
-                                far_lines);
+                                far_lines, budget_ns);
   CHECK(cudaGetLastError());
   std::vector<unsigned> host(sets * per_set), bins(64);
   CHECK(cudaMemcpy(host.data(), out, host.size() * sizeof(unsigned), cudaMemcpyDeviceToHost));

@@ -208,11 +208,20 @@ __device__ int far_members_of_set(const char* base, const unsigned short* near_b
 // move a line to the set of its set's members XOR those bits: measured, docs/chip.md). Per set, out gets
 // [target, status, member count, members...] in kMaxMembers + 3 words: status 1 found, 0 the pool does not
 // evict the target or the reduction failed, 2 more members than kMaxMembers (a failed test, not believed).
+// budget_ns > 0: no new target once that much %globaltimer time has passed (the sets found so far are kept,
+// where a host-side timeout would lose them all).
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 __global__ void set_kernel(const char* __restrict__ base,
                            const unsigned short* __restrict__ near_blocks_global, unsigned near_count,
                            const unsigned* __restrict__ targets, int target_count, unsigned* __restrict__ out,
                            unsigned* __restrict__ histogram_out, unsigned test_block, bool reverse,
-                           unsigned far_lines) {
+                           unsigned far_lines, unsigned long long budget_ns) {
+  const unsigned long long started = global_ns();
   extern __shared__ unsigned char shared_bytes[];
   unsigned short* near_blocks = reinterpret_cast<unsigned short*>(shared_bytes);
   const unsigned pool = near_count * 32;
@@ -233,6 +242,8 @@ __global__ void set_kernel(const char* __restrict__ base,
   const int sets = sweep ? -target_count : target_count;
   unsigned next = 0;
   for (int t = 0; t < sets; ++t) {
+    const bool over = budget_ns > 0 && __shfl_sync(0xffffffffu, global_ns() - started, 0) > budget_ns;
+    if (over) break;
     unsigned x = 0;
     if (sweep) {
       while (next < pool && ((next & 5) != 0 || (found_bits[next / 32] >> (next % 32) & 1))) ++next;

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """What the chunk probe's eviction sets (SET=sets bash validation/run_l2_chunk_probe.sh) show of the H200's
-L2 set index. Reads the committed files and prints the figures docs/chip.md quotes ("Sets line by line"):
+and the H100's L2 set index. Reads the committed files and prints the figures docs/chip.md quotes ("Sets line
+by line", "The H100's eviction sets"):
 
-    python3 validation/l2_sets.py
+    python3 validation/l2_sets.py            # the H200
+    python3 validation/l2_sets.py --gpu h100
 
 A set file has a line per set: "chunk:line of the target,status,member count," then the members (chunk:line,
 line 0-16383 of a 2 MiB chunk; "f" before a member found among the other partition's lines).
@@ -12,10 +14,18 @@ import gzip
 import itertools
 import math
 import os
+import sys
 import tarfile
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-SETS = 15360  # one partition's: 30 MiB / (16 ways x 128 bytes)
+# One partition's sets: 30 MiB (H200) or 25 MiB (H100) / (16 ways x 128 bytes).
+SETS_OF = {"h200": 15360, "h100": 12800}
+GPU = sys.argv[sys.argv.index("--gpu") + 1] if "--gpu" in sys.argv else "h200"
+SETS = SETS_OF[GPU]
+
+
+def data(name):
+    return os.path.join(DATA, f"{GPU}_{name}")
 
 
 def read_sets(lines):
@@ -48,21 +58,24 @@ def translation(a, b, xor):
 
 
 def single_tests():
-    path = os.path.join(DATA, "h200_l2_sets_single.csv")
-    sets = read_sets(open(path))
-    pool = pool_lines(os.path.join(DATA, "h200_l2_sets_single_cold.u8.gz"))
+    sets = read_sets(open(data("l2_sets_single.csv")))
+    pool = pool_lines(data("l2_sets_single_cold.u8.gz"))
     sizes = sorted(len(m) + 1 for m in sets.values())
     print(f"single-line tests: {len(sets)} sets of {sizes[0]}-{sizes[-1]} lines (target included); "
           f"the pool's {pool} lines over {SETS} sets would give {pool / SETS:.1f}")
-    for t0, t1, xor in (("0:32", "0:33", 1), ("0:32", "0:36", 4), ("0:32", "0:34", 2), ("0:32", "0:40", 8)):
+    for t0, t1, xor in (("0:32", "0:33", 1), ("0:32", "0:36", 4), ("0:32", "0:34", 2), ("0:32", "0:40", 8),
+                        ("0:0", "0:1", 1), ("0:0", "0:4", 4), ("0:0", "0:2", 2), ("0:0", "0:8", 8),
+                        ("0:0", "0:256", 256)):
         if t0 in sets and t1 in sets:
             print(f"  set of {t1} = set of {t0} with every member XOR {xor}: "
                   f"{translation(sets[t0], sets[t1], xor)} of {len(sets[t0])} members")
 
 
 def far_copies():
-    near = read_sets(open(os.path.join(DATA, "h200_l2_sets_single.csv")))
-    far = read_sets(open(os.path.join(DATA, "h200_l2_sets_far.csv")))
+    if not os.path.exists(data("l2_sets_far.csv")):
+        return print("far lines' copies: not measured on this GPU")
+    near = read_sets(open(data("l2_sets_single.csv")))
+    far = read_sets(open(data("l2_sets_far.csv")))
     offsets = collections.Counter()
     beside = total = 0
     for target, members in far.items():
@@ -81,7 +94,9 @@ def far_copies():
           f"set (same chunk, line XOR under 512), at XOR {dict(offsets.most_common(6))}")
 
 def block_tests():
-    with tarfile.open(os.path.join(DATA, "h200_l2_sets_checks.tar.gz")) as tar:
+    if not os.path.exists(data("l2_sets_checks.tar.gz")):
+        return print("  not measured on this GPU")
+    with tarfile.open(data("l2_sets_checks.tar.gz")) as tar:
         runs = {os.path.basename(m.name)[:-4]: read_sets(tar.extractfile(m).read().decode().splitlines(True))
                 for m in tar.getmembers() if m.name.endswith(".csv")}
     single = runs["single_1"]
@@ -97,7 +112,7 @@ def block_tests():
 
 
 def sweep():
-    sets = read_sets(open(os.path.join(DATA, "h200_l2_sets_sweep.csv")))
+    sets = read_sets(open(data("l2_sets_sweep.csv")))
     cells = collections.Counter()
     pairs = collections.defaultdict(collections.Counter)
     for target, members in sets.items():
@@ -117,9 +132,38 @@ def sweep():
     constant = sorted((k, c.most_common(1)[0][0]) for k, c in pairs.items()
                       if sum(c.values()) >= 20 and c.most_common(1)[0][1] == sum(c.values()))
     print(f"  chunk pairs whose shared lines differ by one XOR constant throughout: {constant}")
+    low_pool = 32 * sum(1 for chunk, _ in pool_blocks(data("l2_sets_sweep_cold.u8.gz")) if chunk < 64)
+    own = [sum(c < 64 for c, _, _ in m) + (int(t.split(":")[0]) < 64) for t, m in sets.items()]
+    mean = sum(own) / len(own)
+    sd = math.sqrt(sum((k - mean) ** 2 for k in own) / len(own))
+    print(f"  a set's lines in chunks 0-63: mean {mean:.2f}, sd {sd:.2f} (Poisson {math.sqrt(mean):.2f}); the pool's "
+          f"{low_pool} lines there over that mean: {low_pool / mean:.0f} sets a partition (the L2's size says {SETS})")
+    contiguous(sets)
+
+
+def pool_blocks(cold_gz):
+    """(chunk, block) of the pool's 4 KiB blocks (two cold loads under 640 cycles, as the probe)."""
+    cold = gzip.open(cold_gz).read()
+    return [(b * 4096 // (2 << 20), b) for b in range(len(cold) // 2)
+            if cold[2 * b] * 8 < 640 and cold[2 * b + 1] * 8 < 640]
+
+
+def contiguous(sets):
+    """One SM reading k chunks three times, by the swept sets' members: with a far line's copy beside its
+    partner (the H200's rule), a set given more than 8 of the buffer's near lines misses on every pass."""
+    print("  one SM, k contiguous chunks read three times, DRAM reads / footprint by the swept sets (first chunk):")
+    for start in (0, 8, 16, 32):
+        row = []
+        for k in range(10, 17):
+            loads = [sum(start <= c < start + k for c, _ in lines) for lines in
+                     ([(c, l) for c, l, _ in m] + [tuple(map(int, t.split(":")))] for t, m in sets.items())]
+            over = sum(n for n in loads if 2 * n > 16)
+            row.append(f"{2 * k} MiB {(sum(loads) + 2 * over) / sum(loads):.3f}")
+        print(f"    from chunk {start:2d}: " + ", ".join(row))
 
 
 def main():
+    print(f"{GPU.upper()} ({SETS} sets a partition)")
     single_tests()
     far_copies()
     print("block tests against single-line tests (the same targets):")

@@ -11,7 +11,7 @@
 #   SET=sets bash validation/run_l2_chunk_probe.sh   (128 chunks mapped in index order; for each line of
 #     TARGETS, default validation/l2_set_targets.txt, every line of the 256 MiB in its L2 set: eviction
 #     sets, l2_set_kernels.cuh; <gpu>_l2_sets<SUFFIX>.csv and its .cold.u8; TARGETS=sweepN: the probe
-#     picks targets until it has N sets)
+#     picks targets until it has N sets; BUDGET_S: no new target after that many seconds, the sets found kept)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 OUT="${OUT:-$PWD/validation/out}"

@@ -29,7 +29,8 @@
 #                                             many set groups each address bit spreads lines)
 #   SET=offsets bash validation/run_l2_probe.sh (one SM reads 28 and 29 MiB three times, the buffer starting
 #                                             0 to 7 MiB into its allocation: whether where the 2 and 4 MiB
-#                                             pages begin decides how evenly it fills the sets)
+#                                             pages begin decides how evenly it fills the sets; OFFSET_SIZES:
+#                                             other sizes in MiB, e.g. "22 24" on an H100)
 #   SET=pages bash validation/run_l2_probe.sh (one SM reads 12 or 14 pages of 2 MiB a stride apart in one
 #                                             allocation, and 28 MiB from 8-15 MiB into its allocation)
 #   SET=lrc bash validation/run_l2_probe.sh   (every read mode with the L2 request coalescer's counters:
@@ -174,11 +175,16 @@ elif [ "$SET" = offsets ]; then
   # The model deals its sets in regions of 4 MiB: a buffer that starts 2 MiB into one fills them unevenly
   # (28 MiB from 2 MiB reads 1.14 times where from 0 it reads once). Each launch is its own process and
   # allocation; REPEAT tells the second round of the same offsets apart.
-  for repeat in 1 2; do
-    for off in 0 1 2 3 4 5 6 7; do REPEAT=$repeat OFFSET_BYTES=$((off * MB)) run single $((28 * MB)) 3; done
+  # OFFSET_SIZES (MiB, default 28): the buffers read from every offset, twice; without it 29 and 26 MiB too.
+  for size in ${OFFSET_SIZES:-28}; do
+    for repeat in 1 2; do
+      for off in 0 1 2 3 4 5 6 7; do REPEAT=$repeat OFFSET_BYTES=$((off * MB)) run single $((size * MB)) 3; done
+    done
   done
-  for off in 0 1 2 3; do OFFSET_BYTES=$((off * MB)) run single $((29 * MB)) 3; done
-  for off in 0 2; do OFFSET_BYTES=$((off * MB)) run single $((26 * MB)) 3; done
+  if [ -z "${OFFSET_SIZES:-}" ]; then
+    for off in 0 1 2 3; do OFFSET_BYTES=$((off * MB)) run single $((29 * MB)) 3; done
+    for off in 0 2; do OFFSET_BYTES=$((off * MB)) run single $((26 * MB)) 3; done
+  fi
 elif [ "$SET" = heads ]; then
   # The knee of one SM's reads: a contiguous buffer, then windows of 6, 16 and 2 heads' K and V (8 MiB heads,
   # the 32,768-key d = 128 layout of the two-blocks rows).

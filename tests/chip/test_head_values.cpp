@@ -40,6 +40,13 @@ std::vector<double> first_head(const std::vector<double>& values, int64_t heads)
   return {values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / size_t(heads))};
 }
 
+// A schedule's name as a test name ("naive-safe" -> "naivesafe").
+const auto schedule_test_name = [](const auto& info) {
+  std::string name(traces::schedule_name(info.param));
+  std::erase(name, '-');
+  return name;
+};
+
 class ForwardHeads : public testing::TestWithParam<traces::ForwardSchedule> {};
 
 TEST_P(ForwardHeads, TheFirstHeadsOutputIsTheOneHeadRunsToTheBit) {
@@ -60,11 +67,7 @@ TEST_P(ForwardHeads, TheFirstHeadsOutputIsTheOneHeadRunsToTheBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Schedules, ForwardHeads, testing::ValuesIn(traces::all_forward_schedules()),
-                         [](const auto& info) {
-                           std::string name(traces::schedule_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         schedule_test_name);
 
 class BackwardHeads : public testing::TestWithParam<traces::BackwardSchedule> {};
 
@@ -97,11 +100,7 @@ INSTANTIATE_TEST_SUITE_P(Schedules, BackwardHeads,
                          testing::Values(traces::BackwardSchedule::Flash2,
                                          traces::BackwardSchedule::Flash2NoD,
                                          traces::BackwardSchedule::Naive),
-                         [](const auto& info) {
-                           std::string name(traces::schedule_name(info.param));
-                           std::erase(name, '-');
-                           return name;
-                         });
+                         schedule_test_name);
 
 // The auto rule: every head up to 8192^2 scores in all, then the first head alone up to N = 8192, then none.
 TEST(ValueHeads, AutoChecksEveryHeadWhileTheScoresFitThenTheFirstThenNone) {

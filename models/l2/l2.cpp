@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <tuple>
 
@@ -69,11 +71,7 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
     region_bits_ = std::countr_zero(p.region_bytes / pair_bytes);
   }
   page_key_ = p.page_seed == 0 ? 0 : splitmix64_mix(p.page_seed);
-  if ((p.home == Params::Home::AddressParity || p.set_index == Params::SetIndex::PairedRegions) &&
-      (p.partitions != 2 || p.line_bytes > 256))
-    throw std::invalid_argument(
-        "home: address_parity and set_index: paired_regions need 2 partitions and lines of "
-        "at most 256 bytes (the partner differs in address bit 8)");
+  check_address_bits(p);
   if (p.set_index == Params::SetIndex::PairedRegions && p.home != Params::Home::AddressParity)
     throw std::invalid_argument(
         "set_index: paired_regions needs home: address_parity (a line's partner is "
@@ -180,21 +178,38 @@ void L2Cache::set_core_clock_ghz(double ghz) {
 
 namespace {
 
-// The address bits whose parity picks the home partition within a 2 MiB page (H200 line maps), and the
-// two the model's partner of a line differs in: the H200's partner is a line of the other partition within
-// the same 64 KiB, 34 lines (these bits), 72, 178 or 400 away by the line (eviction sets: docs/chip.md,
-// "Sets line by line").
-constexpr uint64_t kHomeParityBits = (1u << 12) | (1u << 13) | (1u << 15) | (1u << 17) | (1u << 19);
-constexpr uint64_t kPartnerBits = (1u << 8) | (1u << 12);
-constexpr int kPartnerHomeBit = 12;
+constexpr int kPageBits = 21;  // home_bits and partner_bits lie within a 2 MiB page
 
 }  // namespace
+
+// address_parity and paired_regions: two partitions, home and partner bits within a page and above the
+// line's offset, and a partner in the other partition (an odd number of its bits among the home bits).
+void L2Cache::check_address_bits(const Params& p) {
+  const bool parity = p.home == Params::Home::AddressParity;
+  const bool paired = p.set_index == Params::SetIndex::PairedRegions;
+  if (!parity && !paired) return;
+  if (p.partitions != 2)
+    throw std::invalid_argument("home: address_parity and set_index: paired_regions need 2 partitions");
+  const uint32_t line_bits = static_cast<uint32_t>(p.line_bytes) - 1;
+  for (const auto& [mask, key] :
+       {std::pair{p.home_bits, "home_bits"}, std::pair{p.partner_bits, "partner_bits"}})
+    if (mask == 0 || (mask & line_bits) != 0 || mask >> kPageBits != 0)
+      throw std::invalid_argument(
+          fmt::format("{}: address bits of a line's 2 MiB page above its {} bytes (from {} to {})", key,
+                      p.line_bytes, std::countr_zero(static_cast<uint64_t>(p.line_bytes)), kPageBits - 1));
+  const uint32_t shared = p.home_bits & p.partner_bits;
+  if (paired && std::popcount(shared) % 2 == 0)
+    throw std::invalid_argument(
+        "partner_bits: an odd number of them must be home_bits, so that a line's partner is homed in the "
+        "other partition");
+  partner_home_bit_ = std::countr_zero(shared);
+}
 
 int L2Cache::home_of_line(uint64_t line_index) const {
   if (params_.partitions == 1) return 0;
   if (params_.home == Params::Home::AddressParity) {
     const uint64_t addr = line_index << line_shift_;
-    return (std::popcount(addr & kHomeParityBits) +
+    return (std::popcount(addr & params_.home_bits) +
             static_cast<int>(splitmix64_mix((addr >> 21) ^ page_key_) & 1)) &
            1;
   }
@@ -216,9 +231,9 @@ int L2Cache::serving_partition(int near, uint64_t line_index) const {
 // odd multiplications and xor-shifts modulo 2^region_bits_), after the regions before it.
 uint64_t L2Cache::paired_region_index(uint64_t line_index) const {
   uint64_t addr = line_index << line_shift_;
-  if (addr >> kPartnerHomeBit & 1) addr ^= kPartnerBits;
-  const uint64_t low = addr & ((uint64_t{1} << kPartnerHomeBit) - 1);
-  const uint64_t pair = ((addr >> (kPartnerHomeBit + 1) << kPartnerHomeBit) | low) >> line_shift_;
+  if (addr >> partner_home_bit_ & 1) addr ^= params_.partner_bits;
+  const uint64_t low = addr & ((uint64_t{1} << partner_home_bit_) - 1);
+  const uint64_t pair = ((addr >> (partner_home_bit_ + 1) << partner_home_bit_) | low) >> line_shift_;
   const uint64_t mask = (uint64_t{1} << region_bits_) - 1, region = pair >> region_bits_;
   const uint64_t key = splitmix64_mix(region ^ page_key_);
   const int half = region_bits_ / 2 + 1;
@@ -926,6 +941,31 @@ void L2Cache::flush() {
   pending_fills_.clear();
 }
 
+namespace {
+
+// A set of address bits written as their numbers ("12 13 15 17 19"), read into a mask.
+uint32_t address_bits(ParamReader& p, const std::string& name, uint32_t default_mask,
+                      std::string_view description) {
+  std::string default_text;
+  for (int bit = 0; bit < 32; ++bit)
+    if (default_mask >> bit & 1) default_text += (default_text.empty() ? "" : " ") + std::to_string(bit);
+  std::istringstream in(p.get<std::string>(name, default_text, "", description));
+  uint32_t mask = 0;
+  std::string word;
+  while (in >> word) {
+    int bit = -1;
+    const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), bit);
+    if (error != std::errc{} || end != word.data() + word.size() || bit < 0 || bit > 31)
+      p.fail(name,
+             fmt::format("'{}' is not an address bit (a number 0 to 31, bits separated by spaces)", word));
+    if (mask >> bit & 1) p.fail(name, fmt::format("address bit {} named twice", bit));
+    mask |= 1u << bit;
+  }
+  return mask;
+}
+
+}  // namespace
+
 void register_l2_models() {
   Registry<L2Cache>::instance().add(
       "sectored", "shared L2: sectored lines, hashed sets, LRU/FIFO, write-back + write-allocate, partitions",
@@ -992,6 +1032,15 @@ void register_l2_models() {
                     "paired_regions"
                 ? L2Cache::Params::SetIndex::PairedRegions
                 : L2Cache::Params::SetIndex::Hashed;
+        r.home_bits = address_bits(p, "home_bits", d.home_bits,
+                                   "home: address_parity: the address bits within a 2 MiB page whose parity "
+                                   "(with a hash of the page) picks a line's home (H200 12 13 15 17 19, H100 "
+                                   "12 13 16 17 19; measured)");
+        r.partner_bits =
+            address_bits(p, "partner_bits", d.partner_bits,
+                         "set_index: paired_regions: the address bits a line's partner in the "
+                         "other partition differs in (an odd number of them home bits; H200 8 12, "
+                         "H100 10 13 15; measured)");
         r.region_bytes = static_cast<uint64_t>(p.get<int64_t>(
             "region_bytes", 0, "bytes",
             "set_index: paired_regions: the memory whose line pairs are dealt over consecutive sets as "

@@ -112,11 +112,17 @@ class L2Cache : public Component, public MemoryLevel {
     // 2 MiB page, as the H200's line maps show within a page (docs/chip.md, "Sets line by line").
     enum class Home : uint8_t { Hashed, AddressParity };
     Home home = Home::Hashed;
+    // address_parity: the address bits (within a 2 MiB page, as a mask) whose parity picks the home. The
+    // H200's 12, 13, 15, 17, 19; the H100's 12, 13, 16, 17, 19 (the chunk probes' near blocks, every page).
+    uint32_t home_bits = (1u << 12) | (1u << 13) | (1u << 15) | (1u << 17) | (1u << 19);
+    // paired_regions: the address bits a line's partner differs in (a mask; an odd number of them among
+    // home_bits, so the partner is homed in the other partition). The H200's copies land 34, 72, 178 or 400
+    // lines away (the model takes 34: bits 8 and 12); the H100's 328 lines away (bits 10, 13, 15).
+    uint32_t partner_bits = (1u << 8) | (1u << 12);
     // How a partition's sets are dealt. hashed: a multiplicative hash of the line index. paired_regions
-    // (home: address_parity): a line and its partner (address bits 8 and 12 flipped, homed in the other
-    // partition) share a set index, so a partition's copy of the partner lands beside its own line (on the
-    // H200 the partner is a line of the other partition within the same 64 KiB, 34, 72, 178 or 400 lines
-    // away by the line: the model takes 34 for all); and regions of consecutive pairs (the smallest power of
+    // (home: address_parity): a line and its partner (partner_bits flipped, homed in the other partition)
+    // share a set index, so a partition's copy of the partner lands beside its own line; and regions of
+    // consecutive pairs (the smallest power of
     // two at least the sets) are dealt over the sets in order, each region's pairs in a seeded order of its
     // own: contiguous memory fills the sets evenly, pieces of it do not (docs/chip.md, "Sets line by line").
     enum class SetIndex : uint8_t { Hashed, PairedRegions };
@@ -294,6 +300,7 @@ class L2Cache : public Component, public MemoryLevel {
   void prefetch_set(uint64_t first) const;
   bool gets_second_chance(const Line& victim) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
+  void check_address_bits(const Params& p);  // sets partner_home_bit_
   void limit_dirty_lines(uint64_t set, const Line& written);
   void wait_for_pending_fills(uint64_t begin, uint64_t end);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.
@@ -317,6 +324,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
   int region_bits_ = 0;                    // SetIndex::PairedRegions: log2 of the pairs in a region
   uint64_t page_key_ = 0;                  // page_seed mixed (0 for seed 0: the fixed placement)
+  int partner_home_bit_ = 12;              // the lowest of partner_bits among home_bits: dropped from a pair
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;

@@ -294,6 +294,31 @@ TEST(L2, AddressParityHomesALineAndItsPartnerApart) {
   EXPECT_THROW(L2Cache("l2_one_partition", one_partition), std::invalid_argument);
 }
 
+// The H100's bits (docs/chip.md, "The H100's eviction sets"): homes by the parity of address bits 12, 13, 16,
+// 17 and 19, and a line's partner 328 lines away (bits 10, 13 and 15). One core reads a line, then its
+// partner (homed in the other partition, copied beside it in the core's own), then the line again: with a
+// way a set the partner's copy evicts it, where another far line (bit 7 flipped too) does not.
+TEST(L2, H100PartnerCopiesLandInTheSetOfTheLine) {
+  L2Cache::Params p = paired_regions(1, 64);
+  p.home_bits = 1u << 12 | 1u << 13 | 1u << 16 | 1u << 17 | 1u << 19;
+  p.partner_bits = 1u << 10 | 1u << 13 | 1u << 15;
+  const L2Cache bits("l2_h100_bits", p);
+  for (uint64_t addr = 0; addr < (64u << 20); addr += 4096 + kLine) {
+    EXPECT_NE(bits.partition_of(addr), bits.partition_of(addr ^ p.partner_bits));
+    EXPECT_NE(bits.partition_of(addr), bits.partition_of(addr ^ 1u << 16));
+    EXPECT_EQ(bits.partition_of(addr), bits.partition_of(addr ^ (1u << 15 | 1u << 10)));  // not home bits
+  }
+  uint64_t line = 0;
+  while (bits.partition_of(line) != 0) line += kLine;  // homed where core 0 is attached
+  auto dram_lines = [&](uint64_t other) {
+    Rig rig(p);
+    for (uint64_t addr : {line, other, line}) rig.l2.access(range(addr, kLine), 0);
+    return rig.dram.read / kLine;
+  };
+  EXPECT_EQ(dram_lines(line ^ p.partner_bits), 3u);
+  EXPECT_EQ(dram_lines(line ^ p.partner_bits ^ kLine), 2u);
+}
+
 // l2.page_seed stands for another placement of the pages (another process's physical addresses): each 2 MiB
 // page keeps or swaps its lines' homes as a whole (a line and its partner stay apart), about half of them
 // swapping; seed 0 is the fixed placement every other test runs on.

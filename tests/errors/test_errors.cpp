@@ -327,6 +327,20 @@ TEST_F(Cli, ConfigCommandReportsOverrideToo) {
                      "-p regfile.cout=4: error: ", {"regfile.cout", "unknown key"});
 }
 
+// l2.home_bits and l2.partner_bits name address bits; a partner must be homed in the other partition.
+TEST_F(Cli, AddressBitsRejectWhatCannotPairALine) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  auto config_with = [&](const std::string& p) { return run({"config", "-c", h100, "-p", p}); };
+  expect_input_error(config_with("l2.home_bits=12 x"),
+                     "-p l2.home_bits=12 x: error: ", {"l2.home_bits", "'x' is not an address bit"});
+  expect_input_error(config_with("l2.home_bits=12 12"),
+                     "-p l2.home_bits=12 12: error: ", {"address bit 12 named twice"});
+  expect_input_error(config_with("l2.partner_bits=10 15"),
+                     "-p l2.partner_bits=10 15: error: ", {"partner_bits", "odd number", "other partition"});
+  expect_input_error(config_with("l2.partner_bits=5 13"),
+                     "-p l2.partner_bits=5 13: error: ", {"partner_bits", "above its 128 bytes"});
+}
+
 // ---- missing files: the path as given, no line ----
 
 TEST_F(Cli, MissingTraceFile) {

@@ -4,7 +4,7 @@ and the H100's L2 set index. Reads the committed files and prints the figures do
 by line", "The H100's eviction sets"):
 
     python3 validation/l2_sets.py            # the H200
-    python3 validation/l2_sets.py --gpu h100
+    python3 validation/l2_sets.py --gpu h100   (a minute: every parity mask is tried on each pool)
 
 A set file has a line per set: "chunk:line of the target,status,member count," then the members (chunk:line,
 line 0-16383 of a 2 MiB chunk; "f" before a member found among the other partition's lines).
@@ -57,11 +57,15 @@ def translation(a, b, xor):
     return sum((c, l ^ xor) in other for c, l, _ in a)
 
 
-def single_tests():
-    sets = read_sets(open(data("l2_sets_single.csv")))
-    pool = pool_lines(data("l2_sets_single_cold.u8.gz"))
+def single_tests(name="single"):
+    """The targets' sets. h200 _single and h100 _single1: every pool line tested alone; h100 _single: 64 at a
+    time (TEST_BLOCK), which finds about three quarters of the members."""
+    if not os.path.exists(data(f"l2_sets_{name}.csv")):
+        return
+    sets = read_sets(open(data(f"l2_sets_{name}.csv")))
+    pool = pool_lines(data(f"l2_sets_{name}_cold.u8.gz"))
     sizes = sorted(len(m) + 1 for m in sets.values())
-    print(f"single-line tests: {len(sets)} sets of {sizes[0]}-{sizes[-1]} lines (target included); "
+    print(f"{GPU}_l2_sets_{name}.csv: {len(sets)} sets of {sizes[0]}-{sizes[-1]} lines (target included); "
           f"the pool's {pool} lines over {SETS} sets would give {pool / SETS:.1f}")
     for t0, t1, xor in (("0:32", "0:33", 1), ("0:32", "0:36", 4), ("0:32", "0:34", 2), ("0:32", "0:40", 8),
                         ("0:0", "0:1", 1), ("0:0", "0:4", 4), ("0:0", "0:2", 2), ("0:0", "0:8", 8),
@@ -71,10 +75,33 @@ def single_tests():
                   f"{translation(sets[t0], sets[t1], xor)} of {len(sets[t0])} members")
 
 
+def home_bits():
+    """The address bits (12-20, within a 2 MiB chunk) whose parity, flipped or not per chunk, says which 4 KiB
+    blocks the probe found near: every mask tried, the one that explains the most near blocks printed."""
+    for name in sorted(f for f in os.listdir(DATA) if f.startswith(f"{GPU}_l2_sets_") and f.endswith("_cold.u8.gz")):
+        cold = gzip.open(os.path.join(DATA, name)).read()
+        near = [cold[2 * b] * 8 < 640 and cold[2 * b + 1] * 8 < 640 for b in range(len(cold) // 2)]
+        best = (0, 0)
+        for mask in range(1, 512):
+            explained = 0
+            for chunk in range(len(near) // 512):
+                ones = [0, 0]
+                for b in range(512):
+                    if near[chunk * 512 + b]:
+                        ones[bin(b & mask).count("1") & 1] += 1
+                explained += max(ones)
+            best = max(best, (explained, mask))
+        bits = [12 + i for i in range(9) if best[1] >> i & 1]
+        print(f"  {name}: the parity of address bits {bits} explains {best[0]} of {sum(near)} near blocks "
+              f"({len(near) // 512} chunks)")
+
+
 def far_copies():
     if not os.path.exists(data("l2_sets_far.csv")):
         return print("far lines' copies: not measured on this GPU")
-    near = read_sets(open(data("l2_sets_single.csv")))
+    # Near sets from the same session's single-line tests where there are some (h100: _single1).
+    single = data("l2_sets_single1.csv") if os.path.exists(data("l2_sets_single1.csv")) else data("l2_sets_single.csv")
+    near = read_sets(open(single))
     far = read_sets(open(data("l2_sets_far.csv")))
     offsets = collections.Counter()
     beside = total = 0
@@ -165,6 +192,9 @@ def contiguous(sets):
 def main():
     print(f"{GPU.upper()} ({SETS} sets a partition)")
     single_tests()
+    single_tests("single1")
+    print("home partition within a page (near 4 KiB blocks of each probe's pool):")
+    home_bits()
     far_copies()
     print("block tests against single-line tests (the same targets):")
     block_tests()

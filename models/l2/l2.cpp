@@ -71,7 +71,7 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
     region_bits_ = std::countr_zero(p.region_bytes / pair_bytes);
   }
   page_key_ = p.page_seed == 0 ? 0 : splitmix64_mix(p.page_seed);
-  check_address_bits(p);
+  partner_home_bit_ = check_address_bits(p);
   if (p.set_index == Params::SetIndex::PairedRegions && p.home != Params::Home::AddressParity)
     throw std::invalid_argument(
         "set_index: paired_regions needs home: address_parity (a line's partner is "
@@ -184,10 +184,10 @@ constexpr int kPageBits = 21;  // home_bits and partner_bits lie within a 2 MiB 
 
 // address_parity and paired_regions: two partitions, home and partner bits within a page and above the
 // line's offset, and a partner in the other partition (an odd number of its bits among the home bits).
-void L2Cache::check_address_bits(const Params& p) {
+int L2Cache::check_address_bits(const Params& p) {
   const bool parity = p.home == Params::Home::AddressParity;
   const bool paired = p.set_index == Params::SetIndex::PairedRegions;
-  if (!parity && !paired) return;
+  if (!parity && !paired) return 12;
   if (p.partitions != 2)
     throw std::invalid_argument("home: address_parity and set_index: paired_regions need 2 partitions");
   const uint32_t line_bits = static_cast<uint32_t>(p.line_bytes) - 1;
@@ -202,7 +202,7 @@ void L2Cache::check_address_bits(const Params& p) {
     throw std::invalid_argument(
         "partner_bits: an odd number of them must be home_bits, so that a line's partner is homed in the "
         "other partition");
-  partner_home_bit_ = std::countr_zero(shared);
+  return std::countr_zero(shared);
 }
 
 int L2Cache::home_of_line(uint64_t line_index) const {
@@ -1019,15 +1019,15 @@ void register_l2_models() {
                 : L2Cache::FarData::Home;
         r.home = p.choice("home", "hashed", {"hashed", "address_parity"},
                           "which partition is a line's home: hashed (a hash of the line), or address_parity "
-                          "(the parity of address bits 12, 13, 15, 17, 19 and of a hash of the 2 MiB page: "
-                          "the H200's, measured)") == "address_parity"
+                          "(the parity of home_bits and of a hash of the 2 MiB page: the H100's and the "
+                          "H200's, measured)") == "address_parity"
                      ? L2Cache::Params::Home::AddressParity
                      : L2Cache::Params::Home::Hashed;
         r.set_index =
             p.choice("set_index", "hashed", {"hashed", "paired_regions"},
                      "how lines are dealt over a partition's sets: hashed (evenly, whatever the addresses), "
                      "or paired_regions (home: address_parity): a line and its partner in the other "
-                     "partition (address bits 8 and 12 flipped) share a set index, and contiguous memory "
+                     "partition (partner_bits flipped) share a set index, and contiguous memory "
                      "fills the sets evenly while pieces of it do not (as the H200's, measured)") ==
                     "paired_regions"
                 ? L2Cache::Params::SetIndex::PairedRegions
@@ -1041,6 +1041,14 @@ void register_l2_models() {
                          "set_index: paired_regions: the address bits a line's partner in the "
                          "other partition differs in (an odd number of them home bits; H200 8 12, "
                          "H100 10 13 15; measured)");
+        try {  // blame the bits (a -p of them) rather than the section
+          L2Cache::check_address_bits(r);
+        } catch (const std::invalid_argument& e) {
+          const std::string what = e.what();
+          for (const char* key : {"home_bits", "partner_bits"})
+            if (what.rfind(key, 0) == 0) p.fail(key, what.substr(what.find(':') + 2));
+          p.fail_combination({}, what);
+        }
         r.region_bytes = static_cast<uint64_t>(p.get<int64_t>(
             "region_bytes", 0, "bytes",
             "set_index: paired_regions: the memory whose line pairs are dealt over consecutive sets as "

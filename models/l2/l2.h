@@ -108,8 +108,8 @@ class L2Cache : public Component, public MemoryLevel {
     // touched again: the requester keeps the copy it reads).
     bool far_fills_oldest = false;
     // Which partition is a line's home. hashed: a multiplicative hash of the line index, half and half;
-    // address_parity (two partitions): the parity of address bits 12, 13, 15, 17 and 19 and of a hash of the
-    // 2 MiB page, as the H200's line maps show within a page (docs/chip.md, "Sets line by line").
+    // address_parity (two partitions): the parity of home_bits and of a hash of the 2 MiB page, as the
+    // H200's line maps and the H100's chunk probes show within a page (docs/chip.md, "Sets line by line").
     enum class Home : uint8_t { Hashed, AddressParity };
     Home home = Home::Hashed;
     // address_parity: the address bits (within a 2 MiB page, as a mask) whose parity picks the home. The
@@ -164,6 +164,9 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t last_accepted_cycle() const override { return accepted_; }
   void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
   int partition_of(uint64_t addr) const;
+  // Throws std::invalid_argument (the message starting with the key) unless the home and partner bits
+  // can home a line and its partner apart; returns the partner's bit among the home bits.
+  static int check_address_bits(const Params& p);
   int near_partition(int core) const {
     return attached_.empty() ? core % static_cast<int>(params_.partitions)
                              : attached_[static_cast<size_t>(core)];
@@ -300,7 +303,6 @@ class L2Cache : public Component, public MemoryLevel {
   void prefetch_set(uint64_t first) const;
   bool gets_second_chance(const Line& victim) const;
   void write_to_dram(const Line& line, uint64_t line_index, uint64_t at);
-  void check_address_bits(const Params& p);  // sets partner_home_bit_
   void limit_dirty_lines(uint64_t set, const Line& written);
   void wait_for_pending_fills(uint64_t begin, uint64_t end);
   // Reads `mask` of one line for a core attached to `near`; returns the sectors that must come from DRAM.

@@ -330,7 +330,10 @@ TEST_F(Cli, ConfigCommandReportsOverrideToo) {
 // l2.home_bits and l2.partner_bits name address bits; a partner must be homed in the other partition.
 TEST_F(Cli, AddressBitsRejectWhatCannotPairALine) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
-  auto config_with = [&](const std::string& p) { return run({"config", "-c", h100, "-p", p}); };
+  auto config_with = [&](const std::string& p) {
+    return run(
+        {"config", "-c", h100, "-p", "l2.home=address_parity", "-p", "l2.set_index=paired_regions", "-p", p});
+  };
   expect_input_error(config_with("l2.home_bits=12 x"),
                      "-p l2.home_bits=12 x: error: ", {"l2.home_bits", "'x' is not an address bit"});
   expect_input_error(config_with("l2.home_bits=12 12"),

@@ -187,7 +187,7 @@ constexpr int kPageBits = 21;  // home_bits and partner_bits lie within a 2 MiB 
 int L2Cache::check_address_bits(const Params& p) {
   const bool parity = p.home == Params::Home::AddressParity;
   const bool paired = p.set_index == Params::SetIndex::PairedRegions;
-  if (!parity && !paired) return 12;
+  if (!parity && !paired) return 0;
   if (p.partitions != 2)
     throw std::invalid_argument("home: address_parity and set_index: paired_regions need 2 partitions");
   const uint32_t line_bits = static_cast<uint32_t>(p.line_bytes) - 1;
@@ -202,7 +202,7 @@ int L2Cache::check_address_bits(const Params& p) {
     throw std::invalid_argument(
         "partner_bits: an odd number of them must be home_bits, so that a line's partner is homed in the "
         "other partition");
-  return std::countr_zero(shared);
+  return paired ? std::countr_zero(shared) : 0;
 }
 
 int L2Cache::home_of_line(uint64_t line_index) const {

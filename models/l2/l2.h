@@ -165,7 +165,8 @@ class L2Cache : public Component, public MemoryLevel {
   void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
   int partition_of(uint64_t addr) const;
   // Throws std::invalid_argument (the message starting with the key) unless the home and partner bits
-  // can home a line and its partner apart; returns the partner's bit among the home bits.
+  // can home a line and its partner apart; returns the partner's bit among the home bits under
+  // paired_regions, else 0 (no pair is formed).
   static int check_address_bits(const Params& p);
   int near_partition(int core) const {
     return attached_.empty() ? core % static_cast<int>(params_.partitions)
@@ -326,7 +327,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t set_divisor_magic_ = 0;         // set_of's modulo as a multiplication (no division per lookup)
   int region_bits_ = 0;                    // SetIndex::PairedRegions: log2 of the pairs in a region
   uint64_t page_key_ = 0;                  // page_seed mixed (0 for seed 0: the fixed placement)
-  int partner_home_bit_ = 12;              // the lowest of partner_bits among home_bits: dropped from a pair
+  int partner_home_bit_ = 0;               // the lowest of partner_bits among home_bits: dropped from a pair
   // [partition][set][way]: line index + 1; 0 = invalid. Four bytes, and sets of 16 ways aligned to 64
   // bytes: a set's tags are one host cache line.
   HostTable<Tag> tags_;

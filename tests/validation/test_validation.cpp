@@ -215,10 +215,11 @@ TEST(Validation, TensorCoreFlash2BlocksStartAndEndAsOnTheH100) {
 // and V from DRAM at 2 / 4 / 8 heads, near PyTorch's FlashAttention-2 kernel (1.37 / 3.73 / 5.97) and unlike
 // the one-block build (1.13 / 1.11 / 1.11): the re-reads come from two 128-row blocks per SM walking their
 // keys down, not from anything else of PyTorch's kernel. Going up it reads them once, and so does the model.
-// The model going down: 1.062 / 1.162 / 0.821 of the GPU's (16 x 8,192: 0.807; without the mask 0.958), held
-// as known misses: the L2 keeps more than the GPU's at 4 heads and less at 8, the blocks' times agreeing
-// (mean |end| under 1% of the kernel at 8 heads). SM -> L2 writes: O and 16 bytes of spill per thread, each
-// block storing its spill once (the build spills 16 bytes at 128 registers), exact.
+// The model going down: 1.194 / 1.182 / 0.942 of the GPU's (16 x 8,192: 0.924; without the mask 0.957), held
+// as known misses: the L2 keeps less than the GPU's at 2 and 4 heads, the blocks' times agreeing (mean |end|
+// under 1% of the kernel at 8 heads). The hashed set index gave 1.062 / 1.162 / 0.821 and 0.807. SM -> L2
+// writes: O and 16 bytes of spill per thread, each block storing its spill once (the build spills 16 bytes at
+// 128 registers), exact.
 TEST(Validation, TensorCoreFlash2TwoBlocksPerSmReReadAsFlashAttention2) {
   const std::string data = kRoot + "/validation/data/h100_tc_two_blocks.csv";
   const std::vector<Measurement> rows = read_measurements(data);
@@ -226,10 +227,10 @@ TEST(Validation, TensorCoreFlash2TwoBlocksPerSmReReadAsFlashAttention2) {
   const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", data, rows, {}, true);
   ASSERT_EQ(s.rows.size(), 8u);
   // (n, heads, causal) of the rows going down -> the model's DRAM reads over the GPU's, low and high bound.
-  const std::map<std::array<int64_t, 3>, std::array<double, 2>> down = {{{32768, 2, 1}, {0.90, 1.10}},
-                                                                        {{32768, 4, 1}, {1.10, 1.20}},
-                                                                        {{32768, 8, 1}, {0.75, 0.85}},
-                                                                        {{8192, 16, 1}, {0.75, 0.85}},
+  const std::map<std::array<int64_t, 3>, std::array<double, 2>> down = {{{32768, 2, 1}, {1.15, 1.24}},
+                                                                        {{32768, 4, 1}, {1.13, 1.23}},
+                                                                        {{32768, 8, 1}, {0.90, 0.99}},
+                                                                        {{8192, 16, 1}, {0.88, 0.97}},
                                                                         {{32768, 8, 0}, {0.90, 1.10}}};
   int compared_down = 0;
   for (const auto& row : s.rows) {
@@ -1110,9 +1111,11 @@ std::vector<TcRow> small_tc_rows() {
 class TensorCoreRow : public ::testing::TestWithParam<TcRow> {};
 
 // The simulator's whole-chip program of the row moves exactly the SM<->L2 bytes Nsight Compute measured
-// (STORE_ADD's read stays in the L2 as red.global.add's does), and DRAM reads within 2%; within 12% for the
-// naive schedules at n = 1,024, whose S and P (16-32 MB over 8 heads) half fit the L2 between kernels:
-// the L2's dirty-line limit decides how much of them comes back from DRAM (measured 0.98-1.04 and 0.89-0.90).
+// (STORE_ADD's read stays in the L2 as red.global.add's does), and DRAM reads within 2%, except the naive
+// schedules at n = 1,024, whose S and P (16-32 MB over 8 heads) half fit the L2 between kernels: the L2's
+// dirty-line limit decides how much of them comes back from DRAM. Held as known misses there: the safe
+// softmax reads 0.948-0.956 of the measured, the online one 0.878-0.886 (the hashed set index: 0.971-1.022
+// and 0.885-0.893; its uneven sets lose more of S and P).
 TEST_P(TensorCoreRow, SmToL2BytesExact) {
   const std::string data = kRoot + "/validation/data/h100_tc_" + GetParam().set + ".csv";
   std::vector<Measurement> rows;
@@ -1124,8 +1127,13 @@ TEST_P(TensorCoreRow, SmToL2BytesExact) {
   const ValidationRow& row = s.rows[0];
   EXPECT_EQ(row.predicted_read, row.measured.l1_read_bytes);
   EXPECT_EQ(row.predicted_write, row.measured.l1_write_bytes);
-  const bool naive = row.measured.schedule.rfind("naive", 0) == 0;
-  EXPECT_NEAR(row.predicted_dram_read / row.measured.dram_read_bytes, 1.0, naive ? 0.12 : 0.02);
+  const double ratio = row.predicted_dram_read / row.measured.dram_read_bytes;
+  if (row.measured.n < 1024 || row.measured.schedule.rfind("naive", 0) != 0)
+    EXPECT_NEAR(ratio, 1.0, 0.02);
+  else if (row.measured.schedule == "naive-online")
+    EXPECT_NEAR(ratio, 0.882, 0.015);
+  else
+    EXPECT_NEAR(ratio, 0.952, 0.015);
   EXPECT_EQ(s.timed_rows, 1u);
 }
 

@@ -55,6 +55,11 @@ void PrintTo(const HeadsRow& r, std::ostream* os) {
 // tensors start in the 4 MiB regions: over four placements (validate --placements 4) 2 x 8,192 reads
 // 0.68-1.29, 1 x 16,384 0.65-1.47, 2 x 16,384 causal 1.44-1.56, 1 x 32,768 1.22-1.86 and causal 2.09-2.51
 // (hashed: 1.06, 1.20, 1.23, 0.88, 1.42 at the first). Bands to those figures at the first placement.
+// Why they overshoot (fifty-ninth session, docs/chip.md "Where the H100's DRAM read error lives"): at 1 x
+// 32,768 causal 308 MB of the model's 1,171 MB are O, which only the prologue reads (every block sweeps the
+// head's O and dO, and the second wave's blocks start one step apart), and without the mask each block's
+// query loop starts at its own key block: out-of-step readers of one buffer, the probe's `spread` mode,
+// where the model reads 5 times the GPU's DRAM bytes. The bands stay until that mechanism is modelled.
 std::vector<HeadsRow> heads_rows() {
   std::vector<HeadsRow> rows = {{1, 8192, false, 0.97, 1.03}, {1, 8192, true, 0.97, 1.03}};
 #ifdef ATTNSIM_MEMEFF_HEADS_LONG

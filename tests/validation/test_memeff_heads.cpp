@@ -71,10 +71,10 @@ void PrintTo(const HeadsRow& r, std::ostream* os) {
 // The same kernel at n = 2,048 over heads and batches (validation/data/h100_memeff_bwd_heads2048_cases.csv,
 // fifty-ninth session): from one wave (1 x 8: 128 blocks) to 31 (8 x 32), and 256 heads laid out as 32 x 8
 // besides 8 x 32 (a row of one batch 2 KiB instead of 8 KiB). The model reads less than the GPU on every row
-// but two (docs/chip.md, "The memory-efficient backward at n = 2,048 over heads"); its lookup misses in the
-// SM's own partition are 2.6 times the measured at one wave, its misses at home 0.93: where the GPU refetches
-// more from DRAM the model fetches across the fabric. Bands around the figures as of that session: a
-// regression guard while the shortfall is unexplained.
+// but one, 1 x 16 (docs/chip.md, "The memory-efficient backward at n = 2,048 over heads"); its lookup misses
+// in the SM's own partition are 2.6 times the measured at one wave, its misses at home 0.93: where the GPU
+// refetches more from DRAM the model fetches across the fabric. Bands around the figures as of that session:
+// a regression guard while the shortfall is unexplained.
 std::vector<HeadsRow> heads_rows() {
   std::vector<HeadsRow> rows = {{1, 8192, false, 0.97, 1.03},
                                 {1, 8192, true, 0.97, 1.03},

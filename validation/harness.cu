@@ -305,22 +305,33 @@ Check check_output(const Options& o, const std::vector<__half>& out, const std::
 // With TIMES=file in the environment (flash2): one more run recording each block's SM, start and end, written
 // as block,sm,start_ns,end_ns (ns from the earliest start): block placement and drift on the GPU. The
 // tensor-core kernel adds the times at a quarter, half and three quarters of its key blocks
-// (block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns): how co-resident blocks share the SM over time.
+// (block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns): how co-resident blocks share the SM over time. The FFMA
+// kernel with TIMES_EVERY=k adds the start of key blocks 0, k, 2k, ... (k0_ns,k{k}_ns,...; empty where a
+// causal block has fewer): where each reader of K and V is, all along.
 template <typename Run>
 void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t st) {
   const char* path = std::getenv("TIMES");
   if (!path || o.schedule != "flash2") return;
   const bool tc = o.kernel == "tc";
-  const size_t fields = tc ? attnval::kTcTimeFields : 3;
+  const char* every_env = std::getenv("TIMES_EVERY");
+  const int every = tc || !every_env ? 0 : std::max(0, std::atoi(every_env));
+  const int key_blocks = g.n / g.bc;
+  const int samples = every ? (key_blocks + every - 1) / every : 0;
+  const size_t fields = tc ? attnval::kTcTimeFields : 3 + static_cast<size_t>(samples);
   const size_t blocks = static_cast<size_t>(g.n / g.br) * g.heads;
   unsigned long long* times = nullptr;
   CHECK(cudaMalloc(&times, fields * blocks * sizeof(unsigned long long)));
   CHECK(cudaMemset(times, 0, fields * blocks * sizeof(unsigned long long)));
-  auto set_times = tc ? attnval::set_tc_block_times : attnval::set_block_times;
-  set_times(times);
+  if (tc)
+    attnval::set_tc_block_times(times);
+  else
+    attnval::set_block_times(times, static_cast<int>(fields), every);
   run();
   CHECK(cudaStreamSynchronize(st));
-  set_times(nullptr);
+  if (tc)
+    attnval::set_tc_block_times(nullptr);
+  else
+    attnval::set_block_times(nullptr, 3, 0);
   std::vector<unsigned long long> host(fields * blocks);
   CHECK(cudaMemcpy(host.data(), times, host.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
   CHECK(cudaFree(times));
@@ -328,7 +339,9 @@ void write_block_times(const Options& o, const Dims& g, Run&& run, cudaStream_t 
   for (size_t b = 0; b < blocks; ++b) t0 = std::min(t0, host[fields * b + 1]);
   FILE* f = std::fopen(path, "w");
   if (!f) return;
-  std::fprintf(f, tc ? "block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns\n" : "block,sm,start_ns,end_ns\n");
+  std::fputs(tc ? "block,sm,start_ns,q1_ns,q2_ns,q3_ns,end_ns" : "block,sm,start_ns,end_ns", f);
+  for (int k = 0; k < samples; ++k) std::fprintf(f, ",k%d_ns", k * every);
+  std::fputs("\n", f);
   for (size_t b = 0; b < blocks; ++b) {
     std::fprintf(f, "%zu,%llu", b, host[fields * b]);
     for (size_t k = 1; k < fields; ++k) {

@@ -477,16 +477,26 @@ __global__ void aux_flash1_init(__half* __restrict__ O, size_t o_count, float* _
 // where the GPU places blocks and how far co-resident ones drift apart. The pointer is read through the
 // constant cache, so the kernels' L1 <-> L2 bytes stay what the ledgers say when it is null.
 __constant__ unsigned long long* g_block_times = nullptr;  // constant cache: no L1TEX bytes
+// With TIMES_EVERY=k (flash2): also the time each k-th key block starts, after the start and end, so that
+// how far apart the readers of K and V are can be seen block by block (0: start and end only). The host
+// copy picks the instantiation: only the recording one (kKeyTimes) carries its extra registers.
+__constant__ int g_key_time_every = 0;
+__constant__ int g_block_time_fields = 3;
+int g_host_key_time_every = 0;
 
 __device__ void record_block_time(int slot) {
-  record_block_time_at(g_block_times, 3, slot);
+  record_block_time_at(g_block_times, g_block_time_fields, slot);
+}
+
+__device__ void record_key_block_time(int j) {
+  if (g_key_time_every && j % g_key_time_every == 0) record_block_time(2 + j / g_key_time_every);
 }
 
 // ---------------------------------------------------------------------------------------------------
 // flash2: per (query block i, head): Q_i once; for the visible key blocks j: load K_j, V_j, S = Q_i K_j^T,
 // mask, online softmax (P rounded to fp16 as the simulator's P tile), O_i = alpha O_i + P V_j on chip;
 // O_i / l stored once.
-template <int BR, int BC, int D>
+template <int BR, int BC, int D, bool kKeyTimes = false>
 __global__ void __launch_bounds__(NT)
     sched_flash2_fwd(const __half* __restrict__ Q, const __half* __restrict__ K, const __half* __restrict__ V,
                      __half* __restrict__ O, int n, int causal) {
@@ -517,6 +527,7 @@ __global__ void __launch_bounds__(NT)
   for (int j = 0; j < jend; ++j) {
     const int k0 = j * BC;
     __syncthreads();  // the previous tile's sK, sV, sS and sAlpha are no longer read
+    if constexpr (kKeyTimes) record_key_block_time(j);
     load_h_tile<BC, D>(K + hoff + static_cast<size_t>(k0) * D, D, sK, kStrideQK<D>);
     load_h_tile<BC, D>(V + hoff + static_cast<size_t>(k0) * D, D, sV, kStrideV<D>);
     __syncthreads();
@@ -623,8 +634,9 @@ struct Instance {
   static void flash2(const Dims& g, const __half* q, const __half* k, const __half* v, __half* o,
                      cudaStream_t st) {
     constexpr size_t sm = smem_flash2<B, B, D>();
-    CHECK(cudaFuncSetAttribute(sched_flash2_fwd<B, B, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
-    sched_flash2_fwd<B, B, D><<<dim3(g.n / B, g.heads), NT, sm, st>>>(q, k, v, o, g.n, g.causal);
+    const auto kernel = g_host_key_time_every ? sched_flash2_fwd<B, B, D, true> : sched_flash2_fwd<B, B, D>;
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, sm));
+    kernel<<<dim3(g.n / B, g.heads), NT, sm, st>>>(q, k, v, o, g.n, g.causal);
     CHECK(cudaGetLastError());
   }
 };
@@ -682,8 +694,11 @@ int launch_flash2(const Dims& g, const __half* q, const __half* k, const __half*
   return 1;
 }
 
-void set_block_times(unsigned long long* times) {
+void set_block_times(unsigned long long* times, int fields, int key_time_every) {
   CHECK(cudaMemcpyToSymbol(g_block_times, &times, sizeof(times)));
+  CHECK(cudaMemcpyToSymbol(g_block_time_fields, &fields, sizeof(fields)));
+  CHECK(cudaMemcpyToSymbol(g_key_time_every, &key_time_every, sizeof(key_time_every)));
+  g_host_key_time_every = key_time_every;
 }
 
 void launch_poison(__half* p, size_t count, cudaStream_t st) {

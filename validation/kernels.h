@@ -81,8 +81,9 @@ int tc_fwd_info(const char* schedule, const Dims&, TcKernelInfo (&info)[3]);
 
 // Helpers (not counted): fill with a NaN pattern; read a buffer larger than L2 to evict everything.
 void launch_poison(__half* p, size_t count, cudaStream_t);
-// flash2 records each block's SM, start and end (%globaltimer) into times[3 * block] when set; null: off.
-void set_block_times(unsigned long long* times);
+// flash2 records each block's SM, start and end (%globaltimer) into times[fields * block] when set (null:
+// off), and with key_time_every > 0 the start of every key_time_every-th key block after them.
+void set_block_times(unsigned long long* times, int fields, int key_time_every);
 // The tensor-core flash2 records each block's SM and %globaltimer at its start, at key blocks jend/4, jend/2
 // and 3 jend/4, and at its end into times[kTcTimeFields * block] when set; null: off.
 constexpr int kTcTimeFields = 6;

@@ -328,7 +328,7 @@ TEST(L2Probe, TheH100CopiesStoresAsTheH200Does) {
 }
 
 // The H100 preset keeps stores at home (store_copies: false) because the kernel rows read closer so (DRAM
-// read NRMSE 0.163 against 0.356 with copies; docs/chip.md, "Stores are copied on the H100 too"): it keeps
+// read NRMSE 0.163 against 0.356 with copies; docs/chip.md, "Three H100 measurements"): it keeps
 // the part the GPU loses, 0.66-0.70 of the measured bytes from W = 16 to 24 MiB. This test holds that
 // contradiction in view; a preset that resolves it changes it.
 TEST(L2Probe, TheH100PresetKeepsThePartTheGpuLoses) {

@@ -195,7 +195,9 @@ std::map<std::string, uint64_t> starts_of(const std::vector<std::string>& option
                                         "vpu.exp_result_latency=10"};
   overrides.insert(overrides.end(), options.begin(), options.end());
   RunOptions o = on("h100-sm", overrides);
-  o.timeline = ::testing::TempDir() + "chain_timeline.json";
+  // One file a test: ctest runs these tests side by side, and a shared name let one read another's file.
+  o.timeline = ::testing::TempDir() + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+               "_chain_timeline.json";
   run_program(program, o);
   std::ifstream in(o.timeline);
   const nlohmann::json doc = nlohmann::json::parse(in);

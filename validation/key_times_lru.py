@@ -3,8 +3,8 @@
 
     python3 validation/key_times_lru.py validation/data/h100_key_times_n131072_d64_h1_b64_causal.csv.gz
 
-Every block of the causal FFMA flash2 (64 x 64, d = 64, one head) reads Q_i, then K_j and V_j for j = 0..i,
-then stores O_i. The file gives when each block started every EVERY-th key block; the key blocks between
+Every block of the FFMA flash2 (64 x 64, d = 64, one head) reads Q_i, then K_j and V_j for j = 0..i (causal;
+--full: every key block), then stores O_i. The file gives when each block started every EVERY-th key block; the key blocks between
 two times are spread evenly over the gap ("sampled"), or over the whole block from its start and end alone
 ("linear"). Those reads then go through two partitions of a fully associative LRU with copies (4 KiB
 units, each K_j and V_j half homed in each partition; SM s attached to partition s % 2): a read looks in
@@ -20,13 +20,14 @@ from collections import OrderedDict
 UNIT = 4096
 
 
-def events(path, linear):
+def events(path, linear, full=False):
     out = []
     with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
-        for r in csv.DictReader(f):
+        rows = list(csv.DictReader(f))
+        for r in rows:
             block, sm = int(r["block"]), int(r["sm"])
             start, end = float(r["start_ns"]), float(r["end_ns"])
-            keys = block + 1  # causal, B_r = B_c
+            keys = len(rows) if full else block + 1  # B_r = B_c: as many key blocks as blocks
             out += [(start, "q", sm, block), (end, "o", sm, block)]
             marks = [] if linear else [(int(k[1:-3]), float(v)) for k, v in r.items() if k[0] == "k" and v]
             if not marks:
@@ -69,9 +70,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("times")
     ap.add_argument("--mib", type=float, nargs="+", default=[24, 25, 26])
+    ap.add_argument("--full", action="store_true", help="no mask: every block reads every key block")
     a = ap.parse_args()
     for linear in (False, True):
-        evs = events(a.times, linear)
+        evs = events(a.times, linear, a.full)
         for mib in a.mib:
             d = simulate(evs, int(mib * (1 << 20)))
             print(f"{'linear' if linear else 'sampled'} {mib:g} MiB a partition: DRAM reads Q {d['q'] / 1e6:.1f} MB,"

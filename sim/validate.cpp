@@ -130,9 +130,10 @@ void tc_build(const CsvRow& row, Measurement& m) {
     m.q_in_registers = blocks == 1;
   }
   if (given("local_bytes") && given("block_size")) {
-    const int64_t per_thread = static_cast<int64_t>(row.number("local_bytes"));
-    if (per_thread % 4 != 0) row.fail("column local_bytes: a multiple of 4 bytes a thread");
-    m.spill_bytes_per_block = per_thread * row.size("block_size");
+    const double local = row.number("local_bytes");  // 0: no local memory; checked before the cast
+    if (local > 1e9 || local != std::floor(local) || static_cast<int64_t>(local) % 4 != 0)
+      row.fail("column local_bytes: a whole multiple of 4 bytes a thread, at most 10^9");
+    m.spill_bytes_per_block = static_cast<int64_t>(local) * row.size("block_size");
   }
   if (given("sm_count")) m.sm_count = row.size("sm_count");
 }

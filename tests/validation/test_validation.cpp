@@ -869,6 +869,32 @@ TEST(Validation, AnUnknownTcBuildNamesTheRow) {
   }
 }
 
+// A local_bytes too large for a whole number of bytes (the fuzzer's 3.3e35) is the row's input error, not a
+// conversion past int64_t's range.
+TEST(Validation, AnOutOfRangeLocalBytesNamesTheRow) {
+  std::ifstream in(kRoot + "/validation/data/h100_tc_two_blocks.csv");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string file = text.str();
+  const std::string header = file.substr(0, file.find('\n'));
+  size_t column = 0;
+  for (size_t at = 0; at < header.find(",local_bytes,"); at = header.find(',', at + 1)) ++column;
+  size_t cell = file.find('\n') + 1;
+  for (size_t c = 0; c < column; ++c) cell = file.find(',', cell) + 1;
+  file.replace(cell, file.find(',', cell) - cell, "3.3e35");
+  const std::string path = ::testing::TempDir() + "local_bytes_out_of_range.csv";
+  std::ofstream(path) << file;
+  try {
+    read_measurements(path);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.loc().line, 2);
+    EXPECT_NE(std::string(e.what()).find("column local_bytes: a whole multiple of 4 bytes"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A measurements file with CRLF line ends (a spreadsheet's export, Python's csv module) reads as the same
 // rows: the last column, the SM clock, included (it used to be unknown, and its rows ran at the base clock).
 TEST(Validation, ACrlfFileReadsAsTheSameRows) {

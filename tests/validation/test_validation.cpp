@@ -843,56 +843,50 @@ TEST(Validation, AnSmClockTheDramModelCannotUseNamesTheRow) {
   }
 }
 
-// A tc_min_blocks the harness cannot build is the row's input error, with its line and the column's name.
-TEST(Validation, AnUnknownTcBuildNamesTheRow) {
+// h100_tc_two_blocks.csv with its first data row's `column` cell replaced by `value`, written to a file of
+// its own; returns the path and, in `old`, the cell's former text.
+std::string two_blocks_file_with(const std::string& column, const std::string& value, std::string& old) {
   std::ifstream in(kRoot + "/validation/data/h100_tc_two_blocks.csv");
   std::stringstream text;
   text << in.rdbuf();
   std::string file = text.str();
   const std::string header = file.substr(0, file.find('\n'));
-  size_t column = 0;
-  for (size_t at = 0; at < header.find(",tc_min_blocks,"); at = header.find(',', at + 1)) ++column;
-  // The first data row's tc_min_blocks cell ("2") becomes "3".
+  size_t index = 0;
+  for (size_t at = 0; at < header.find("," + column + ","); at = header.find(',', at + 1)) ++index;
   size_t cell = file.find('\n') + 1;
-  for (size_t c = 0; c < column; ++c) cell = file.find(',', cell) + 1;
-  ASSERT_EQ(file.substr(cell, 2), "2,");
-  file[cell] = '3';
-  const std::string path = ::testing::TempDir() + "tc_min_blocks.csv";
+  for (size_t c = 0; c < index; ++c) cell = file.find(',', cell) + 1;
+  old = file.substr(cell, file.find(',', cell) - cell);
+  file.replace(cell, old.size(), value);
+  const std::string path = ::testing::TempDir() + column + "_" + value + ".csv";
   std::ofstream(path) << file;
+  return path;
+}
+
+// Reading `path` fails on its line 2 with a message containing `expected`.
+void expect_row_error(const std::string& path, const std::string& expected) {
   try {
     read_measurements(path);
     FAIL() << "expected an InputError";
   } catch (const InputError& e) {
     EXPECT_EQ(e.loc().line, 2);
-    EXPECT_NE(std::string(e.what()).find("column tc_min_blocks: 1 or 2, found 3"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
   }
+}
+
+// A tc_min_blocks the harness cannot build is the row's input error, with its line and the column's name.
+TEST(Validation, AnUnknownTcBuildNamesTheRow) {
+  std::string old;
+  const std::string path = two_blocks_file_with("tc_min_blocks", "3", old);
+  ASSERT_EQ(old, "2");
+  expect_row_error(path, "column tc_min_blocks: 1 or 2, found 3");
 }
 
 // A local_bytes too large for a whole number of bytes (the fuzzer's 3.3e35) is the row's input error, not a
 // conversion past int64_t's range.
 TEST(Validation, AnOutOfRangeLocalBytesNamesTheRow) {
-  std::ifstream in(kRoot + "/validation/data/h100_tc_two_blocks.csv");
-  std::stringstream text;
-  text << in.rdbuf();
-  std::string file = text.str();
-  const std::string header = file.substr(0, file.find('\n'));
-  size_t column = 0;
-  for (size_t at = 0; at < header.find(",local_bytes,"); at = header.find(',', at + 1)) ++column;
-  size_t cell = file.find('\n') + 1;
-  for (size_t c = 0; c < column; ++c) cell = file.find(',', cell) + 1;
-  file.replace(cell, file.find(',', cell) - cell, "3.3e35");
-  const std::string path = ::testing::TempDir() + "local_bytes_out_of_range.csv";
-  std::ofstream(path) << file;
-  try {
-    read_measurements(path);
-    FAIL() << "expected an InputError";
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.loc().line, 2);
-    EXPECT_NE(std::string(e.what()).find("column local_bytes: a whole multiple of 4 bytes"),
-              std::string::npos)
-        << e.what();
-  }
+  std::string old;
+  expect_row_error(two_blocks_file_with("local_bytes", "3.3e35", old),
+                   "column local_bytes: a whole multiple of 4 bytes");
 }
 
 // A measurements file with CRLF line ends (a spreadsheet's export, Python's csv module) reads as the same

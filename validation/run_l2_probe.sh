@@ -8,6 +8,8 @@
 #   SET=dirty bash validation/run_l2_probe.sh (dirty footprints rewritten by one SM, by every SM, by every
 #                                             SM in turn; dirty lines against clean ones under a stream)
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
+#   SET=rmwcap bash validation/run_l2_probe.sh (every SM rewriting one buffer in turn from 12 to 48 MiB, beside
+#                                             the same buffer read: where rewritten lines start to reach DRAM)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -127,6 +129,12 @@ elif [ "$SET" = dirty2 ]; then
   for s in 32 40 48; do run wthenread $((s * MB)) 2; run rthenread $((s * MB)) 2; done
   for s in 8 16 24 32; do run wthenread $((s * MB)) 1 1; run rthenread $((s * MB)) 1 1; done
   for s in 1 4 16; do run rmwspread $((s * MB)) 3; done
+elif [ "$SET" = rmwcap ]; then
+  # Every SM rewriting one buffer in turn (the memory-efficient backward's dQ workspace) up to and past the
+  # L2's dirty share and capacity, beside the same buffer only read (spread) and each SM's own slice rewritten.
+  for s in 12 16 20 24 28 32 40 48; do run rmwspread $((s * MB)) 1; run spread $((s * MB)) 1; done
+  for s in 16 20 24 32; do run rmwspread $((s * MB)) 3; done
+  for s in 20 24 28 32 40; do run rmw $((s * MB)) 1; done
 elif [ "$SET" = dirty3 ]; then
   # How many SMs the written lines' protection needs: the 132-block rows of SET=dirty at 2 to 66 blocks.
   for s in 40 48; do

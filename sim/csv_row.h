@@ -9,12 +9,25 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "isa/diagnostics.h"
 
 namespace attnsim {
+
+// One line's cells; a CRLF file's '\r' (a spreadsheet's or Python's csv module's default) is not part of
+// the last cell, whose column would otherwise be unknown.
+inline std::vector<std::string> split_csv(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::vector<std::string> out;
+  std::string cell;
+  std::stringstream in(line);
+  while (std::getline(in, cell, ',')) out.push_back(cell);
+  if (!line.empty() && line.back() == ',') out.emplace_back();
+  return out;
+}
 
 struct CsvRow {
   const std::map<std::string, size_t>& column;

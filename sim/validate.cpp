@@ -26,22 +26,6 @@
 
 namespace attnsim {
 
-namespace {
-
-// One line's cells; a CRLF file's '\r' (a spreadsheet's or Python's csv module's default) is not part of
-// the last cell, whose column would otherwise be unknown.
-std::vector<std::string> split_csv(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  std::vector<std::string> out;
-  std::string cell;
-  std::stringstream in(line);
-  while (std::getline(in, cell, ',')) out.push_back(cell);
-  if (!line.empty() && line.back() == ',') out.emplace_back();
-  return out;
-}
-
-}  // namespace
-
 double nrmse(const std::vector<double>& predicted, const std::vector<double>& measured) {
   double sum_sq = 0, mean = 0;
   for (size_t i = 0; i < measured.size(); ++i) {

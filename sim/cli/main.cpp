@@ -25,6 +25,7 @@
 #include "sim/machine.h"
 #include "sim/plan.h"
 #include "sim/plot.h"
+#include "sim/probe_compare.h"
 #include "sim/probe_samples.h"
 #include "sim/run.h"
 #include "sim/sweep.h"
@@ -797,8 +798,23 @@ ProbeSamplesRecorder probe_samples_recorder(const traces::ProbeShape& shape, uin
   }
 }
 
+// --measured FILE: every row of a measured probe file simulated on the whole chip, predicted against
+// measured.
+int probe_measured(const std::string& config_path, const std::vector<std::string>& overrides,
+                   const std::string& measured_path) {
+  const std::vector<MeasuredProbe> rows = read_measured_probes(measured_path);
+  Machine machine(load_config(config_path, overrides));
+  if (!machine.is_chip())
+    throw InputError(config_path, {},
+                     "probe needs a whole-chip config (a chip: section), e.g. configs/h100.yaml");
+  const std::vector<ProbeComparison> compared = compare_probes(machine, rows, measured_path);
+  print_probe_comparison(std::cout, measured_path, compared);
+  std::cout << fmt::format("time: predicted at the config's clock, {} GHz\n", machine.clock_ghz());
+  return 0;
+}
+
 int cmd_probe(const std::vector<std::string>& args) {
-  std::string config_path, mode;
+  std::string config_path, mode, measured_path;
   double mib = 32, head_mib = 8, stride_mib = 2, hot_mib = 12, bracket_mib = 0;
   std::string bracket_reread = "all", bracket_cores;
   int64_t bracket_blocks = 0, samples_per_pass = 32;
@@ -849,13 +865,23 @@ int cmd_probe(const std::vector<std::string>& args) {
       "single, shared, spread, private: write when each block passed --samples-per-pass points of each pass "
       "(CSV in validation/l2_probe.cu's SAMPLES layout, for validation/convoys.py)")(
       "samples-per-pass", po::value(&samples_per_pass)->default_value(32), "--samples: points a pass")(
-      "param,p", po::value(&overrides)->composing(), "override a config key: -p l2.ways=8");
+      "measured", po::value(&measured_path),
+      "a measured probe file (validation/data/<gpu>_l2_probe*.csv, from validation/run_l2_probe.sh): run "
+      "every row's probe instead of --mode's and print predicted against measured DRAM bytes, fabric "
+      "sectors, lookup misses and time")("param,p", po::value(&overrides)->composing(),
+                                         "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
   auto parsed = parse(
       "probe", desc, pos, args,
       "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-      "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] [-p key=value]");
+      "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] [--measured FILE] "
+      "[-p key=value]");
   if (parsed.help) return 0;
+  if (!measured_path.empty()) {
+    if (bracket_mib != 0 || !samples_file.empty())
+      throw InputError("attnsim probe", {}, "--measured takes no --bracket-mib or --samples");
+    return probe_measured(config_path, overrides, measured_path);
+  }
   auto found = traces::find_probe_mode(mode);
   if (!found)
     throw InputError("attnsim probe", {},

@@ -14,6 +14,7 @@
 #include "sim/chip_report.h"
 #include "sim/config.h"
 #include "sim/machine.h"
+#include "sim/probe_compare.h"
 #include "traces/builder.h"
 #include "traces/l2_probe.h"
 #include "traces/stream.h"
@@ -29,42 +30,11 @@ struct ProbeRow {
   double lookup_misses = 0, fabric = 0;  // lts_tex_miss_sectors, lts_fabric_sectors where the file has them
 };
 
+// The file's rows as sim/probe_compare.h reads them (attnsim probe --measured); counters it lacks are 0.
 std::vector<ProbeRow> measured_rows(const std::string& file) {
-  std::ifstream in(kSource + "validation/data/" + file);
-  std::string line;
-  std::getline(in, line);  // header: mode,bytes,passes,blocks,dram_read_bytes,...
   std::vector<ProbeRow> rows;
-  while (std::getline(in, line)) {
-    std::stringstream cells(line);
-    std::string mode, bytes, passes, blocks, dram, dram_written;
-    std::getline(cells, mode, ','), std::getline(cells, bytes, ','), std::getline(cells, passes, ',');
-    std::getline(cells, blocks, ','), std::getline(cells, dram, ','), std::getline(cells, dram_written, ',');
-    ProbeRow r;
-    // heads:HEADS:HEAD_BYTES, copies:COPIES:STRIDE and stale:HOT_BYTES:HOT_PASSES name their shape in the
-    // mode column
-    const auto colon = mode.find(':');
-    if (colon != std::string::npos) {
-      const auto second = mode.find(':', colon + 1);
-      const int64_t count = std::stoll(mode.substr(colon + 1, second - colon - 1));
-      const uint64_t span = std::stoull(mode.substr(second + 1));
-      mode = mode.substr(0, colon);
-      r.shape.heads = r.shape.copies = count;
-      r.shape.head_bytes = r.shape.stride_bytes = span;
-      r.shape.hot_bytes = static_cast<uint64_t>(count), r.shape.hot_passes = static_cast<int64_t>(span);
-    }
-    r.shape.mode = *traces::find_probe_mode(mode);
-    r.shape.bytes = std::stoull(bytes);
-    if (r.shape.mode == traces::ProbeMode::Copies) r.shape.bytes /= r.shape.copies;  // the file: all copies
-    r.shape.passes = std::stoll(passes);
-    r.shape.blocks = std::stoll(blocks);
-    r.dram_read = std::stod(dram);
-    r.dram_written = std::stod(dram_written);
-    // then l2_read_sectors, lts_tex_hit_sectors, lts_tex_miss_sectors, lts_fabric_sectors, ...
-    std::vector<std::string> rest;
-    for (std::string cell; std::getline(cells, cell, ',');) rest.push_back(cell);
-    if (rest.size() > 3) r.lookup_misses = std::stod(rest[2]), r.fabric = std::stod(rest[3]);
-    rows.push_back(r);
-  }
+  for (const MeasuredProbe& m : read_measured_probes(kSource + "validation/data/" + file))
+    rows.push_back({m.shape, m.dram_read, m.dram_written, m.lookup_misses.value_or(0), m.fabric.value_or(0)});
   return rows;
 }
 

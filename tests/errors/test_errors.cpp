@@ -207,6 +207,47 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
 }
 
+// attnsim probe --measured: a probe file's every row against the model; a row the model's probe cannot run
+// is refused before any runs, naming the file's line.
+TEST_F(Cli, MeasuredProbeFileRejectsWhatCannotBeRun) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string header = "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes\n";
+  const std::string no_writes = write("no_writes.csv", "mode,bytes,passes,blocks,dram_read_bytes\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", no_writes}), at(no_writes, 1, 1),
+                     {"missing column 'dram_write_bytes'"});
+  const std::string pair =
+      write("pair.csv", header + "spread,8388608,1,132,8400128,0\npair:128:0,20971520,3,2,1,0\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", pair}), at(pair, 3, 1),
+                     {"column mode: 'pair' is not a probe attnsim probe runs"});
+  const std::string heads = write("heads.csv", header + "heads,8388608,1,1,8400128,0\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", heads}), at(heads, 2, 1),
+                     {"heads needs its second shape, heads:COUNT:SPAN"});
+  const std::string blocks = write("blocks.csv", header + "spread,8388608,1,0,8400128,0\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", blocks}), at(blocks, 2, 1),
+                     {"column blocks: must be a whole number from 1 to 10^9"});
+  const std::string green = write("green.csv",
+                                  "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,sms\n"
+                                  "shared,4194304,3,16,4244224,0,16\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", green}), at(green, 2, 1),
+                     {"ran on 16 SMs", "-p chip.cores=16"});
+  expect_input_error(run({"probe", "-c", h100, "--measured", blocks, "--bracket-mib", "8"}),
+                     "attnsim probe: error: ", {"--measured takes no --bracket-mib or --samples"});
+}
+
+// Each row simulated as `--mode` would run it, predicted against measured: a buffer that fits, read out of
+// step by every SM, costs its footprint on both (h100_l2_probe_rmwcap.csv's 12 MiB row: 12.66 MB).
+TEST_F(Cli, MeasuredProbeFilePrintsEachRowAgainstTheModel) {
+  const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
+  const std::string rows = write("rows.csv",
+                                 "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,"
+                                 "lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors\n"
+                                 "spread,12582912,1,132,12656384,256,50951200,50350092,589824,424864\n");
+  const Outcome o = run({"probe", "-c", h100, "--measured", rows});
+  EXPECT_EQ(o.status, 0) << o.err;
+  EXPECT_NE(o.out.find("spread 12 MiB x1 132b"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("12.7  0.994"), std::string::npos) << o.out;  // 12,582,912 over 12,656,384 bytes
+}
+
 TEST_F(Cli, HotBufferOptionsRejectWhatCannotBeRead) {
   const std::string h200 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h200.yaml";
   const std::string rows =

@@ -139,9 +139,9 @@ std::vector<ProbeComparison> compare_probes(Machine& machine, const std::vector<
 
 void print_probe_comparison(std::ostream& out, const std::string& path,
                             const std::vector<ProbeComparison>& rows) {
-  out << fmt::format("{:<26} {:>28} {:>28} {:>28} {:>28} {:>28}\n", "probe (" + path + ")",
-                     "DRAM read MB (pred meas r)", "DRAM written MB", "fabric M sectors",
-                     "lookup miss M sectors", "time us");
+  out << "measured: " << path << " (whole chip; each column predicted, measured, predicted / measured)\n";
+  out << fmt::format("{:<26} {:>28} {:>28} {:>28} {:>28} {:>28}\n", "probe", "DRAM read MB",
+                     "DRAM written MB", "L2 fabric M sectors", "L2 lookup miss M sectors", "time us");
   for (const ProbeComparison& r : rows) {
     const MeasuredProbe& m = r.measured;
     out << fmt::format(
@@ -149,12 +149,9 @@ void print_probe_comparison(std::ostream& out, const std::string& path,
         ratio_cell(r.dram_written, m.dram_written, 1e6), ratio_cell(r.fabric, m.fabric, 1e6),
         ratio_cell(r.lookup_misses, m.lookup_misses, 1e6), ratio_cell(r.time_ns, m.time_ns, 1e3));
   }
-  out << "DRAM bytes: whole chip, sector-rounded, during the kernel (DRAM written: evictions while it ran, "
-         "as "
-         "Nsight Compute counts them); fabric: sectors between the L2's partitions (copies fetched, stores "
-         "to a "
-         "far home); lookup misses: read sectors missing in the partition looked up first; r: predicted / "
-         "measured\n";
+  out << "DRAM bytes: sector-rounded, during the kernel (written: evictions while it ran, as Nsight Compute "
+         "counts them); L2 fabric: sectors between the L2's partitions (copies fetched, stores to a far "
+         "home); L2 lookup misses: read sectors missing in the partition looked up first\n";
 }
 
 }  // namespace attnsim

@@ -74,6 +74,10 @@ MeasuredProbe read_row(const CsvRow& row) {
   if (const auto offset = row.optional_number("offset_bytes"))
     m.offset_bytes = static_cast<uint64_t>(*offset);
   if (row.has("sms") && !row.text("sms").empty()) m.sms = row.size("sms");
+  if (row.has("groups") && !row.text("groups").empty()) m.shape.groups = row.size("groups");
+  if (m.shape.mode == traces::ProbeMode::RmwHalf && m.shape.blocks % m.shape.groups != 0)
+    row.fail(fmt::format("column groups: {} groups do not divide the row's {} blocks", m.shape.groups,
+                         m.shape.blocks));
   return m;
 }
 
@@ -84,8 +88,9 @@ std::string ratio_cell(double predicted, std::optional<double> measured, double 
 }
 
 std::string shape_text(const traces::ProbeShape& s) {
-  return fmt::format("{} {:g} MiB x{} {}b", traces::probe_mode_name(s.mode),
-                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks);
+  const std::string groups = s.mode == traces::ProbeMode::RmwHalf ? fmt::format(" {}g", s.groups) : "";
+  return fmt::format("{} {:g} MiB x{} {}b{}", traces::probe_mode_name(s.mode),
+                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups);
 }
 
 }  // namespace

@@ -17,11 +17,11 @@ static_assert(kChunkBytes == kProbeChunkBytes);
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode :
-       {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private, ProbeMode::WritePrivate,
-        ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread, ProbeMode::WriteThenRead,
-        ProbeMode::ReadThenRead, ProbeMode::Scatter, ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies,
-        ProbeMode::Stale, ProbeMode::WriteBetween, ProbeMode::ReadBetween})
+  for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
+                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
+                    ProbeMode::RmwHalf, ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter,
+                    ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies, ProbeMode::Stale,
+                    ProbeMode::WriteBetween, ProbeMode::ReadBetween})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -44,6 +44,8 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "rmw";
     case ProbeMode::RmwSpread:
       return "rmwspread";
+    case ProbeMode::RmwHalf:
+      return "rmwhalf";
     case ProbeMode::WriteThenRead:
       return "wthenread";
     case ProbeMode::ReadThenRead:
@@ -207,6 +209,13 @@ isa::Program copies_probe(const ProbeShape& s) {
 }
 
 void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
+  if (s.mode == ProbeMode::RmwHalf) {
+    check_counts(s.passes, s.blocks);
+    if (s.groups < 1 || s.blocks % s.groups != 0 || chunks < 2 * s.groups)
+      throw std::invalid_argument(
+          "l2 probe: rmwhalf's groups must divide its blocks and leave each group two 16 KiB chunks");
+    return;
+  }
   const bool private_slices = s.mode != ProbeMode::RmwSpread;
   const int64_t least = s.mode == ProbeMode::Rmw ? s.blocks : private_slices ? 4 * s.blocks : 1;
   check_counts(s.passes, s.blocks);
@@ -217,7 +226,7 @@ void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
                                     : "l2 probe: bytes must be at least one 16 KiB chunk");
 }
 
-// The blocks of Rmw, RmwSpread, WriteThenRead and ReadThenRead, in validation/l2_probe.cu's order.
+// The blocks of Rmw, RmwSpread, RmwHalf, WriteThenRead and ReadThenRead, in validation/l2_probe.cu's order.
 isa::Program rewrite_probe(const ProbeShape& s) {
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   check_rewrite_shape(s, chunks);
@@ -234,7 +243,15 @@ isa::Program rewrite_probe(const ProbeShape& s) {
   };
   for (int64_t block = 0; block < s.blocks; ++block) {
     b.begin_block(kernel, {block, 0, 0});
-    if (s.mode == ProbeMode::Rmw || s.mode == ProbeMode::RmwSpread) {
+    if (s.mode == ProbeMode::RmwHalf) {
+      const int64_t per_group = s.blocks / s.groups, half = chunks / s.groups / 2;
+      const int64_t read_half = block / per_group * 2 * half, start = block % per_group * half / per_group;
+      for (int64_t pass = 0; pass < s.passes; ++pass)
+        for (int64_t i = 0; i < half; ++i) {
+          const int64_t at = (start + i) % half;
+          load(read_half + at), load(read_half + half + at), store(read_half + half + at);
+        }
+    } else if (s.mode == ProbeMode::Rmw || s.mode == ProbeMode::RmwSpread) {
       const bool spread = s.mode == ProbeMode::RmwSpread;
       const int64_t count = spread ? chunks : chunks / s.blocks, begin = spread ? 0 : block * count;
       const int64_t start = spread ? block * chunks / s.blocks : 0;
@@ -256,8 +273,8 @@ isa::Program rewrite_probe(const ProbeShape& s) {
 }
 
 bool rewrites(ProbeMode mode) {
-  return mode == ProbeMode::Rmw || mode == ProbeMode::RmwSpread || mode == ProbeMode::WriteThenRead ||
-         mode == ProbeMode::ReadThenRead;
+  return mode == ProbeMode::Rmw || mode == ProbeMode::RmwSpread || mode == ProbeMode::RmwHalf ||
+         mode == ProbeMode::WriteThenRead || mode == ProbeMode::ReadThenRead;
 }
 
 }  // namespace

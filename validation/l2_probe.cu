@@ -14,6 +14,12 @@
 //   rmwspread every block reads, adds to and writes back the whole buffer PASSES times, block b from offset
 //            b * BYTES / BLOCKS and wrapping (a shared accumulator every SM rewrites in turn, as the
 //            memory-efficient backward's dQ workspace)
+//   rmwhalf  GROUP_COUNT (environment, default 1; it divides BLOCKS) groups of consecutive blocks, each
+//            with its own BYTES / GROUP_COUNT of the buffer: a first half only read, a second rewritten. At
+//            every step a block reads a chunk of its group's first half, then reads, adds to and writes back
+//            the chunk at the same place in the second half, PASSES times over the halves, the group's block
+//            r starting at r / (its blocks) of them and wrapping (the memory-efficient backward: per head,
+//            Q_i and dO_i read and the dQ workspace tile rewritten by every block of the head, out of step)
 //   wthenread block b writes its slice of the buffer's first quarter, reads its slice of the other three
 //            quarters PASSES times, then reads its first-quarter slice again: whether lines left dirty
 //            leave the L2 sooner than clean ones
@@ -248,6 +254,24 @@ __device__ void rewrite_modes(int4* buffer, size_t chunks, int passes, int mode,
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
+// Mode 14, rmwhalf: see the header.
+__device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int groups, unsigned* sink) {
+  const size_t per_group = gridDim.x / groups, group = blockIdx.x / per_group, rank = blockIdx.x % per_group;
+  const size_t half = chunks / groups / 2, read_half = group * 2 * half, written_half = read_half + half;
+  const size_t start = rank * half / per_group;
+  unsigned acc = 0;
+  for (int p = 0; p < passes; ++p)
+    for (size_t i = 0; i < half; ++i) {
+      const size_t at = (start + i) % half;
+      acc ^= read_chunks(buffer, read_half + at, 1);
+      int4* written = buffer + (written_half + at) * kThreads + threadIdx.x;
+      int4 v = __ldcg(written);
+      v.x += 1;
+      __stcg(written, v);
+    }
+  sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
 // Mode 10, retouch: see the header. `chunks` is one part.
 __device__ void retouch_mode(int4* buffer, size_t chunks, int passes, unsigned* sink) {
   unsigned acc = read_chunks(buffer, 0, 2 * chunks);
@@ -304,7 +328,7 @@ __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes
 
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
                                 unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
-                                int samples, size_t hot_chunks, int hot_passes) {
+                                int samples, size_t hot_chunks, int hot_passes, int groups) {
   const size_t blocks = gridDim.x;
   size_t begin = 0, count = chunks, start = 0;
   unsigned long long* my_times = times ? times + blockIdx.x * (passes * samples + 2) : nullptr;
@@ -328,6 +352,10 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   }
   if (mode == 12 || mode == 13) {
     between_mode(buffer, hot_chunks, hot_passes, chunks, passes, mode == 12, sink);
+    return;
+  }
+  if (mode == 14) {
+    half_rewritten_mode(buffer, chunks, passes, groups, sink);
     return;
   }
   if (mode >= 6) {
@@ -394,9 +422,10 @@ int run_pair(size_t bytes, int passes, int blocks, const cudaDeviceProp& prop) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr,
-                 "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|wthenread|"
-                 "rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
+    std::fprintf(
+        stderr,
+        "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|wthenread|"
+        "rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
@@ -414,6 +443,7 @@ int main(int argc, char** argv) {
                    : mode_name == "stale"     ? 11
                    : mode_name == "wbetween"  ? 12
                    : mode_name == "rbetween"  ? 13
+                   : mode_name == "rmwhalf"   ? 14
                                               : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
@@ -424,7 +454,7 @@ int main(int argc, char** argv) {
   if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5 || mode == 10 || (mode >= 11 && argc <= 4)) blocks = 1;
+  if (mode == 0 || mode == 5 || mode == 10 || (mode >= 11 && mode <= 13 && argc <= 4)) blocks = 1;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
   const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
                                                              : slices_per_block     ? 1
@@ -433,15 +463,21 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bad arguments\n");
     return 2;
   }
+  const char* groups_text = std::getenv("GROUP_COUNT");
+  const int groups = mode == 14 && groups_text ? std::atoi(groups_text) : 1;
+  if (groups < 1 || blocks % groups != 0 || bytes / kChunk < 2 * static_cast<size_t>(groups)) {
+    std::fprintf(stderr, "GROUP_COUNT must divide BLOCKS and leave each group two 16 KiB chunks\n");
+    return 2;
+  }
   const size_t chunks = bytes / kChunk;
   const char* hot_text = std::getenv("HOT_BYTES");
   const char* hot_passes_text = std::getenv("HOT_PASSES");
-  const bool hot_part = mode >= 11;  // stale, wbetween, rbetween
+  const bool hot_part = mode >= 11 && mode <= 13;  // stale, wbetween, rbetween
   const size_t hot_chunks = hot_part && hot_text ? std::strtoull(hot_text, nullptr, 10) / kChunk : 0;
   const int hot_passes = hot_passes_text ? std::atoi(hot_passes_text) : 1;
-  const size_t buffer_chunks = mode == 10   ? (2 + static_cast<size_t>(passes)) * chunks
-                               : hot_part   ? hot_chunks + chunks
-                                            : chunks;
+  const size_t buffer_chunks = mode == 10 ? (2 + static_cast<size_t>(passes)) * chunks
+                               : hot_part ? hot_chunks + chunks
+                                          : chunks;
   int4* buffer = nullptr;
   unsigned* sink = nullptr;
   unsigned long long* times = nullptr;
@@ -473,7 +509,7 @@ int main(int argc, char** argv) {
   CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventRecord(t0));
   l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times, samples, hot_chunks,
-                                        hot_passes);
+                                        hot_passes, groups);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(t1));
   CHECK(cudaDeviceSynchronize());
@@ -481,10 +517,10 @@ int main(int argc, char** argv) {
   CHECK(cudaEventElapsedTime(&ms, t0, t1));
   const std::string reported =  // stale, wbetween, rbetween: the hot part's bytes and passes in the name
       hot_part ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
-                 : mode_name;
-  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu\n",
-              reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize,
-              offset);
+               : mode_name;
+  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu groups=%d\n",
+              reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount,
+              prop.l2CacheSize, offset, groups);
   if (times_path) {
     std::vector<unsigned long long> host(time_words);
     CHECK(cudaMemcpy(host.data(), times, time_words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));

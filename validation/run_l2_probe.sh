@@ -10,6 +10,9 @@
 #   SET=dirty2 bash validation/run_l2_probe.sh (the same, a stream read twice, one SM, three rewrites)
 #   SET=rmwcap bash validation/run_l2_probe.sh (every SM rewriting one buffer in turn from 12 to 48 MiB, beside
 #                                             the same buffer read: where rewritten lines start to reach DRAM)
+#   SET=rmwhalf bash validation/run_l2_probe.sh (1, 4 or 12 groups of SMs, each reading one half of its part of
+#                                             the buffer and rewriting the other in turn, 16 to 48 MiB:
+#                                             the memory-efficient backward's Q_i, dO_i and dQ workspace)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -61,6 +64,7 @@ CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
 [ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
+[ "$SET" = rmwhalf ] && HEADER="$HEADER,groups"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -86,6 +90,8 @@ values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
 if os.environ.get("SET") in ("offsets", "pages"):
     line += [fields.get("offset", "0"), os.environ.get("REPEAT", "1")]
+if os.environ.get("SET") == "rmwhalf":
+    line += [fields.get("groups", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
@@ -135,6 +141,13 @@ elif [ "$SET" = rmwcap ]; then
   for s in 12 16 20 24 28 32 40 48; do run rmwspread $((s * MB)) 1; run spread $((s * MB)) 1; done
   for s in 16 20 24 32; do run rmwspread $((s * MB)) 3; done
   for s in 20 24 28 32 40; do run rmw $((s * MB)) 1; done
+elif [ "$SET" = rmwhalf ]; then
+  # Per group, a half read and a half rewritten by every block of the group out of step (the memory-efficient
+  # backward: 1 group as at 1 x 8 x 32,768, 12 groups of 11 SMs as the 8 x 32 x 2,048 rows' heads in flight).
+  for s in 16 20 24 28 32 40 48; do GROUP_COUNT=1 run rmwhalf $((s * MB)) 1; done
+  for g in 4 12; do for s in 16 24 32 40 48; do GROUP_COUNT=$g run rmwhalf $((s * MB)) 1; done; done
+  for s in 24 32; do GROUP_COUNT=1 run rmwhalf $((s * MB)) 3; done
+  run rmwspread $((28 * MB)) 1; run spread $((28 * MB)) 1
 elif [ "$SET" = dirty3 ]; then
   # How many SMs the written lines' protection needs: the 132-block rows of SET=dirty at 2 to 66 blocks.
   for s in 40 48; do

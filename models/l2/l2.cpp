@@ -139,6 +139,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&updated_copy_sectors, "updated_copy_sectors", "sectors",
              "sectors stores wrote into copies of their lines held by partitions other than the home one "
              "(copies_on_store: update, writer_keeps)");
+  stats_.add(&demoted_copies, "demoted_copies", "lines",
+             "copies of lines in partitions other than their home and the writer's made their set's oldest "
+             "line by a store (copies_on_store: demote)");
   stats_.add(&refetched_stale_copies, "refetched_stale_copies", "lines",
              "copies made stale by a store from a core of another partition, fetched again by a load of a "
              "coherent tensor (copies_on_store: keep, acquire_refetches)");
@@ -155,7 +158,7 @@ void L2Cache::reset(const std::vector<std::string>& names) {
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
       home_lookup_miss_sectors = eager_writebacks = second_chances = invalidated_copies =
-          updated_copy_sectors = refetched_stale_copies = 0;
+          updated_copy_sectors = demoted_copies = refetched_stale_copies = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
@@ -647,7 +650,8 @@ void L2Cache::store_to_copies(int near, int home, uint64_t line_index, uint8_t m
     if (w < 0) continue;
     Line& copy = lines_[slot + static_cast<uint64_t>(w)];
     const Rule rule = params_.copies_on_store;
-    if (rule == Rule::Update || (rule == Rule::WriterKeeps && p == near)) {
+    const bool writer_takes = (rule == Rule::WriterKeeps || rule == Rule::Demote) && p == near;
+    if (rule == Rule::Update || writer_takes) {
       copy.valid |= mask;
       updated_copy_sectors += sector_count;
       if (p == near) continue;
@@ -655,9 +659,23 @@ void L2Cache::store_to_copies(int near, int home, uint64_t line_index, uint8_t m
       partition_bytes_[static_cast<size_t>(p)] += sector_count * static_cast<uint64_t>(params_.sector_bytes);
       continue;
     }
+    if (rule == Rule::Demote) {
+      demote_copy(slot, slot + static_cast<uint64_t>(w), line_index);
+      continue;
+    }
     drop_copy(slot + static_cast<uint64_t>(w), line_index);
     ++invalidated_copies;
   }
+}
+
+// The copy stays valid but becomes its set's oldest line: the next miss there takes it unless it is read
+// again first. Its set's victim order no longer holds.
+void L2Cache::demote_copy(uint64_t first, uint64_t slot, uint64_t line_index) {
+  Line& copy = lines_[slot];
+  if (copy.record) release_record(copy, line_index);
+  copy.stamp = 0;
+  ++demoted_copies;
+  if (!victim_orders_.empty()) victim_orders_[first / static_cast<uint64_t>(params_.ways)].valid = 0;
 }
 
 void L2Cache::drop_copy(uint64_t slot, uint64_t line_index) {
@@ -667,9 +685,11 @@ void L2Cache::drop_copy(uint64_t slot, uint64_t line_index) {
   copy = Line{};
 }
 
-// Only kept copies can be stale: the other rules update or drop them at every store.
+// Only kept or demoted copies can be stale: the other rules update or drop them at every store.
 bool L2Cache::tracks_stale_copies() const {
-  return params_.far_data == FarData::Copy && params_.copies_on_store == Params::CopiesOnStore::Keep &&
+  using Rule = Params::CopiesOnStore;
+  return params_.far_data == FarData::Copy &&
+         (params_.copies_on_store == Rule::Keep || params_.copies_on_store == Rule::Demote) &&
          params_.acquire_refetches;
 }
 
@@ -1082,15 +1102,18 @@ void register_l2_models() {
                                 : chance == "far_writes" ? L2Cache::Params::SecondChance::FarWrites
                                                          : L2Cache::Params::SecondChance::None;
         const std::string on_store = p.choice(
-            "copies_on_store", "keep", {"keep", "invalidate", "update", "writer_keeps"},
+            "copies_on_store", "keep", {"keep", "invalidate", "update", "writer_keeps", "demote"},
             "far_data: copy: what a store does to the copies other partitions hold of its line: keep "
             "them as they are, invalidate them, update them (the written sectors cross the fabric to "
-            "each one the writer is not attached to), or writer_keeps (the copy in the writer's "
-            "partition takes the sectors, the others are dropped)");
-        r.copies_on_store = on_store == "invalidate"     ? L2Cache::Params::CopiesOnStore::Invalidate
-                            : on_store == "update"       ? L2Cache::Params::CopiesOnStore::Update
-                            : on_store == "writer_keeps" ? L2Cache::Params::CopiesOnStore::WriterKeeps
-                                                         : L2Cache::Params::CopiesOnStore::Keep;
+            "each one the writer is not attached to), writer_keeps (the copy in the writer's "
+            "partition takes the sectors, the others are dropped), or demote (the copy in the writer's "
+            "partition takes the sectors, the others stay but become their set's oldest line)");
+        using Rule = L2Cache::Params::CopiesOnStore;
+        r.copies_on_store = on_store == "invalidate"     ? Rule::Invalidate
+                            : on_store == "update"       ? Rule::Update
+                            : on_store == "writer_keeps" ? Rule::WriterKeeps
+                            : on_store == "demote"       ? Rule::Demote
+                                                         : Rule::Keep;
         r.atomics_at_home = p.get<bool>(
             "atomics_at_home", d.atomics_at_home, "",
             "an atomic's read (STORE_ADD with noc.atomics: l2) is served at the line's home partition, "

@@ -86,8 +86,9 @@ class L2Cache : public Component, public MemoryLevel {
     // far_data: copy only. What a store does to the copies other partitions hold of its line: keep (they
     // stay as they are until evicted), invalidate (dropped), update (the written sectors cross the fabric
     // to every partition holding a copy that the writer is not attached to), writer_keeps (the copy in the
-    // writer's partition takes the written sectors, the others are dropped).
-    enum class CopiesOnStore : uint8_t { Keep, Invalidate, Update, WriterKeeps };
+    // writer's partition takes the written sectors, the others are dropped), demote (the copy in the
+    // writer's partition takes the written sectors, the others stay valid as their set's oldest line).
+    enum class CopiesOnStore : uint8_t { Keep, Invalidate, Update, WriterKeeps, Demote };
     CopiesOnStore copies_on_store = CopiesOnStore::Keep;
     // Where an atomic's read (STORE_ADD with the network's atomics in L2) is served: at the line's home
     // partition, where a GPU executes red.global (no copy made, only the addend crosses the fabric); false:
@@ -192,7 +193,8 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t second_chances = 0;            // dirty victims written back and kept (dirty_second_chance)
   uint64_t invalidated_copies = 0;        // copies dropped by stores to their lines
   uint64_t updated_copy_sectors = 0;      // sectors stores wrote into copies (copies_on_store: update)
-  uint64_t refetched_stale_copies = 0;    // stale copies an acquiring load fetched again (acquire_refetches)
+  uint64_t demoted_copies = 0;          // copies made their set's oldest by stores (copies_on_store: demote)
+  uint64_t refetched_stale_copies = 0;  // stale copies an acquiring load fetched again (acquire_refetches)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -280,6 +282,7 @@ class L2Cache : public Component, public MemoryLevel {
   bool tracks_stale_copies() const;
   void mark_copies_stale(int near, int home, uint64_t line_index);
   void drop_copy(uint64_t slot, uint64_t line_index);
+  void demote_copy(uint64_t first, uint64_t slot, uint64_t line_index);
   void store_to_copies(int near, int home, uint64_t line_index, uint8_t mask);
   // The sectors of the line that [begin, end) covers.
   uint8_t sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) const;

@@ -828,7 +828,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "b/blocks of it), private (block b reads its own 1/blocks), wprivate (block b stores its own "
       "1/blocks), "
       "wsingle (one block stores the buffer), rmw (block b loads and stores back its own 1/blocks), "
-      "rmwspread (every block loads and stores back the whole buffer from spread's offset), wthenread "
+      "rmwspread (every block loads and stores back the whole buffer from spread's offset), rmwhalf "
+      "(--groups groups of blocks, each reading the first half of its part of the buffer and rewriting the "
+      "second half out of step, as rmwspread), wthenread "
       "(block b stores its slice of the first quarter, reads its slice of the rest, reads the first again), "
       "rthenread (as wthenread, the first quarter read), scatter (one block reads 128-byte lines scattered "
       "over 8 times the buffer: the associativity), retouch (one block reads parts 0 and 1 of --mib each, "
@@ -845,6 +847,8 @@ int cmd_probe(const std::vector<std::string>& args) {
       "heads", po::value(&shape.heads)->default_value(6), "heads mode: heads of K and V")(
       "head-mib", po::value(&head_mib)->default_value(8), "heads mode: one head's K (and V) in MiB")(
       "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
+      "groups", po::value(&shape.groups)->default_value(1),
+      "rmwhalf mode: groups of consecutive blocks, each with its own part of the buffer (divides --blocks)")(
       "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
       "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
       "hot-passes", po::value(&shape.hot_passes)->default_value(8),
@@ -871,11 +875,12 @@ int cmd_probe(const std::vector<std::string>& args) {
       "sectors, lookup misses and time")("param,p", po::value(&overrides)->composing(),
                                          "override a config key: -p l2.ways=8");
   po::positional_options_description pos;
-  auto parsed = parse(
-      "probe", desc, pos, args,
-      "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-      "[--copies 17] [--stride-mib 2] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] [--measured FILE] "
-      "[-p key=value]");
+  auto parsed =
+      parse("probe", desc, pos, args,
+            "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
+            "[--copies 17] [--stride-mib 2] [--groups 1] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] "
+            "[--measured FILE] "
+            "[-p key=value]");
   if (parsed.help) return 0;
   if (!measured_path.empty()) {
     if (bracket_mib != 0 || !samples_file.empty())
@@ -884,9 +889,10 @@ int cmd_probe(const std::vector<std::string>& args) {
   }
   auto found = traces::find_probe_mode(mode);
   if (!found)
-    throw InputError("attnsim probe", {},
-                     "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                     "wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween");
+    throw InputError(
+        "attnsim probe", {},
+        "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
+        "rmwhalf, wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween");
   const auto bytes_of = [](double value, const std::string& option) {
     if (!(value >= 1.0 / 64 && value <= 1 << 20))
       throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");

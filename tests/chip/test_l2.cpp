@@ -430,9 +430,11 @@ TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
   };
   // keep: copies stay as they were (the reads hit, stale); invalidate: each store drops the copy, so both
   // reads fetch it again; update: the home-side store's sectors cross to the copy; writer_keeps: the
-  // home-side store drops it, the far store keeps its own partition's copy.
-  for (const Expected& e : {Expected{Rule::Keep, 4, 4, 0}, Expected{Rule::Invalidate, 12, 4, 2},
-                            Expected{Rule::Update, 4, 8, 0}, Expected{Rule::WriterKeeps, 8, 4, 1}}) {
+  // home-side store drops it, the far store keeps its own partition's copy; demote: as keep while nothing
+  // leaves (the next test shows what it changes).
+  for (const Expected& e :
+       {Expected{Rule::Keep, 4, 4, 0}, Expected{Rule::Invalidate, 12, 4, 2}, Expected{Rule::Update, 4, 8, 0},
+        Expected{Rule::WriterKeeps, 8, 4, 1}, Expected{Rule::Demote, 4, 4, 0}}) {
     L2Cache::Params p = two_partitions_with_copies();
     p.copies_on_store = e.rule;
     Rig rig(p);
@@ -450,6 +452,37 @@ TEST(L2, AStoreUpdatesOrDropsTheCopiesOfItsLine) {
     EXPECT_EQ(rig.l2.fabric_write_sectors, e.fabric_writes) << rule;
     EXPECT_EQ(rig.l2.invalidated_copies, e.invalidated) << rule;
     EXPECT_EQ(rig.dram.read, static_cast<uint64_t>(kLine)) << rule;  // home keeps the line throughout
+  }
+}
+
+// demote: a store from another partition leaves the copy valid but makes it its set's oldest line. One set
+// of two ways a partition: core 0 (partition 0) reads a line homed there, then a copy of a line homed in
+// partition 1, which core 1 (home side) then stores to. A third line in core 0's set evicts the copy under
+// demote, so the next read of it crosses the fabric again, and the first line under keep, where the stale
+// copy still hits.
+TEST(L2, ADemotedCopyIsTheNextVictimOfItsSet) {
+  using Rule = L2Cache::Params::CopiesOnStore;
+  for (Rule rule : {Rule::Keep, Rule::Demote}) {
+    L2Cache::Params p = tiny(2, 1, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.copies_on_store = rule;
+    Rig rig(p);
+    const uint64_t near = first_line_homed_in(rig.l2, 0), far = first_line_homed_in(rig.l2, 1);
+    uint64_t third = near + 1;
+    while (rig.l2.partition_of(third * kLine) != 0) ++third;
+    auto access = [&](uint64_t line, int core, bool write) {
+      rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, write, core}, 0);
+    };
+    access(near, 0, false);
+    access(far, 0, false);  // the copy, newer than `near` in partition 0's set
+    access(far, 1, true);
+    access(third, 0, false);
+    const bool demote = rule == Rule::Demote;
+    EXPECT_EQ(rig.l2.demoted_copies, demote ? 1u : 0u);
+    EXPECT_EQ(rig.l2.evictions, 1u);
+    access(far, 0, false);  // kept: the stale copy hits; demoted: fetched again from home, not from DRAM
+    EXPECT_EQ(rig.l2.fabric_read_sectors, demote ? 8u : 4u) << demote;
+    EXPECT_EQ(rig.dram.read, 3u * kLine) << demote;
   }
 }
 
@@ -950,7 +983,7 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
                                  : ways == 4 ? 2
                                              : 3) +
                                 static_cast<int>(far) * 2 + static_cast<int>(replacement);
-        const auto on_store = static_cast<L2Cache::Params::CopiesOnStore>(combination % 4);
+        const auto on_store = static_cast<L2Cache::Params::CopiesOnStore>(combination % 5);
         std::vector<std::vector<uint64_t>> figures[3];
         for (int speedups : {0, 1, 2}) {
           L2Cache::Params p = tiny(ways, 64 / ways, 2);
@@ -987,7 +1020,7 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
               l2.dirty_bytes_per_tensor(),
               {l2.evictions, l2.fabric_read_sectors, l2.eager_writebacks, l2.second_chances, rig.dram.read,
                rig.dram.written, l2.fabric_write_sectors, l2.lookup_read_miss_sectors, l2.invalidated_copies,
-               l2.updated_copy_sectors, l2.refetched_stale_copies}};
+               l2.updated_copy_sectors, l2.demoted_copies, l2.refetched_stale_copies}};
         }
         EXPECT_EQ(figures[0], figures[1])
             << "page records, " << ways << " ways, far_data " << static_cast<int>(far) << ", replacement "
@@ -1007,8 +1040,11 @@ TEST(L2, PageRecordsAndVictimOrdersChangeNoFigure) {
         if (far == L2Cache::FarData::Copy && on_store == Rule::Update) {
           EXPECT_GT(figures[0][6][9], 100u);  // copies updated
         }
-        if (far == L2Cache::FarData::Copy && on_store == Rule::Keep) {
-          EXPECT_GT(figures[0][6][10], 50u);  // stale copies fetched again
+        if (far == L2Cache::FarData::Copy && on_store == Rule::Demote) {
+          EXPECT_GT(figures[0][6][10], 100u);  // copies made their set's oldest
+        }
+        if (far == L2Cache::FarData::Copy && (on_store == Rule::Keep || on_store == Rule::Demote)) {
+          EXPECT_GT(figures[0][6][11], 50u);  // stale copies fetched again
         }
       }
 }

@@ -549,6 +549,32 @@ TEST(L2Probe, EverySmRewritingOneBufferReadsItOnceWhileItFits) {
   EXPECT_EQ(compared, 12);
 }
 
+// Groups of SMs (1, 4 or 12 of 132), each reading the first half of its part of a buffer and rewriting the
+// second half, every SM of a group out of step (rmwhalf: the memory-efficient backward's Q_i and dO_i read
+// and its dQ workspace rewritten by every block of a head), once, 16 to 48 MiB in all, and 24 / 32 MiB three
+// times (h100_l2_probe_rmwhalf.csv, SET=rmwhalf, 2026-12-06). Held: what the model meets. While the buffer
+// and its copies fit (16-24 MiB) its reads are its footprint (the GPU's 24 MiB row of one group reads 3.5%
+// more) and its fabric sectors 0.86-1.05 of the measured. Not held (docs/validation.md, "Half read, half
+// rewritten"): from 28 MiB the model reads 1.5-4.5 times the GPU's bytes, as on the buffer every SM only
+// reads (spread), and it takes 1.3-2.1 times the GPU's time at every size.
+TEST(L2Probe, HalfReadHalfRewrittenReadsItsFootprintWhileItFits) {
+  Machine machine(load_config(kSource + "configs/h100.yaml", {}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_rmwhalf.csv")) {
+    const uint64_t mib = r.shape.bytes >> 20;
+    if (r.shape.mode != traces::ProbeMode::RmwHalf || r.shape.passes != 1 || mib > 24) continue;
+    const ChipSummary s = simulate(machine, r.shape);
+    const std::string row = std::to_string(mib) + " MiB, " + std::to_string(r.shape.groups) + " groups";
+    const double reads = static_cast<double>(total(s.dram_read)) / r.dram_read;
+    EXPECT_NEAR(reads, 1.0, mib == 24 && r.shape.groups == 1 ? 0.04 : 0.01) << row;
+    const double fabric = static_cast<double>(s.l2_fabric_sectors) / r.fabric;
+    EXPECT_GT(fabric, 0.86) << row;
+    EXPECT_LT(fabric, 1.05) << row;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 7);
+}
+
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
 // 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
 std::set<int> sms_sharing_128(const std::string& file) {

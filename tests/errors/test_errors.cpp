@@ -203,8 +203,11 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(run({"probe", "-c", h100, "--mode", "sharde"}), "attnsim probe: error: ",
                      {"--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-                      "wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween"});
+                      "rmwhalf, wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or "
+                      "rbetween"});
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "rmwhalf", "--groups", "5"}),
+                     "attnsim probe: error: ", {"rmwhalf's groups must divide its blocks"});
 }
 
 // attnsim probe --measured: a probe file's every row against the model; a row the model's probe cannot run
@@ -222,6 +225,12 @@ TEST_F(Cli, MeasuredProbeFileRejectsWhatCannotBeRun) {
   const std::string heads = write("heads.csv", header + "heads,8388608,1,1,8400128,0\n");
   expect_input_error(run({"probe", "-c", h100, "--measured", heads}), at(heads, 2, 1),
                      {"heads needs its second shape, heads:COUNT:SPAN"});
+  const std::string groups =
+      write("groups.csv",
+            "mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,groups\n"
+            "rmwhalf,16777216,1,132,16843776,1223936,1\nrmwhalf,16777216,1,132,16843776,0,5\n");
+  expect_input_error(run({"probe", "-c", h100, "--measured", groups}), at(groups, 3, 1),
+                     {"column groups: 5 groups do not divide the row's 132 blocks"});
   const std::string blocks = write("blocks.csv", header + "spread,8388608,1,0,8400128,0\n");
   expect_input_error(run({"probe", "-c", h100, "--measured", blocks}), at(blocks, 2, 1),
                      {"column blocks: must be a whole number from 1 to 10^9"});

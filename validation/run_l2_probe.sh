@@ -13,6 +13,10 @@
 #   SET=rmwhalf bash validation/run_l2_probe.sh (1, 4 or 12 groups of SMs, each reading one half of its part of
 #                                             the buffer and rewriting the other in turn, 16 to 48 MiB:
 #                                             the memory-efficient backward's Q_i, dO_i and dQ workspace)
+#   SET=rmwknee bash validation/run_l2_probe.sh (rmwhalf three times at 20 to 26 MiB, just below where the
+#                                             buffer and its copies fill the L2, and at 24 MiB from 1 MiB
+#                                             into the allocation, beside spread: whether a nearly full L2
+#                                             loses lines, or only 24 MiB's page pair from the start)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -65,6 +69,7 @@ HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sector
 [ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
 [ "$SET" = rmwhalf ] && HEADER="$HEADER,groups"
+[ "$SET" = rmwknee ] && HEADER="$HEADER,offset_bytes,groups"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -90,7 +95,9 @@ values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
 if os.environ.get("SET") in ("offsets", "pages"):
     line += [fields.get("offset", "0"), os.environ.get("REPEAT", "1")]
-if os.environ.get("SET") == "rmwhalf":
+if os.environ.get("SET") == "rmwknee":
+    line += [fields.get("offset", "0")]
+if os.environ.get("SET") in ("rmwhalf", "rmwknee"):
     line += [fields.get("groups", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
@@ -148,6 +155,13 @@ elif [ "$SET" = rmwhalf ]; then
   for g in 4 12; do for s in 16 24 32 40 48; do GROUP_COUNT=$g run rmwhalf $((s * MB)) 1; done; done
   for s in 24 32; do GROUP_COUNT=1 run rmwhalf $((s * MB)) 3; done
   run rmwspread $((28 * MB)) 1; run spread $((28 * MB)) 1
+elif [ "$SET" = rmwknee ]; then
+  # Just below the knee: three passes, 1, 4 and 12 groups; 24 MiB from the allocation's start is where a
+  # pair of the H100's pages share sets, so those rows again from 1 MiB in; the buffer only read (spread).
+  for s in 20 22 24 26; do for g in 1 4 12; do GROUP_COUNT=$g run rmwhalf $((s * MB)) 3; done; done
+  for g in 1 4 12; do OFFSET_BYTES=$MB GROUP_COUNT=$g run rmwhalf $((24 * MB)) 3; done
+  for s in 20 22 24 26; do run spread $((s * MB)) 3; done
+  OFFSET_BYTES=$MB run spread $((24 * MB)) 3
 elif [ "$SET" = dirty3 ]; then
   # How many SMs the written lines' protection needs: the 132-block rows of SET=dirty at 2 to 66 blocks.
   for s in 40 48; do

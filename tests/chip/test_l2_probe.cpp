@@ -551,28 +551,33 @@ TEST(L2Probe, EverySmRewritingOneBufferReadsItOnceWhileItFits) {
 
 // Groups of SMs (1, 4 or 12 of 132), each reading the first half of its part of a buffer and rewriting the
 // second half, every SM of a group out of step (rmwhalf: the memory-efficient backward's Q_i and dO_i read
-// and its dQ workspace rewritten by every block of a head), once, 16 to 48 MiB in all, and 24 / 32 MiB three
-// times (h100_l2_probe_rmwhalf.csv, SET=rmwhalf, 2026-12-06). Held: what the model meets. While the buffer
-// and its copies fit (16-24 MiB) its reads are its footprint (the GPU's 24 MiB row of one group reads 3.5%
-// more) and its fabric sectors 0.86-1.05 of the measured. Not held (docs/validation.md, "Half read, half
-// rewritten"): from 28 MiB the model reads 1.5-4.5 times the GPU's bytes, as on the buffer every SM only
-// reads (spread), and it takes 1.3-2.1 times the GPU's time at every size.
+// and its dQ workspace rewritten by every block of a head), once at 16 to 48 MiB in all
+// (h100_l2_probe_rmwhalf.csv, SET=rmwhalf) and three times at 20 to 26 MiB (h100_l2_probe_rmwknee.csv,
+// SET=rmwknee; 2026-12-06). Held: what the model meets. While the buffer and its copies fit (to 24 MiB once,
+// to 22 MiB three times) its reads are its footprint, within 1% (the GPU's one-group 24 MiB row 3.5% more),
+// and its fabric sectors 0.84-1.04 of the measured. Not held (docs/validation.md, "Half read, half
+// rewritten"): from 26 MiB the model reads 1.5-4.5 times the GPU's bytes, as on the buffer every SM only
+// reads (spread); at 24 MiB three times, one group reads 1.33 of the footprint from the allocation's start
+// on the GPU (its page pair sharing sets) and once from 1 MiB in, the model the reverse (its regions'
+// pieces); and the model takes 1.3-2.1 times the GPU's time.
 TEST(L2Probe, HalfReadHalfRewrittenReadsItsFootprintWhileItFits) {
   Machine machine(load_config(kSource + "configs/h100.yaml", {}));
   int compared = 0;
-  for (const ProbeRow& r : measured_rows("h100_l2_probe_rmwhalf.csv")) {
-    const uint64_t mib = r.shape.bytes >> 20;
-    if (r.shape.mode != traces::ProbeMode::RmwHalf || r.shape.passes != 1 || mib > 24) continue;
-    const ChipSummary s = simulate(machine, r.shape);
-    const std::string row = std::to_string(mib) + " MiB, " + std::to_string(r.shape.groups) + " groups";
-    const double reads = static_cast<double>(total(s.dram_read)) / r.dram_read;
-    EXPECT_NEAR(reads, 1.0, mib == 24 && r.shape.groups == 1 ? 0.04 : 0.01) << row;
-    const double fabric = static_cast<double>(s.l2_fabric_sectors) / r.fabric;
-    EXPECT_GT(fabric, 0.86) << row;
-    EXPECT_LT(fabric, 1.05) << row;
-    ++compared;
-  }
-  EXPECT_EQ(compared, 7);
+  for (const char* file : {"h100_l2_probe_rmwhalf.csv", "h100_l2_probe_rmwknee.csv"})
+    for (const ProbeRow& r : measured_rows(file)) {
+      const uint64_t mib = r.shape.bytes >> 20;
+      if (r.shape.mode != traces::ProbeMode::RmwHalf || mib > (r.shape.passes == 1 ? 24u : 22u)) continue;
+      const ChipSummary s = simulate(machine, r.shape);
+      const std::string row = std::to_string(mib) + " MiB x" + std::to_string(r.shape.passes) + ", " +
+                              std::to_string(r.shape.groups) + " groups";
+      const double reads = static_cast<double>(total(s.dram_read)) / r.dram_read;
+      EXPECT_NEAR(reads, 1.0, mib == 24 && r.shape.groups == 1 ? 0.04 : 0.01) << row;
+      const double fabric = static_cast<double>(s.l2_fabric_sectors) / r.fabric;
+      EXPECT_GT(fabric, 0.83) << row;
+      EXPECT_LT(fabric, 1.05) << row;
+      ++compared;
+    }
+  EXPECT_EQ(compared, 13);
 }
 
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about

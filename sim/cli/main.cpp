@@ -879,8 +879,7 @@ int cmd_probe(const std::vector<std::string>& args) {
       parse("probe", desc, pos, args,
             "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
             "[--copies 17] [--stride-mib 2] [--groups 1] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] "
-            "[--measured FILE] "
-            "[-p key=value]");
+            "[--measured FILE] [-p key=value]");
   if (parsed.help) return 0;
   if (!measured_path.empty()) {
     if (bracket_mib != 0 || !samples_file.empty())

@@ -75,7 +75,7 @@ MeasuredProbe read_row(const CsvRow& row) {
     m.offset_bytes = static_cast<uint64_t>(*offset);
   if (row.has("sms") && !row.text("sms").empty()) m.sms = row.size("sms");
   if (row.has("groups") && !row.text("groups").empty()) m.shape.groups = row.size("groups");
-  if (m.shape.mode == traces::ProbeMode::RmwHalf && m.shape.blocks % m.shape.groups != 0)
+  if (traces::rewrites_halves(m.shape.mode) && m.shape.blocks % m.shape.groups != 0)
     row.fail(fmt::format("column groups: {} groups do not divide the row's {} blocks", m.shape.groups,
                          m.shape.blocks));
   return m;
@@ -88,7 +88,7 @@ std::string ratio_cell(double predicted, std::optional<double> measured, double 
 }
 
 std::string shape_text(const traces::ProbeShape& s) {
-  const std::string groups = s.mode == traces::ProbeMode::RmwHalf ? fmt::format(" {}g", s.groups) : "";
+  const std::string groups = traces::rewrites_halves(s.mode) ? fmt::format(" {}g", s.groups) : "";
   return fmt::format("{} {:g} MiB x{} {}b{}", traces::probe_mode_name(s.mode),
                      static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups);
 }

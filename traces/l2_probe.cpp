@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "models/common/splitmix.h"
 #include "traces/builder.h"
 
@@ -17,11 +19,12 @@ static_assert(kChunkBytes == kProbeChunkBytes);
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode : {ProbeMode::Single, ProbeMode::Shared, ProbeMode::Spread, ProbeMode::Private,
-                    ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw, ProbeMode::RmwSpread,
-                    ProbeMode::RmwHalf, ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter,
-                    ProbeMode::Retouch, ProbeMode::Heads, ProbeMode::Copies, ProbeMode::Stale,
-                    ProbeMode::WriteBetween, ProbeMode::ReadBetween})
+  for (auto mode :
+       {ProbeMode::Single,       ProbeMode::Shared,      ProbeMode::Spread,       ProbeMode::Private,
+        ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw,          ProbeMode::RmwSpread,
+        ProbeMode::RmwHalf,      ProbeMode::RmwLock,     ProbeMode::RmwFence,     ProbeMode::WriteThenRead,
+        ProbeMode::ReadThenRead, ProbeMode::Scatter,     ProbeMode::Retouch,      ProbeMode::Heads,
+        ProbeMode::Copies,       ProbeMode::Stale,       ProbeMode::WriteBetween, ProbeMode::ReadBetween})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -46,6 +49,10 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "rmwspread";
     case ProbeMode::RmwHalf:
       return "rmwhalf";
+    case ProbeMode::RmwLock:
+      return "rmwlock";
+    case ProbeMode::RmwFence:
+      return "rmwfence";
     case ProbeMode::WriteThenRead:
       return "wthenread";
     case ProbeMode::ReadThenRead:
@@ -209,11 +216,12 @@ isa::Program copies_probe(const ProbeShape& s) {
 }
 
 void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
-  if (s.mode == ProbeMode::RmwHalf) {
+  if (rewrites_halves(s.mode)) {
     check_counts(s.passes, s.blocks);
     if (s.groups < 1 || s.blocks % s.groups != 0 || chunks < 2 * s.groups)
       throw std::invalid_argument(
-          "l2 probe: rmwhalf's groups must divide its blocks and leave each group two 16 KiB chunks");
+          fmt::format("l2 probe: {}'s groups must divide its blocks and leave each group two 16 KiB chunks",
+                      probe_mode_name(s.mode)));
     return;
   }
   const bool private_slices = s.mode != ProbeMode::RmwSpread;
@@ -226,13 +234,36 @@ void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
                                     : "l2 probe: bytes must be at least one 16 KiB chunk");
 }
 
-// The blocks of Rmw, RmwSpread, RmwHalf, WriteThenRead and ReadThenRead, in validation/l2_probe.cu's order.
+// Rewrites of a chunk under its lock (RmwLock) or between fences alone (RmwFence), as validation/l2_probe.cu
+// takes them; RmwHalf's plain load and store.
+void emit_half_rewrite(Builder& b, const ProbeShape& s, int x, int locks, int buffer, int64_t chunk,
+                       int64_t lock_row) {
+  const auto slice = b.rows_of(x, chunk * kChunkRows, kChunkRows);
+  // __nanosleep(40) between a lock's attempts at the H100's 1.38 GHz under load (the memory-efficient
+  // backward's AtomicLock sleeps as long).
+  constexpr int64_t kBackoffCycles = 55;
+  if (s.mode == ProbeMode::RmwLock)
+    b.emit(Opcode::Lock, {b.rows_of(locks, lock_row, 1), Operand::imm(kBackoffCycles)});
+  if (s.mode != ProbeMode::RmwHalf) b.emit(Opcode::Fence, {});
+  b.emit(Opcode::Load, {slice, b.buf(buffer)});
+  b.emit(Opcode::Store, {b.buf(buffer), slice});
+  if (s.mode != ProbeMode::RmwHalf) b.emit(Opcode::Fence, {});
+  if (s.mode == ProbeMode::RmwLock) b.emit(Opcode::Unlock, {b.rows_of(locks, lock_row, 1)});
+}
+
+// The blocks of Rmw, RmwSpread, RmwHalf, RmwLock, RmwFence, WriteThenRead and ReadThenRead, in
+// validation/l2_probe.cu's order.
 isa::Program rewrite_probe(const ProbeShape& s) {
   const int64_t chunks = static_cast<int64_t>(s.bytes / kChunkBytes);
   check_rewrite_shape(s, chunks);
   Builder b("<l2-probe>");
   const int x = b.tensor("X", chunks * kChunkRows, kRowFloats, Dtype::F32, false, 0);
   const int sink = b.tensor("sink", s.blocks, kRowFloats, Dtype::F32, false, 0);
+  // The locked and fenced loads see the last store to a chunk, as the kernel's do after MEMBAR.SC.GPU.
+  if (s.mode == ProbeMode::RmwLock || s.mode == ProbeMode::RmwFence)
+    b.p.tensors[static_cast<size_t>(x)].coherent = true;
+  const int locks =
+      s.mode == ProbeMode::RmwLock ? b.tensor("locks", chunks / 2, 32, Dtype::F32, false, 0) : -1;
   const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
   const int kernel = b.kernel("l2_probe", {s.blocks, 1, 1});
   const auto load = [&](int64_t chunk) {
@@ -243,13 +274,14 @@ isa::Program rewrite_probe(const ProbeShape& s) {
   };
   for (int64_t block = 0; block < s.blocks; ++block) {
     b.begin_block(kernel, {block, 0, 0});
-    if (s.mode == ProbeMode::RmwHalf) {
-      const int64_t per_group = s.blocks / s.groups, half = chunks / s.groups / 2;
-      const int64_t read_half = block / per_group * 2 * half, start = block % per_group * half / per_group;
+    if (rewrites_halves(s.mode)) {
+      const int64_t per_group = s.blocks / s.groups, half = chunks / s.groups / 2, group = block / per_group;
+      const int64_t read_half = group * 2 * half, start = block % per_group * half / per_group;
       for (int64_t pass = 0; pass < s.passes; ++pass)
         for (int64_t i = 0; i < half; ++i) {
           const int64_t at = (start + i) % half;
-          load(read_half + at), load(read_half + half + at), store(read_half + half + at);
+          load(read_half + at);
+          emit_half_rewrite(b, s, x, locks, buffer, read_half + half + at, group * half + at);
         }
     } else if (s.mode == ProbeMode::Rmw || s.mode == ProbeMode::RmwSpread) {
       const bool spread = s.mode == ProbeMode::RmwSpread;
@@ -273,11 +305,15 @@ isa::Program rewrite_probe(const ProbeShape& s) {
 }
 
 bool rewrites(ProbeMode mode) {
-  return mode == ProbeMode::Rmw || mode == ProbeMode::RmwSpread || mode == ProbeMode::RmwHalf ||
+  return mode == ProbeMode::Rmw || mode == ProbeMode::RmwSpread || rewrites_halves(mode) ||
          mode == ProbeMode::WriteThenRead || mode == ProbeMode::ReadThenRead;
 }
 
 }  // namespace
+
+bool rewrites_halves(ProbeMode mode) {
+  return mode == ProbeMode::RmwHalf || mode == ProbeMode::RmwLock || mode == ProbeMode::RmwFence;
+}
 
 isa::Program l2_probe(const ProbeShape& s) {
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);

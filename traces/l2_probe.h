@@ -24,6 +24,9 @@ enum class ProbeMode {
   RmwHalf,        // `groups` groups of consecutive blocks, each with its own part of the tensor: per step a
                   // block loads a chunk of its part's first half, then loads and stores back the chunk at the
                   // same place in the second half, `passes` times, block r of a group from r / (its blocks)
+  RmwLock,        // as RmwHalf, each rewrite under a lock per chunk (LOCK, FENCE, load, store, FENCE,
+                  // UNLOCK), the tensor `coherent`: the memory-efficient backward's AtomicLock on its dQ tile
+  RmwFence,       // as RmwLock without the lock: the fences and the coherent loads alone
   WriteThenRead,  // block b stores its slice of the first quarter, loads its slice of the rest `passes`
                   // times, then loads its first-quarter slice again
   ReadThenRead,   // as WriteThenRead with the first quarter loaded, not stored
@@ -57,23 +60,27 @@ struct ProbeShape {
   uint64_t stride_bytes = 1ull << 21;  // Copies only: whole 16 KiB chunks, at least `bytes`
   uint64_t hot_bytes = 12ull << 20;    // Stale, WriteBetween, ReadBetween: whole 16 KiB chunks
   int64_t hot_passes = 8;              // Stale, WriteBetween, ReadBetween
-  int64_t groups = 1;                  // RmwHalf only: divides `blocks`
+  int64_t groups = 1;                  // RmwHalf, RmwLock, RmwFence: divides `blocks`
 };
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
 // tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
-// Rmw, RmwSpread, RmwHalf, WriteThenRead, ReadThenRead: each block also stores its 4 KiB row of tensor `sink`
-// at the end, as the kernel does. Heads: chunk j of head h's K is chunk h * head_bytes / 16 KiB + j of tensor
-// K (V likewise). Scatter: line i of the footprint is line 8 i + splitmix64(i) mod 8 of X; each step of 128
-// lines first loads their 128 indices (u32) from tensor `lines`, as the kernel does.
+// Rmw, RmwSpread, RmwHalf, RmwLock, RmwFence, WriteThenRead, ReadThenRead: each block also stores its 4 KiB
+// row of tensor `sink` at the end, as the kernel does. RmwLock: chunk c of a group's written half has the
+// lock word at row (group * half + c) of tensor `locks`, 128 bytes a row. Heads: chunk j of head h's K is
+// chunk h * head_bytes / 16 KiB + j of tensor K (V likewise). Scatter: line i of the footprint is line 8 i +
+// splitmix64(i) mod 8 of X; each step of 128 lines first loads their 128 indices (u32) from tensor `lines`,
+// as the kernel does.
 isa::Program l2_probe(const ProbeShape& shape);
 // The scattered line of footprint index i (validation/l2_probe.cu computes the same).
 uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // rmwhalf, wthenread, rthenread, scatter, retouch, heads, copies, stale,
-                             // wbetween, rbetween
+                             // rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads,
+                             // copies, stale, wbetween, rbetween
 std::string_view probe_mode_name(ProbeMode mode);
+// RmwHalf, RmwLock and RmwFence: the modes whose blocks form `groups`.
+bool rewrites_halves(ProbeMode mode);
 
 }  // namespace attnsim::traces

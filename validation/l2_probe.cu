@@ -20,6 +20,17 @@
 //            the chunk at the same place in the second half, PASSES times over the halves, the group's block
 //            r starting at r / (its blocks) of them and wrapping (the memory-efficient backward: per head,
 //            Q_i and dO_i read and the dQ workspace tile rewritten by every block of the head, out of step)
+//   rmwlock  as rmwhalf, each rewrite under a lock per chunk, as the memory-efficient backward's AtomicLock
+//            takes its dQ tile's: thread 0 spins on atomicCAS (__nanosleep(40) between attempts),
+//            __threadfence, plain loads and stores of the chunk, __threadfence, st.release.gpu of the lock
+//            (SASS: ATOM.E.CAS.STRONG.GPU; MEMBAR.SC.GPU and CCTL.IVALL; MEMBAR.ALL.GPU, STG.E.STRONG.GPU)
+//   rmwfence as rmwlock with the fences and plain accesses but no lock (what the fences alone do)
+//   rmwplain as rmwhalf with plain (weak) loads and stores of the rewritten chunk, no fence, no lock
+//   rmwcgfence as rmwfence with rmwhalf's ld.global.cg and st.global.cg (strong at GPU scope)
+//   rfence   as single (BLOCKS default 1), each block's reads of a chunk followed by __syncthreads and
+//            __threadfence: whether a fence drops the copies an L2 partition keeps of the other's lines
+//   rfenceother block 0 reads the buffer PASSES times as single does; blocks 1 to BLOCKS - 1 (default 8)
+//            issue __threadfence in a loop until it is done: whether other SMs' fences drop its copies
 //   wthenread block b writes its slice of the buffer's first quarter, reads its slice of the other three
 //            quarters PASSES times, then reads its first-quarter slice again: whether lines left dirty
 //            leave the L2 sooner than clean ones
@@ -254,8 +265,10 @@ __device__ void rewrite_modes(int4* buffer, size_t chunks, int passes, int mode,
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
-// Mode 14, rmwhalf: see the header.
-__device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int groups, unsigned* sink) {
+// Modes 14-18, rmwhalf, rmwlock, rmwfence, rmwplain and rmwcgfence: see the header. `locks`: a word per chunk
+// of the written halves, each in its own 128-byte line (rmwlock only).
+__device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int groups, int mode, int* locks,
+                                    unsigned* sink) {
   const size_t per_group = gridDim.x / groups, group = blockIdx.x / per_group, rank = blockIdx.x % per_group;
   const size_t half = chunks / groups / 2, read_half = group * 2 * half, written_half = read_half + half;
   const size_t start = rank * half / per_group;
@@ -265,10 +278,51 @@ __device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int
       const size_t at = (start + i) % half;
       acc ^= read_chunks(buffer, read_half + at, 1);
       int4* written = buffer + (written_half + at) * kThreads + threadIdx.x;
-      int4 v = __ldcg(written);
+      const bool fenced = mode == 15 || mode == 16 || mode == 18, strong = mode == 14 || mode == 18;
+      int* lock = mode == 15 ? locks + (group * half + at) * 32 : nullptr;
+      if (mode == 15 && threadIdx.x == 0)
+        while (atomicCAS(lock, 0, 1) != 0) __nanosleep(40);
+      if (fenced) {
+        __syncthreads();
+        __threadfence();
+      }
+      int4 v = strong ? __ldcg(written) : *written;
       v.x += 1;
-      __stcg(written, v);
+      if (strong)
+        __stcg(written, v);
+      else
+        *written = v;
+      if (fenced) {
+        __threadfence();
+        __syncthreads();
+      }
+      if (mode == 15 && threadIdx.x == 0)
+        asm volatile("st.global.release.gpu.b32 [%0], %1;" ::"l"(lock), "r"(0));
     }
+  sink[blockIdx.x * kThreads + threadIdx.x] = acc;
+}
+
+// Modes 19 and 20, rfence and rfenceother: see the header. `done` is a zeroed word.
+__device__ void fenced_read_mode(int4* buffer, size_t chunks, int passes, int mode, int* done,
+                                 unsigned* sink) {
+  unsigned acc = 0;
+  if (mode == 20 && blockIdx.x > 0) {
+    while (atomicAdd(done, 0) == 0) {
+      __threadfence();
+      __nanosleep(100);
+    }
+    return;
+  }
+  for (int p = 0; p < passes; ++p)
+    for (size_t i = 0; i < chunks; ++i) {
+      acc ^= read_chunks(buffer, i, 1);
+      if (mode == 19) {
+        __syncthreads();
+        __threadfence();
+      }
+    }
+  __syncthreads();
+  if (mode == 20 && threadIdx.x == 0) atomicExch(done, 1);
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
@@ -328,7 +382,7 @@ __global__ void pair_kernel(int4* __restrict__ buffer, size_t chunks, int passes
 
 __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int passes, int mode,
                                 unsigned* __restrict__ sink, unsigned long long* __restrict__ times,
-                                int samples, size_t hot_chunks, int hot_passes, int groups) {
+                                int samples, size_t hot_chunks, int hot_passes, int groups, int* locks) {
   const size_t blocks = gridDim.x;
   size_t begin = 0, count = chunks, start = 0;
   unsigned long long* my_times = times ? times + blockIdx.x * (passes * samples + 2) : nullptr;
@@ -354,8 +408,12 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
     between_mode(buffer, hot_chunks, hot_passes, chunks, passes, mode == 12, sink);
     return;
   }
-  if (mode == 14) {
-    half_rewritten_mode(buffer, chunks, passes, groups, sink);
+  if (mode == 19 || mode == 20) {
+    fenced_read_mode(buffer, chunks, passes, mode, locks, sink);
+    return;
+  }
+  if (mode >= 14) {
+    half_rewritten_mode(buffer, chunks, passes, groups, mode, locks, sink);
     return;
   }
   if (mode >= 6) {
@@ -422,29 +480,37 @@ int run_pair(size_t bytes, int passes, int blocks, const cudaDeviceProp& prop) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(
-        stderr,
-        "usage: l2_probe single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|wthenread|"
-        "rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES [BLOCKS]\n");
+    std::fprintf(stderr,
+                 "usage: l2_probe "
+                 "single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|rmwlock|rmwfence|"
+                 "rmwplain|rmwcgfence|rfence|rfenceother|"
+                 "wthenread|rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES "
+                 "[BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
-  const int mode = mode_name == "single"      ? 0
-                   : mode_name == "shared"    ? 1
-                   : mode_name == "spread"    ? 2
-                   : mode_name == "private"   ? 3
-                   : mode_name == "wprivate"  ? 4
-                   : mode_name == "wsingle"   ? 5
-                   : mode_name == "rmw"       ? 6
-                   : mode_name == "rmwspread" ? 7
-                   : mode_name == "wthenread" ? 8
-                   : mode_name == "rthenread" ? 9
-                   : mode_name == "retouch"   ? 10
-                   : mode_name == "stale"     ? 11
-                   : mode_name == "wbetween"  ? 12
-                   : mode_name == "rbetween"  ? 13
-                   : mode_name == "rmwhalf"   ? 14
-                                              : -1;
+  const int mode = mode_name == "single"        ? 0
+                   : mode_name == "shared"      ? 1
+                   : mode_name == "spread"      ? 2
+                   : mode_name == "private"     ? 3
+                   : mode_name == "wprivate"    ? 4
+                   : mode_name == "wsingle"     ? 5
+                   : mode_name == "rmw"         ? 6
+                   : mode_name == "rmwspread"   ? 7
+                   : mode_name == "wthenread"   ? 8
+                   : mode_name == "rthenread"   ? 9
+                   : mode_name == "retouch"     ? 10
+                   : mode_name == "stale"       ? 11
+                   : mode_name == "wbetween"    ? 12
+                   : mode_name == "rbetween"    ? 13
+                   : mode_name == "rmwhalf"     ? 14
+                   : mode_name == "rmwlock"     ? 15
+                   : mode_name == "rmwfence"    ? 16
+                   : mode_name == "rmwplain"    ? 17
+                   : mode_name == "rmwcgfence"  ? 18
+                   : mode_name == "rfence"      ? 19
+                   : mode_name == "rfenceother" ? 20
+                                                : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
@@ -454,7 +520,9 @@ int main(int argc, char** argv) {
   if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5 || mode == 10 || (mode >= 11 && mode <= 13 && argc <= 4)) blocks = 1;
+  if (mode == 0 || mode == 5 || mode == 10 || (((mode >= 11 && mode <= 13) || mode == 19) && argc <= 4))
+    blocks = 1;
+  if (mode == 20 && argc <= 4) blocks = 8;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
   const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
                                                              : slices_per_block     ? 1
@@ -464,7 +532,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* groups_text = std::getenv("GROUP_COUNT");
-  const int groups = mode == 14 && groups_text ? std::atoi(groups_text) : 1;
+  const int groups = mode >= 14 && groups_text ? std::atoi(groups_text) : 1;
   if (groups < 1 || blocks % groups != 0 || bytes / kChunk < 2 * static_cast<size_t>(groups)) {
     std::fprintf(stderr, "GROUP_COUNT must divide BLOCKS and leave each group two 16 KiB chunks\n");
     return 2;
@@ -503,13 +571,19 @@ int main(int argc, char** argv) {
   buffer = reinterpret_cast<int4*>(allocation + offset);
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
   CHECK(cudaMemset(allocation, 0x5a, offset + buffer_chunks * kChunk));
+  int* locks = nullptr;  // rmwlock: a word per chunk of the written halves, 128 bytes apart; rfenceother: 1
+  if (mode == 15 || mode == 20) {
+    const size_t lock_bytes = mode == 15 ? chunks / 2 * 128 : 128;
+    CHECK(cudaMalloc(&locks, lock_bytes));
+    CHECK(cudaMemset(locks, 0, lock_bytes));
+  }
   CHECK(cudaDeviceSynchronize());
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
   CHECK(cudaEventCreate(&t1));
   CHECK(cudaEventRecord(t0));
   l2_probe_kernel<<<blocks, kThreads>>>(buffer, chunks, passes, mode, sink, times, samples, hot_chunks,
-                                        hot_passes, groups);
+                                        hot_passes, groups, locks);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(t1));
   CHECK(cudaDeviceSynchronize());
@@ -551,5 +625,6 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaFree(allocation));
   CHECK(cudaFree(sink));
+  if (locks) CHECK(cudaFree(locks));
   return 0;
 }

@@ -17,6 +17,15 @@
 #                                             buffer and its copies fill the L2, and at 24 MiB from 1 MiB
 #                                             into the allocation, beside spread: whether a nearly full L2
 #                                             loses lines, or only 24 MiB's page pair from the start)
+#   SET=rmwlock bash validation/run_l2_probe.sh (rmwhalf beside the same rewrites under a lock per chunk and
+#                                             under the lock's fences alone, 16 to 40 MiB, 1 or 12 groups:
+#                                             whether the memory-efficient backward's AtomicLock costs DRAM
+#                                             traffic that plain rewrites do not; the probe's SASS in $OUT)
+#   SET=rmwfence bash validation/run_l2_probe.sh (the rewrites with plain or strong accesses, fenced or not:
+#                                             which of the two makes rmwlock lose more past the knee)
+#   SET=fences bash validation/run_l2_probe.sh (one SM reads a buffer with a fence after every chunk, or
+#                                             while 7 other SMs fence: whether fences drop the copies one
+#                                             L2 partition keeps of the other's lines)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -68,7 +77,7 @@ CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
 [ "$SET" = lrc ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
-[ "$SET" = rmwhalf ] && HEADER="$HEADER,groups"
+[ "$SET" = rmwhalf ] || [ "$SET" = rmwlock ] || [ "$SET" = rmwfence ] && HEADER="$HEADER,groups"
 [ "$SET" = rmwknee ] && HEADER="$HEADER,offset_bytes,groups"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
@@ -97,7 +106,7 @@ if os.environ.get("SET") in ("offsets", "pages"):
     line += [fields.get("offset", "0"), os.environ.get("REPEAT", "1")]
 if os.environ.get("SET") == "rmwknee":
     line += [fields.get("offset", "0")]
-if os.environ.get("SET") in ("rmwhalf", "rmwknee"):
+if os.environ.get("SET") in ("rmwhalf", "rmwknee", "rmwlock", "rmwfence"):
     line += [fields.get("groups", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
@@ -148,6 +157,22 @@ elif [ "$SET" = rmwcap ]; then
   for s in 12 16 20 24 28 32 40 48; do run rmwspread $((s * MB)) 1; run spread $((s * MB)) 1; done
   for s in 16 20 24 32; do run rmwspread $((s * MB)) 3; done
   for s in 20 24 28 32 40; do run rmw $((s * MB)) 1; done
+elif [ "$SET" = rmwlock ]; then
+  # The same rewrites plain, under the kernel's lock, and under its fences alone; the memory instructions
+  # the compiler made of them, to hold against the memory-efficient backward's.
+  cuobjdump -sass "$WORK/l2_probe" | grep -E "ATOM|MEMBAR|CCTL|NANOSLEEP|STG.E.STRONG.GPU " | sort | uniq -c \
+    > "$OUT/${G}_l2_probe_rmwlock_sass.txt"
+  for g in 1 12; do for s in 16 24 28 32 40; do for m in rmwhalf rmwlock rmwfence; do
+    GROUP_COUNT=$g run $m $((s * MB)) 1
+  done; done; done
+  for m in rmwhalf rmwlock rmwfence; do GROUP_COUNT=1 run $m $((24 * MB)) 3; done
+elif [ "$SET" = fences ]; then
+  for s in 8 16 24 32; do run single $((s * MB)) 3; run rfence $((s * MB)) 3; run rfenceother $((s * MB)) 3; done
+  for s in 16 32; do run shared $((s * MB)) 1; run rfence $((s * MB)) 1 132; done
+elif [ "$SET" = rmwfence ]; then
+  for g in 1 12; do for s in 16 28 32 40; do for m in rmwhalf rmwplain rmwfence rmwcgfence; do
+    GROUP_COUNT=$g run $m $((s * MB)) 1
+  done; done; done
 elif [ "$SET" = rmwhalf ]; then
   # Per group, a half read and a half rewritten by every block of the group out of step (the memory-efficient
   # backward: 1 group as at 1 x 8 x 32,768, 12 groups of 11 SMs as the 8 x 32 x 2,048 rows' heads in flight).

@@ -830,7 +830,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "wsingle (one block stores the buffer), rmw (block b loads and stores back its own 1/blocks), "
       "rmwspread (every block loads and stores back the whole buffer from spread's offset), rmwhalf "
       "(--groups groups of blocks, each reading the first half of its part of the buffer and rewriting the "
-      "second half out of step, as rmwspread), wthenread "
+      "second half out of step, as rmwspread), rmwlock (rmwhalf, each rewrite under a lock per chunk and "
+      "between fences: the memory-efficient backward's AtomicLock), rmwfence (rmwlock without the lock), "
+      "wthenread "
       "(block b stores its slice of the first quarter, reads its slice of the rest, reads the first again), "
       "rthenread (as wthenread, the first quarter read), scatter (one block reads 128-byte lines scattered "
       "over 8 times the buffer: the associativity), retouch (one block reads parts 0 and 1 of --mib each, "
@@ -848,8 +850,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "head-mib", po::value(&head_mib)->default_value(8), "heads mode: one head's K (and V) in MiB")(
       "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
       "groups", po::value(&shape.groups)->default_value(1),
-      "rmwhalf mode: groups of consecutive blocks, each with its own part of the buffer (divides --blocks)")(
-      "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
+      "rmwhalf, rmwlock, rmwfence: groups of consecutive blocks, each with its own part of the buffer "
+      "(divides --blocks)")("stride-mib", po::value(&stride_mib)->default_value(2),
+                            "copies mode: distance between blocks in MiB")(
       "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
       "hot-passes", po::value(&shape.hot_passes)->default_value(8),
       "stale, wbetween, rbetween: times the hot part is read first")(
@@ -888,10 +891,11 @@ int cmd_probe(const std::vector<std::string>& args) {
   }
   auto found = traces::find_probe_mode(mode);
   if (!found)
-    throw InputError(
-        "attnsim probe", {},
-        "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
-        "rmwhalf, wthenread, rthenread, scatter, retouch, heads, copies, stale, wbetween or rbetween");
+    throw InputError("attnsim probe", {},
+                     "--mode must be single, shared, spread, private, wprivate, wsingle, rmw, rmwspread, "
+                     "rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads, copies, "
+                     "stale, wbetween or "
+                     "rbetween");
   const auto bytes_of = [](double value, const std::string& option) {
     if (!(value >= 1.0 / 64 && value <= 1 << 20))
       throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");

@@ -35,6 +35,9 @@ class MemoryLevel {
   // When the stores `core` has sent so far had left it (the level took their data in); 0 where a level
   // does not track it (a store is then done when it completes).
   virtual uint64_t stores_left_cycle(int /*core*/) const { return 0; }
+  // `core` passed a GPU-scope fence (MEMBAR.SC.GPU): a level that keeps copies of lines away from their
+  // home may have to check them at home again before they serve a read.
+  virtual void fence(int /*core*/) {}
 };
 
 }  // namespace attnsim

@@ -725,6 +725,7 @@ TileCore::Step TileCore::fence_op(const TileDecoded& d, BlockContext& ctx, uint6
   const uint64_t turn = ctx.next_issue[d.group];
   ++dma.fences;
   dma.fence_wait_cycles += ready > turn ? ready - turn : 0;
+  if (units_.memory) units_.memory->fence(id_);
   const uint64_t done = ready + static_cast<uint64_t>(dma.params().fence_cycles);
   return {ready, done, done, done};
 }

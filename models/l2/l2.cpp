@@ -145,6 +145,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&refetched_stale_copies, "refetched_stale_copies", "lines",
              "copies made stale by a store from a core of another partition, fetched again by a load of a "
              "coherent tensor (copies_on_store: keep, acquire_refetches)");
+  stats_.add(&revalidated_copies, "revalidated_copies", "lines",
+             "copies checked at home after a fence before they served a read (fence_revalidates): their "
+             "sectors crossed the fabric again");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -158,10 +161,15 @@ void L2Cache::reset(const std::vector<std::string>& names) {
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
       home_lookup_miss_sectors = eager_writebacks = second_chances = invalidated_copies =
-          updated_copy_sectors = demoted_copies = refetched_stale_copies = 0;
+          updated_copy_sectors = demoted_copies = refetched_stale_copies = revalidated_copies = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
+  const bool checks =
+      params_.far_data == FarData::Copy && params_.fence_revalidates != Params::FenceRevalidates::None;
+  checked_.assign(checks ? lines_.size() : 0, 0);
+  core_fence_.clear();
+  any_fence_ = 0;
   records_.clear();
   record_keys_.clear();
   free_records_.clear();
@@ -340,6 +348,7 @@ L2Cache::Line& L2Cache::find_or_allocate(int partition, uint64_t line_index, int
   }
   tags[victim] = static_cast<Tag>(line_index + 1);
   ways[victim] = Line{.stamp = ++clock_, .tensor = static_cast<int16_t>(tensor)};
+  if (!checked_.empty()) checked_[first + static_cast<uint64_t>(victim)] = clock_;
   tag = &tags[victim];
   return ways[victim];
 }
@@ -586,18 +595,26 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   served = &l;
   uint8_t missing = static_cast<uint8_t>(mask & ~l.valid);
   lookup_read_miss_sectors += sectors(missing);
-  l.valid |= mask;
   const int home = home_of_line(line_index);
-  if (missing && serving != home) {  // a copy's missing sectors come across the fabric from home
-    fabric_read_sectors += sectors(missing);
+  const uint64_t slot = static_cast<uint64_t>(&l - lines_.data());
+  // A copy's missing sectors come across the fabric from home; all of them when it must be checked there.
+  uint8_t crossing = missing;
+  if (present && serving != home && !checked_.empty() && must_revalidate(slot, miss_.core)) {
+    crossing = mask;
+    ++revalidated_copies;
+  }
+  l.valid |= mask;
+  if (crossing && serving != home) {
+    fabric_read_sectors += sectors(crossing);
     partition_bytes_[static_cast<size_t>(home)] +=
-        sectors(missing) * static_cast<uint64_t>(params_.sector_bytes);
+        sectors(crossing) * static_cast<uint64_t>(params_.sector_bytes);
     Line& h = find_or_allocate(home, line_index, tensor, present);
     if (!present && params_.far_fills_oldest) h.stamp = 0;
-    const uint8_t from_dram = static_cast<uint8_t>(missing & ~h.valid);
+    const uint8_t from_dram = static_cast<uint8_t>(crossing & ~h.valid);
     home_lookup_miss_sectors += sectors(from_dram);
-    h.valid |= missing;
+    h.valid |= crossing;
     missing = from_dram;
+    if (!checked_.empty()) checked_[slot] = clock_;
   }
   if (tensor >= 0) {
     const uint64_t count = sectors(mask);
@@ -606,6 +623,27 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
         read_miss_sectors[tensor] += misses;
   }
   return missing;
+}
+
+void L2Cache::fence(int core) {
+  if (checked_.empty()) return;
+  if (static_cast<size_t>(core) >= core_fence_.size()) core_fence_.resize(static_cast<size_t>(core) + 1, 0);
+  core_fence_[static_cast<size_t>(core)] = any_fence_ = clock_;
+}
+
+// A copy filled or checked at the clock of a fence or before it was there before the fence.
+bool L2Cache::must_revalidate(uint64_t slot, int core) const {
+  return checked_[slot] <= fence_clock(core);
+}
+
+bool L2Cache::revalidating(int core) const {
+  return !checked_.empty() && fence_clock(core) > 0;
+}
+
+uint64_t L2Cache::fence_clock(int core) const {
+  if (params_.fence_revalidates == Params::FenceRevalidates::All) return any_fence_;
+  const size_t c = static_cast<size_t>(core);
+  return c < core_fence_.size() ? core_fence_[c] : 0;
 }
 
 // Writes go to the line's home partition whatever the core: measured, one SM's stores and every SM's stores
@@ -796,8 +834,9 @@ void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
   wait_for_pending_fills(begin, end);
   uint64_t li = begin >> line_shift_;
   while (li * line_bytes < end) {
-    const bool whole_page =
-        (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin && (li + kPageLines) * line_bytes <= end;
+    // Copies that may need a check at home are read line by line (a page record would serve them as hits).
+    const bool whole_page = (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin &&
+                            (li + kPageLines) * line_bytes <= end && !revalidating(miss_.core);
     if (!whole_page) {
       Tag* tag = nullptr;
       read_one(near, tensor, li++, begin, end, tag);
@@ -1133,6 +1172,15 @@ void register_l2_models() {
             "far_data: copy: a store of a line homed in the other partition also leaves a clean copy of the "
             "stored sectors in the writer's partition, taking room there as a read's copy does; false: only "
             "the home partition takes it");
+        const std::string revalidates =
+            p.choice("fence_revalidates", "none", {"none", "own", "all"},
+                     "far_data: copy: which copies a read may use after a GPU-scope fence (MEMBAR.SC.GPU): "
+                     "none (fences change nothing), own (those filled or checked at home since the reader's "
+                     "own last fence), all (since any core's last fence); another is checked at home, its "
+                     "sectors crossing the fabric again and those its home lost coming from DRAM");
+        r.fence_revalidates = revalidates == "own"   ? L2Cache::Params::FenceRevalidates::Own
+                              : revalidates == "all" ? L2Cache::Params::FenceRevalidates::All
+                                                     : L2Cache::Params::FenceRevalidates::None;
         r.core_partitions = p.get<std::string>(
             "core_partitions", d.core_partitions, "",
             "the partition each core is attached to, one digit per core in the order the block scheduler "

@@ -104,6 +104,13 @@ class L2Cache : public Component, public MemoryLevel {
     // one SM's stores push its earlier reads out as its loads of the same bytes do, docs/chip.md); false:
     // the store reaches the home partition only.
     bool store_copies = false;
+    // far_data: copy. Which copies a core's read may use after a GPU-scope fence (MEMBAR.SC.GPU): any
+    // (none: fences change nothing), or only those filled or checked at home since the reader's own last
+    // fence (own) or since any core's last fence (all). A copy that may not serve the read is checked at
+    // home: its sectors cross the fabric again (a lookup hit in the near partition, not a miss), and those
+    // its home has lost come from DRAM.
+    enum class FenceRevalidates : uint8_t { None, Own, All };
+    FenceRevalidates fence_revalidates = FenceRevalidates::None;
     // far_data: copy. Where a line that a far core's miss brings into its home partition goes in that
     // partition's replacement order: recent (as any fill) or oldest (the next victim of its set unless
     // touched again: the requester keeps the copy it reads).
@@ -163,6 +170,7 @@ class L2Cache : public Component, public MemoryLevel {
 
   uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
   uint64_t last_accepted_cycle() const override { return accepted_; }
+  void fence(int core) override;
   void forget_before(uint64_t cycle);  // no access will arrive before `cycle` any more
   int partition_of(uint64_t addr) const;
   // Throws std::invalid_argument (the message starting with the key) unless the home and partner bits
@@ -195,6 +203,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t updated_copy_sectors = 0;      // sectors stores wrote into copies (copies_on_store: update)
   uint64_t demoted_copies = 0;          // copies made their set's oldest by stores (copies_on_store: demote)
   uint64_t refetched_stale_copies = 0;  // stale copies an acquiring load fetched again (acquire_refetches)
+  uint64_t revalidated_copies = 0;      // copies checked at home after a fence (fence_revalidates)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -280,6 +289,10 @@ class L2Cache : public Component, public MemoryLevel {
   // A read by a load under a lock (MemAccess::acquire) of [begin, end), line by line.
   void acquire_read_range(int near, int tensor, uint64_t begin, uint64_t end);
   bool tracks_stale_copies() const;
+  // fence_revalidates: whether the copy in `slot` may serve core `core` without a check at home.
+  bool must_revalidate(uint64_t slot, int core) const;
+  bool revalidating(int core) const;     // some copy may need a check for this core's reads
+  uint64_t fence_clock(int core) const;  // the clock of the last fence that binds this core's reads
   void mark_copies_stale(int near, int home, uint64_t line_index);
   void drop_copy(uint64_t slot, uint64_t line_index);
   void demote_copy(uint64_t first, uint64_t slot, uint64_t line_index);
@@ -361,6 +374,11 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t fill_wait_ = 0;              // per access: the latest pending fill its reads found
   uint64_t writeback_accepted_ = 0;     // per access: when DRAM took the dirty lines it evicted
   uint64_t now_ = 0;  // issue cycle of the access being served (write-backs are issued then)
+  // fence_revalidates: per slot, the clock when its copy was filled or last checked at home; per core, and
+  // for any core, the clock at the last fence (a copy checked at or before it must be checked again).
+  std::vector<uint64_t> checked_;
+  std::vector<uint64_t> core_fence_;
+  uint64_t any_fence_ = 0;
 };
 
 void register_l2_models();  // YAML type "sectored"

@@ -36,6 +36,9 @@ class Noc : public Component, public MemoryLevel {
   void set_next(MemoryLevel* next) { next_ = next; }
   void reset(const std::vector<std::string>& tensor_names, int cores);
   uint64_t access(const MemAccess& access, uint64_t issue_cycle) override;
+  void fence(int core) override {
+    if (next_) next_->fence(core);
+  }
   void forget_before(uint64_t cycle);
   uint64_t stores_left_cycle(int core) const override { return stores_leave_[static_cast<size_t>(core)]; }
 

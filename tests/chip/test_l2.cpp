@@ -486,6 +486,43 @@ TEST(L2, ADemotedCopyIsTheNextVictimOfItsSet) {
   }
 }
 
+// fence_revalidates: core 0 (partition 0) keeps a copy of a line homed in partition 1, one way a set, so
+// that core 1 (home side) evicts the line at home by reading another line homed there. A read after a fence
+// that binds core 0 (its own; with `all` core 1's too) checks the copy at home: its sectors cross the fabric
+// again without a lookup miss, and, the home having lost them, come from DRAM (once: the check brings the
+// line home again); the read after that uses the checked copy. With `all` core 1's fence and core 0's each
+// cost a check; without a binding fence the copy serves every read.
+TEST(L2, AFenceMakesACopyBeCheckedAtHome) {
+  using Rule = L2Cache::Params::FenceRevalidates;
+  for (Rule rule : {Rule::None, Rule::Own, Rule::All}) {
+    L2Cache::Params p = tiny(1, 1, 2);
+    p.far_data = L2Cache::FarData::Copy;
+    p.fence_revalidates = rule;
+    Rig rig(p);
+    const uint64_t line = first_line_homed_in(rig.l2, 1);
+    uint64_t other = line + 1;
+    while (rig.l2.partition_of(other * kLine) != 1) ++other;
+    auto read = [&](uint64_t l, int core) {
+      rig.l2.access(MemAccess{0, l * kLine, 1, kLine, kLine, false, core}, 0);
+    };
+    read(line, 0);
+    read(other, 1);  // evicts `line` at home; core 0's copy stays
+    EXPECT_EQ(rig.dram.read, 2u * kLine);
+    rig.l2.fence(1);
+    read(line, 0);
+    const bool others_bind = rule == Rule::All;
+    EXPECT_EQ(rig.l2.fabric_read_sectors, others_bind ? 8u : 4u) << static_cast<int>(rule);
+    rig.l2.fence(0);
+    read(line, 0);
+    read(line, 0);
+    const uint64_t checks = rule == Rule::None ? 0u : rule == Rule::Own ? 1u : 2u;
+    EXPECT_EQ(rig.l2.revalidated_copies, checks) << static_cast<int>(rule);
+    EXPECT_EQ(rig.l2.fabric_read_sectors, 4u + 4u * checks) << static_cast<int>(rule);
+    EXPECT_EQ(rig.l2.lookup_read_miss_sectors, 8u) << static_cast<int>(rule);
+    EXPECT_EQ(rig.dram.read, (checks ? 3u : 2u) * kLine) << static_cast<int>(rule);
+  }
+}
+
 // acquire_refetches (copies_on_store: keep): core 0 (partition 0) holds a copy of a line homed in partition
 // 1. A store from the home side makes the copy stale: a plain read is still served by it, an acquiring read
 // (a load of a coherent tensor) fetches it again across the fabric, after which the copy is fresh and serves

@@ -20,11 +20,12 @@ static_assert(kChunkBytes == kProbeChunkBytes);
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
   for (auto mode :
-       {ProbeMode::Single,       ProbeMode::Shared,      ProbeMode::Spread,       ProbeMode::Private,
-        ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw,          ProbeMode::RmwSpread,
-        ProbeMode::RmwHalf,      ProbeMode::RmwLock,     ProbeMode::RmwFence,     ProbeMode::WriteThenRead,
-        ProbeMode::ReadThenRead, ProbeMode::Scatter,     ProbeMode::Retouch,      ProbeMode::Heads,
-        ProbeMode::Copies,       ProbeMode::Stale,       ProbeMode::WriteBetween, ProbeMode::ReadBetween})
+       {ProbeMode::Single,        ProbeMode::Shared,       ProbeMode::ReadFence,   ProbeMode::Spread,
+        ProbeMode::Private,       ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw,
+        ProbeMode::RmwSpread,     ProbeMode::RmwHalf,      ProbeMode::RmwLock,     ProbeMode::RmwFence,
+        ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter,     ProbeMode::Retouch,
+        ProbeMode::Heads,         ProbeMode::Copies,       ProbeMode::Stale,       ProbeMode::WriteBetween,
+        ProbeMode::ReadBetween})
     if (probe_mode_name(mode) == name) return mode;
   return std::nullopt;
 }
@@ -35,6 +36,8 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "single";
     case ProbeMode::Shared:
       return "shared";
+    case ProbeMode::ReadFence:
+      return "rfence";
     case ProbeMode::Spread:
       return "spread";
     case ProbeMode::Private:
@@ -349,6 +352,7 @@ isa::Program l2_probe(const ProbeShape& s) {
           b.emit(Opcode::Store, {b.buf(buffer), slice});
         else
           b.emit(Opcode::Load, {slice, b.buf(buffer)});
+        if (s.mode == ProbeMode::ReadFence) b.emit(Opcode::Fence, {});
       }
   }
   return b.take();

@@ -15,6 +15,7 @@ namespace attnsim::traces {
 enum class ProbeMode {
   Single,         // one block reads the whole tensor `passes` times
   Shared,         // `blocks` blocks each read the whole tensor `passes` times from its start
+  ReadFence,      // as Shared, a FENCE after each 16 KiB chunk (validation/l2_probe.cu's rfence)
   Spread,         // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
   Private,        // block b reads its own 1 / blocks of the tensor `passes` times
   WritePrivate,   // block b stores its own 1 / blocks of the tensor `passes` times
@@ -77,8 +78,8 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads,
-                             // copies, stale, wbetween, rbetween
+                             // rmwhalf, rmwlock, rmwfence, rfence, wthenread, rthenread, scatter, retouch,
+                             // heads, copies, stale, wbetween, rbetween
 std::string_view probe_mode_name(ProbeMode mode);
 // RmwHalf, RmwLock and RmwFence: the modes whose blocks form `groups`.
 bool rewrites_halves(ProbeMode mode);

@@ -32,6 +32,7 @@ heavy+='|ValidatePlacements\.TheCausalForwardsTwoModesBracketTheH200sPlacements'
 heavy+='|Validation\.TensorCoreFlash2(KeyOrder|KeyOrderAtTwoBlocksPerSm|TwoBlocksPerSmReReadAsFlashAttention2|TwoBlocksPerSmOverHeads)'
 heavy+='|L2Probe\.RewrittenBuffer(CrossesAsIfCopiesWereKept|CrossesLessThanIfTheHomeSideDroppedCopies|OnTheMeasuredPartitions.*)'
 heavy+='|L2Probe\.HalfReadHalfRewrittenReadsItsFootprintWhileItFits'  # 13 whole-chip probe runs: 26 s in Release
+heavy+='|L2Probe\.AFenceByAnySmMakesEveryCopyBeCheckedAtHome'  # 8 whole-chip probe runs: 13 s in Release
 heavy+='|H200/MemEfficientSms\..*'
 heavy+='|HtmlPage\.LargeRunShowsTheFirstTenThousandAndSaysSo|Sweep\.InterruptedSweepResumes'
 heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*'

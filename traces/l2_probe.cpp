@@ -19,14 +19,8 @@ static_assert(kChunkBytes == kProbeChunkBytes);
 }  // namespace
 
 std::optional<ProbeMode> find_probe_mode(std::string_view name) {
-  for (auto mode :
-       {ProbeMode::Single,        ProbeMode::Shared,       ProbeMode::ReadFence,   ProbeMode::Spread,
-        ProbeMode::Private,       ProbeMode::WritePrivate, ProbeMode::WriteSingle, ProbeMode::Rmw,
-        ProbeMode::RmwSpread,     ProbeMode::RmwHalf,      ProbeMode::RmwLock,     ProbeMode::RmwFence,
-        ProbeMode::WriteThenRead, ProbeMode::ReadThenRead, ProbeMode::Scatter,     ProbeMode::Retouch,
-        ProbeMode::Heads,         ProbeMode::Copies,       ProbeMode::Stale,       ProbeMode::WriteBetween,
-        ProbeMode::ReadBetween})
-    if (probe_mode_name(mode) == name) return mode;
+  for (int m = 0; m <= static_cast<int>(ProbeMode::ReadBetween); ++m)
+    if (probe_mode_name(static_cast<ProbeMode>(m)) == name) return static_cast<ProbeMode>(m);
   return std::nullopt;
 }
 
@@ -38,6 +32,8 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "shared";
     case ProbeMode::ReadFence:
       return "rfence";
+    case ProbeMode::ReadFenceOther:
+      return "rfenceother";
     case ProbeMode::Spread:
       return "spread";
     case ProbeMode::Private:
@@ -346,6 +342,10 @@ isa::Program l2_probe(const ProbeShape& s) {
     if (s.mode == ProbeMode::Spread) start = block * chunks / blocks;
     for (int64_t pass = 0; pass < s.passes; ++pass)
       for (int64_t i = 0; i < count; ++i) {
+        if (s.mode == ProbeMode::ReadFenceOther && block > 0) {
+          b.emit(Opcode::Fence, {});
+          continue;
+        }
         const int64_t chunk = begin + (start + i) % count;
         const auto slice = b.rows_of(x, chunk * kChunkRows, kChunkRows);
         if (stores)

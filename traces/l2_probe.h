@@ -13,18 +13,20 @@
 namespace attnsim::traces {
 
 enum class ProbeMode {
-  Single,         // one block reads the whole tensor `passes` times
-  Shared,         // `blocks` blocks each read the whole tensor `passes` times from its start
-  ReadFence,      // as Shared, a FENCE after each 16 KiB chunk (validation/l2_probe.cu's rfence)
-  Spread,         // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
-  Private,        // block b reads its own 1 / blocks of the tensor `passes` times
-  WritePrivate,   // block b stores its own 1 / blocks of the tensor `passes` times
-  WriteSingle,    // one block stores the whole tensor `passes` times
-  Rmw,            // block b loads, adds to and stores back its own 1 / blocks of the tensor `passes` times
-  RmwSpread,      // every block loads and stores back the whole tensor `passes` times, from Spread's offset
-  RmwHalf,        // `groups` groups of consecutive blocks, each with its own part of the tensor: per step a
-                  // block loads a chunk of its part's first half, then loads and stores back the chunk at the
-                  // same place in the second half, `passes` times, block r of a group from r / (its blocks)
+  Single,          // one block reads the whole tensor `passes` times
+  Shared,          // `blocks` blocks each read the whole tensor `passes` times from its start
+  ReadFence,       // as Shared, a FENCE after each 16 KiB chunk (validation/l2_probe.cu's rfence)
+  ReadFenceOther,  // block 0 reads the tensor `passes` times; blocks 1 .. blocks - 1 each issue as many
+                   // FENCEs as it reads chunks (the GPU's rfenceother: fences in a loop until it is done)
+  Spread,          // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
+  Private,         // block b reads its own 1 / blocks of the tensor `passes` times
+  WritePrivate,    // block b stores its own 1 / blocks of the tensor `passes` times
+  WriteSingle,     // one block stores the whole tensor `passes` times
+  Rmw,             // block b loads, adds to and stores back its own 1 / blocks of the tensor `passes` times
+  RmwSpread,       // every block loads and stores back the whole tensor `passes` times, from Spread's offset
+  RmwHalf,         // `groups` groups of consecutive blocks, each with its own part of the tensor: per step a
+            // block loads a chunk of its part's first half, then loads and stores back the chunk at the
+            // same place in the second half, `passes` times, block r of a group from r / (its blocks)
   RmwLock,        // as RmwHalf, each rewrite under a lock per chunk (LOCK, FENCE, load, store, FENCE,
                   // UNLOCK), the tensor `coherent`: the memory-efficient backward's AtomicLock on its dQ tile
   RmwFence,       // as RmwLock without the lock: the fences and the coherent loads alone
@@ -44,7 +46,8 @@ enum class ProbeMode {
   WriteBetween,  // `blocks` blocks each read a part of hot_bytes hot_passes times, store the `bytes` after
                  // it `passes` times, then read the part once more: whether a store of a line homed in the
                  // other partition takes room in the writer's partition
-  ReadBetween,   // as WriteBetween with the `bytes` loaded, not stored (reads make copies there)
+  ReadBetween,   // as WriteBetween with the `bytes` loaded, not stored (reads make copies there); the last
+                 // mode (find_probe_mode counts up to it)
 };
 
 // The bytes each LOAD (or STORE) of a probe block moves: validation/l2_probe.cu's 1024 threads x 16 bytes.
@@ -78,7 +81,8 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // rmwhalf, rmwlock, rmwfence, rfence, wthenread, rthenread, scatter, retouch,
+                             // rmwhalf, rmwlock, rmwfence, rfence, rfenceother,
+                             // wthenread, rthenread, scatter, retouch,
                              // heads, copies, stale, wbetween, rbetween
 std::string_view probe_mode_name(ProbeMode mode);
 // RmwHalf, RmwLock and RmwFence: the modes whose blocks form `groups`.

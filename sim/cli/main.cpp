@@ -825,7 +825,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   desc.add_options()("config,c", po::value(&config_path)->required(), "whole-chip YAML (configs/h100.yaml)")(
       "mode", po::value(&mode)->default_value("shared"),
       "single (one block), shared (every block reads the buffer from its start), rfence (as shared, a "
-      "fence after every 16 KiB chunk), spread (block b starts at "
+      "fence after every 16 KiB chunk), rfenceother (block 0 reads, the others fence as often), spread "
+      "(block b starts at "
       "b/blocks of it), private (block b reads its own 1/blocks), wprivate (block b stores its own "
       "1/blocks), "
       "wsingle (one block stores the buffer), rmw (block b loads and stores back its own 1/blocks), "
@@ -892,10 +893,11 @@ int cmd_probe(const std::vector<std::string>& args) {
   }
   auto found = traces::find_probe_mode(mode);
   if (!found)
-    throw InputError("attnsim probe", {},
-                     "--mode must be single, shared, rfence, spread, private, wprivate, wsingle, rmw, "
-                     "rmwspread, rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads, "
-                     "copies, stale, wbetween or rbetween");
+    throw InputError(
+        "attnsim probe", {},
+        "--mode must be single, shared, rfence, rfenceother, spread, private, wprivate, wsingle, rmw, "
+        "rmwspread, rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads, "
+        "copies, stale, wbetween or rbetween");
   const auto bytes_of = [](double value, const std::string& option) {
     if (!(value >= 1.0 / 64 && value <= 1 << 20))
       throw InputError("attnsim probe", {}, option + " must be 1/64 to 2^20");

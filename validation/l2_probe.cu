@@ -29,6 +29,8 @@
 //   rmwcgfence as rmwfence with rmwhalf's ld.global.cg and st.global.cg (strong at GPU scope)
 //   rfence   as single (BLOCKS default 1), each block's reads of a chunk followed by __syncthreads and
 //            __threadfence: whether a fence drops the copies an L2 partition keeps of the other's lines
+//   rfenceasync as rfence with cp.async.cg (LDGSTS.E.BYPASS.LTC128B, the memory-efficient backward's tile
+//            loads) into shared memory instead of LDG: whether a fence makes those loads check copies too
 //   rfenceother block 0 reads the buffer PASSES times as single does; blocks 1 to BLOCKS - 1 (default 8)
 //            issue __threadfence in a loop until it is done: whether other SMs' fences drop its copies
 //   wthenread block b writes its slice of the buffer's first quarter, reads its slice of the other three
@@ -302,7 +304,7 @@ __device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
-// Modes 19 and 20, rfence and rfenceother: see the header. `done` is a zeroed word.
+// Modes 19-21, rfence, rfenceother and rfenceasync: see the header. `done` is a zeroed word.
 __device__ void fenced_read_mode(int4* buffer, size_t chunks, int passes, int mode, int* done,
                                  unsigned* sink) {
   unsigned acc = 0;
@@ -313,10 +315,20 @@ __device__ void fenced_read_mode(int4* buffer, size_t chunks, int passes, int mo
     }
     return;
   }
+  __shared__ int4 staged[kThreads];
   for (int p = 0; p < passes; ++p)
     for (size_t i = 0; i < chunks; ++i) {
-      acc ^= read_chunks(buffer, i, 1);
-      if (mode == 19) {
+      if (mode == 21) {
+        const int4* from = buffer + i * kThreads + threadIdx.x;
+        const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(staged + threadIdx.x));
+        asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(to), "l"(from));
+        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+        const int4 v = staged[threadIdx.x];
+        acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+      } else {
+        acc ^= read_chunks(buffer, i, 1);
+      }
+      if (mode == 19 || mode == 21) {
         __syncthreads();
         __threadfence();
       }
@@ -408,7 +420,7 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
     between_mode(buffer, hot_chunks, hot_passes, chunks, passes, mode == 12, sink);
     return;
   }
-  if (mode == 19 || mode == 20) {
+  if (mode == 19 || mode == 20 || mode == 21) {
     fenced_read_mode(buffer, chunks, passes, mode, locks, sink);
     return;
   }
@@ -483,7 +495,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: l2_probe "
                  "single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|rmwlock|rmwfence|"
-                 "rmwplain|rmwcgfence|rfence|rfenceother|"
+                 "rmwplain|rmwcgfence|rfence|rfenceother|rfenceasync|"
                  "wthenread|rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES "
                  "[BLOCKS]\n");
     return 2;
@@ -510,6 +522,7 @@ int main(int argc, char** argv) {
                    : mode_name == "rmwcgfence"  ? 18
                    : mode_name == "rfence"      ? 19
                    : mode_name == "rfenceother" ? 20
+                   : mode_name == "rfenceasync" ? 21
                                                 : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
@@ -520,7 +533,8 @@ int main(int argc, char** argv) {
   if (mode_name == "heads") return run_heads(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
-  if (mode == 0 || mode == 5 || mode == 10 || (((mode >= 11 && mode <= 13) || mode == 19) && argc <= 4))
+  if (mode == 0 || mode == 5 || mode == 10 ||
+      (((mode >= 11 && mode <= 13) || mode == 19 || mode == 21) && argc <= 4))
     blocks = 1;
   if (mode == 20 && argc <= 4) blocks = 8;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;

@@ -26,6 +26,8 @@
 #   SET=fences bash validation/run_l2_probe.sh (one SM reads a buffer with a fence after every chunk, or
 #                                             while 7 other SMs fence: whether fences drop the copies one
 #                                             L2 partition keeps of the other's lines)
+#   SET=fenceasync bash validation/run_l2_probe.sh (rfence with cp.async loads into shared memory, as the
+#                                             memory-efficient backward loads its tiles, beside LDG)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -169,6 +171,9 @@ elif [ "$SET" = rmwlock ]; then
 elif [ "$SET" = fences ]; then
   for s in 8 16 24 32; do run single $((s * MB)) 3; run rfence $((s * MB)) 3; run rfenceother $((s * MB)) 3; done
   for s in 16 32; do run shared $((s * MB)) 1; run rfence $((s * MB)) 1 132; done
+elif [ "$SET" = fenceasync ]; then
+  # The fenced reads as LDG and as cp.async (the memory-efficient backward's tile loads), beside no fence.
+  for s in 8 16; do run single $((s * MB)) 3; run rfence $((s * MB)) 3; run rfenceasync $((s * MB)) 3; done
 elif [ "$SET" = rmwfence ]; then
   for g in 1 12; do for s in 16 28 32 40; do for m in rmwhalf rmwplain rmwfence rmwcgfence; do
     GROUP_COUNT=$g run $m $((s * MB)) 1

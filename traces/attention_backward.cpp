@@ -640,10 +640,6 @@ std::vector<size_t> mem_efficient_order(const BackwardShape& s, const MemEffPlan
   return out;
 }
 
-// The kernel's __nanosleep(40) between a lock's attempts, in cycles at the H200's SM clock under load
-// (1.38 GHz measured with the profile, validation/data/h200_memeff_profile_env.txt).
-constexpr int64_t kLockBackoffCycles = 55;
-
 // dQ_i += dS K_j through the f32 workspace, as the kernel adds it under the tile's lock (AtomicLock):
 // take the lock, __threadfence, load the tile, add, store it back, __threadfence, release. The head's last
 // block (in launch order) to visit query block i stores dQ_i in the storage dtype instead; the kernel's
@@ -660,7 +656,7 @@ void emit_mem_efficient_dq(const BackwardShape& s, Gen& g, const MemEffPlan& p, 
   const int64_t tiles = static_cast<int64_t>(p.qblocks.size());
   if (split) {
     g.emit(Opcode::Lock,
-           {g.row_of(p.lock, h, tiles, static_cast<int64_t>(i)), Operand::imm(kLockBackoffCycles)});
+           {g.row_of(p.lock, h, tiles, static_cast<int64_t>(i)), Operand::imm(kAtomicLockBackoffCycles)});
     g.emit(Opcode::Fence, {});
     g.emit(Opcode::Load, {g.rows(p.acc, h, qb), b.buf(m.dqw, r)});
   }

@@ -20,6 +20,11 @@ namespace attnsim::traces {
 using isa::Opcode;
 using isa::Operand;
 
+// The memory-efficient backward's AtomicLock: __nanosleep(40) between a lock's attempts, in cycles at the
+// H200's SM clock under load (1.38 GHz measured with the profile,
+// validation/data/h200_memeff_profile_env.txt).
+inline constexpr int64_t kAtomicLockBackoffCycles = 55;
+
 class Builder {
  public:
   explicit Builder(std::string file)

@@ -238,11 +238,8 @@ void check_rewrite_shape(const ProbeShape& s, int64_t chunks) {
 void emit_half_rewrite(Builder& b, const ProbeShape& s, int x, int locks, int buffer, int64_t chunk,
                        int64_t lock_row) {
   const auto slice = b.rows_of(x, chunk * kChunkRows, kChunkRows);
-  // __nanosleep(40) between a lock's attempts at the H100's 1.38 GHz under load (the memory-efficient
-  // backward's AtomicLock sleeps as long).
-  constexpr int64_t kBackoffCycles = 55;
   if (s.mode == ProbeMode::RmwLock)
-    b.emit(Opcode::Lock, {b.rows_of(locks, lock_row, 1), Operand::imm(kBackoffCycles)});
+    b.emit(Opcode::Lock, {b.rows_of(locks, lock_row, 1), Operand::imm(kAtomicLockBackoffCycles)});
   if (s.mode != ProbeMode::RmwHalf) b.emit(Opcode::Fence, {});
   b.emit(Opcode::Load, {slice, b.buf(buffer)});
   b.emit(Opcode::Store, {b.buf(buffer), slice});

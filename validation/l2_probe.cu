@@ -31,6 +31,9 @@
 //            __threadfence: whether a fence drops the copies an L2 partition keeps of the other's lines
 //   rfenceasync as rfence with cp.async.cg (LDGSTS.E.BYPASS.LTC128B, the memory-efficient backward's tile
 //            loads) into shared memory instead of LDG: whether a fence makes those loads check copies too
+//   rfenceweak as rfence with plain weak loads (ld.global) where rfence's are ld.global.cg: whether a
+//            fence makes only strong loads check copies
+//   rfenceotherweak, rfenceotherasync as rfenceother with block 0's loads weak or cp.async
 //   rfenceother block 0 reads the buffer PASSES times as single does; blocks 1 to BLOCKS - 1 (default 8)
 //            issue __threadfence in a loop until it is done: whether other SMs' fences drop its copies
 //   wthenread block b writes its slice of the buffer's first quarter, reads its slice of the other three
@@ -304,11 +307,41 @@ __device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
-// Modes 19-21, rfence, rfenceother and rfenceasync: see the header. `done` is a zeroed word.
+// Chunks read between two fences in rfence and rfenceasync (FENCE_EVERY in the environment, default 1).
+__device__ int fence_every = 1;
+
+// The load of one thread's 16 bytes of chunk i in the fenced read modes: `ld.global.cg` (LDG, as
+// read_chunks), cp.async.cg into shared memory (LDGSTS, the memory-efficient backward's tile loads) or a
+// plain weak `ld.global`.
+enum class FencedLoad { Cg, Async, Weak };
+
+__device__ unsigned fenced_load(const int4* buffer, size_t i, FencedLoad kind, int4* staged) {
+  const int4* from = buffer + i * kThreads + threadIdx.x;
+  int4 v;
+  if (kind == FencedLoad::Async) {
+    const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(staged + threadIdx.x));
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(to), "l"(from));
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+    v = staged[threadIdx.x];
+  } else if (kind == FencedLoad::Weak) {
+    asm volatile("ld.global.v4.s32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(from));
+  } else {
+    v = __ldcg(from);
+  }
+  return static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
+}
+
+// Modes 19-24, the fenced read modes: see the header. `done` is a zeroed word.
 __device__ void fenced_read_mode(int4* buffer, size_t chunks, int passes, int mode, int* done,
                                  unsigned* sink) {
+  const bool others_fence = mode == 20 || mode == 23 || mode == 24;
+  const FencedLoad kind = mode == 21 || mode == 24   ? FencedLoad::Async
+                          : mode == 22 || mode == 23 ? FencedLoad::Weak
+                                                     : FencedLoad::Cg;
   unsigned acc = 0;
-  if (mode == 20 && blockIdx.x > 0) {
+  if (others_fence && blockIdx.x > 0) {
     while (atomicAdd(done, 0) == 0) {
       __threadfence();
       __nanosleep(100);
@@ -318,23 +351,14 @@ __device__ void fenced_read_mode(int4* buffer, size_t chunks, int passes, int mo
   __shared__ int4 staged[kThreads];
   for (int p = 0; p < passes; ++p)
     for (size_t i = 0; i < chunks; ++i) {
-      if (mode == 21) {
-        const int4* from = buffer + i * kThreads + threadIdx.x;
-        const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(staged + threadIdx.x));
-        asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\n" ::"r"(to), "l"(from));
-        asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
-        const int4 v = staged[threadIdx.x];
-        acc ^= static_cast<unsigned>(v.x ^ v.y ^ v.z ^ v.w);
-      } else {
-        acc ^= read_chunks(buffer, i, 1);
-      }
-      if (mode == 19 || mode == 21) {
+      acc ^= fenced_load(buffer, i, kind, staged);
+      if (!others_fence && (i + 1) % fence_every == 0) {
         __syncthreads();
         __threadfence();
       }
     }
   __syncthreads();
-  if (mode == 20 && threadIdx.x == 0) atomicExch(done, 1);
+  if (others_fence && threadIdx.x == 0) atomicExch(done, 1);
   sink[blockIdx.x * kThreads + threadIdx.x] = acc;
 }
 
@@ -420,7 +444,7 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
     between_mode(buffer, hot_chunks, hot_passes, chunks, passes, mode == 12, sink);
     return;
   }
-  if (mode == 19 || mode == 20 || mode == 21) {
+  if (mode >= 19 && mode <= 24) {
     fenced_read_mode(buffer, chunks, passes, mode, locks, sink);
     return;
   }
@@ -492,38 +516,42 @@ int run_pair(size_t bytes, int passes, int blocks, const cudaDeviceProp& prop) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr,
-                 "usage: l2_probe "
-                 "single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|rmwlock|rmwfence|"
-                 "rmwplain|rmwcgfence|rfence|rfenceother|rfenceasync|"
-                 "wthenread|rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES "
-                 "[BLOCKS]\n");
+    std::fprintf(
+        stderr,
+        "usage: l2_probe "
+        "single|shared|spread|private|wprivate|wsingle|rmw|rmwspread|rmwhalf|rmwlock|rmwfence|"
+        "rmwplain|rmwcgfence|rfence|rfenceother|rfenceasync|rfenceweak|rfenceotherweak|rfenceotherasync|"
+        "wthenread|rthenread|retouch|stale|wbetween|rbetween|scatter|pair|heads|copies BYTES PASSES "
+        "[BLOCKS]\n");
     return 2;
   }
   const std::string mode_name = argv[1];
-  const int mode = mode_name == "single"        ? 0
-                   : mode_name == "shared"      ? 1
-                   : mode_name == "spread"      ? 2
-                   : mode_name == "private"     ? 3
-                   : mode_name == "wprivate"    ? 4
-                   : mode_name == "wsingle"     ? 5
-                   : mode_name == "rmw"         ? 6
-                   : mode_name == "rmwspread"   ? 7
-                   : mode_name == "wthenread"   ? 8
-                   : mode_name == "rthenread"   ? 9
-                   : mode_name == "retouch"     ? 10
-                   : mode_name == "stale"       ? 11
-                   : mode_name == "wbetween"    ? 12
-                   : mode_name == "rbetween"    ? 13
-                   : mode_name == "rmwhalf"     ? 14
-                   : mode_name == "rmwlock"     ? 15
-                   : mode_name == "rmwfence"    ? 16
-                   : mode_name == "rmwplain"    ? 17
-                   : mode_name == "rmwcgfence"  ? 18
-                   : mode_name == "rfence"      ? 19
-                   : mode_name == "rfenceother" ? 20
-                   : mode_name == "rfenceasync" ? 21
-                                                : -1;
+  const int mode = mode_name == "single"             ? 0
+                   : mode_name == "shared"           ? 1
+                   : mode_name == "spread"           ? 2
+                   : mode_name == "private"          ? 3
+                   : mode_name == "wprivate"         ? 4
+                   : mode_name == "wsingle"          ? 5
+                   : mode_name == "rmw"              ? 6
+                   : mode_name == "rmwspread"        ? 7
+                   : mode_name == "wthenread"        ? 8
+                   : mode_name == "rthenread"        ? 9
+                   : mode_name == "retouch"          ? 10
+                   : mode_name == "stale"            ? 11
+                   : mode_name == "wbetween"         ? 12
+                   : mode_name == "rbetween"         ? 13
+                   : mode_name == "rmwhalf"          ? 14
+                   : mode_name == "rmwlock"          ? 15
+                   : mode_name == "rmwfence"         ? 16
+                   : mode_name == "rmwplain"         ? 17
+                   : mode_name == "rmwcgfence"       ? 18
+                   : mode_name == "rfence"           ? 19
+                   : mode_name == "rfenceother"      ? 20
+                   : mode_name == "rfenceasync"      ? 21
+                   : mode_name == "rfenceweak"       ? 22
+                   : mode_name == "rfenceotherweak"  ? 23
+                   : mode_name == "rfenceotherasync" ? 24
+                                                     : -1;
   const size_t bytes = std::strtoull(argv[2], nullptr, 10);
   const int passes = std::atoi(argv[3]);
   cudaDeviceProp prop;
@@ -534,9 +562,9 @@ int main(int argc, char** argv) {
   if (mode_name == "pair") return run_pair(bytes, passes, argc > 4 ? std::atoi(argv[4]) : 0, prop);
   int blocks = argc > 4 ? std::atoi(argv[4]) : prop.multiProcessorCount;
   if (mode == 0 || mode == 5 || mode == 10 ||
-      (((mode >= 11 && mode <= 13) || mode == 19 || mode == 21) && argc <= 4))
+      (((mode >= 11 && mode <= 13) || mode == 19 || mode == 21 || mode == 22) && argc <= 4))
     blocks = 1;
-  if (mode == 20 && argc <= 4) blocks = 8;
+  if ((mode == 20 || mode == 23 || mode == 24) && argc <= 4) blocks = 8;
   const bool slices_per_block = mode == 3 || mode == 4 || mode == 6 || mode == 8 || mode == 9;
   const size_t least_chunks = static_cast<size_t>(blocks) * (mode == 8 || mode == 9 ? 4
                                                              : slices_per_block     ? 1
@@ -586,11 +614,14 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&sink, static_cast<size_t>(blocks) * kThreads * sizeof(unsigned)));
   CHECK(cudaMemset(allocation, 0x5a, offset + buffer_chunks * kChunk));
   int* locks = nullptr;  // rmwlock: a word per chunk of the written halves, 128 bytes apart; rfenceother: 1
-  if (mode == 15 || mode == 20) {
+  if (mode == 15 || mode == 20 || mode == 23 || mode == 24) {
     const size_t lock_bytes = mode == 15 ? chunks / 2 * 128 : 128;
     CHECK(cudaMalloc(&locks, lock_bytes));
     CHECK(cudaMemset(locks, 0, lock_bytes));
   }
+  const char* fence_every_text = std::getenv("FENCE_EVERY");
+  const int fence_interval = fence_every_text ? std::max(1, std::atoi(fence_every_text)) : 1;
+  CHECK(cudaMemcpyToSymbol(fence_every, &fence_interval, sizeof fence_interval));
   CHECK(cudaDeviceSynchronize());
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
@@ -606,9 +637,11 @@ int main(int argc, char** argv) {
   const std::string reported =  // stale, wbetween, rbetween: the hot part's bytes and passes in the name
       hot_part ? mode_name + ":" + std::to_string(hot_chunks * kChunk) + ":" + std::to_string(hot_passes)
                : mode_name;
-  std::printf("RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu groups=%d\n",
-              reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount,
-              prop.l2CacheSize, offset, groups);
+  std::printf(
+      "RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu groups=%d "
+      "fence_every=%d\n",
+      reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize,
+      offset, groups, fence_interval);
   if (times_path) {
     std::vector<unsigned long long> host(time_words);
     CHECK(cudaMemcpy(host.data(), times, time_words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));

@@ -26,8 +26,9 @@
 #   SET=fences bash validation/run_l2_probe.sh (one SM reads a buffer with a fence after every chunk, or
 #                                             while 7 other SMs fence: whether fences drop the copies one
 #                                             L2 partition keeps of the other's lines)
-#   SET=fenceasync bash validation/run_l2_probe.sh (rfence with cp.async loads into shared memory, as the
-#                                             memory-efficient backward loads its tiles, beside LDG)
+#   SET=fenceasync bash validation/run_l2_probe.sh (fenced reads through ld.global.cg, cp.async (the
+#                                             memory-efficient backward's tile loads) and weak ld.global:
+#                                             which loads a fence makes check their copies)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -81,6 +82,7 @@ HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sector
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
 [ "$SET" = rmwhalf ] || [ "$SET" = rmwlock ] || [ "$SET" = rmwfence ] && HEADER="$HEADER,groups"
 [ "$SET" = rmwknee ] && HEADER="$HEADER,offset_bytes,groups"
+[ "$SET" = fenceasync ] && HEADER="$HEADER,fence_every"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -110,6 +112,8 @@ if os.environ.get("SET") == "rmwknee":
     line += [fields.get("offset", "0")]
 if os.environ.get("SET") in ("rmwhalf", "rmwknee", "rmwlock", "rmwfence"):
     line += [fields.get("groups", "1")]
+if os.environ.get("SET") == "fenceasync":
+    line += [fields.get("fence_every", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
 EOF
@@ -172,8 +176,18 @@ elif [ "$SET" = fences ]; then
   for s in 8 16 24 32; do run single $((s * MB)) 3; run rfence $((s * MB)) 3; run rfenceother $((s * MB)) 3; done
   for s in 16 32; do run shared $((s * MB)) 1; run rfence $((s * MB)) 1 132; done
 elif [ "$SET" = fenceasync ]; then
-  # The fenced reads as LDG and as cp.async (the memory-efficient backward's tile loads), beside no fence.
-  for s in 8 16; do run single $((s * MB)) 3; run rfence $((s * MB)) 3; run rfenceasync $((s * MB)) 3; done
+  # The fenced reads as ld.global.cg (LDG), as cp.async (the memory-efficient backward's tile loads) and as
+  # weak ld.global, beside no fence; the same loads while 7 other SMs fence; fewer fences (one every 4, 16
+  # or 64 chunks of 16 KiB); 132 SMs reading in step with fences. And the load instructions they compiled to.
+  cuobjdump -sass "$WORK/l2_probe" | grep -oE "(LDG|LDGSTS|LD|STG|MEMBAR|CCTL)(\.[A-Z0-9_]+)*" | sort | uniq -c \
+    > "$OUT/${G}_l2_probe_fenceasync_sass.txt"
+  for s in 8 16; do
+    for m in single rfence rfenceasync rfenceweak rfenceother rfenceotherasync rfenceotherweak; do
+      run $m $((s * MB)) 3
+    done
+  done
+  for f in 4 16 64; do for m in rfence rfenceasync rfenceweak; do FENCE_EVERY=$f run $m $((16 * MB)) 3; done; done
+  for m in shared rfence rfenceasync rfenceweak; do run $m $((16 * MB)) 1 132; done
 elif [ "$SET" = rmwfence ]; then
   for g in 1 12; do for s in 16 28 32 40; do for m in rmwhalf rmwplain rmwfence rmwcgfence; do
     GROUP_COUNT=$g run $m $((s * MB)) 1

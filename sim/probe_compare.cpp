@@ -75,6 +75,8 @@ MeasuredProbe read_row(const CsvRow& row) {
     m.offset_bytes = static_cast<uint64_t>(*offset);
   if (row.has("sms") && !row.text("sms").empty()) m.sms = row.size("sms");
   if (row.has("groups") && !row.text("groups").empty()) m.shape.groups = row.size("groups");
+  if (row.has("fence_every") && !row.text("fence_every").empty())
+    m.shape.fence_every = row.size("fence_every");
   if (traces::rewrites_halves(m.shape.mode) && m.shape.blocks % m.shape.groups != 0)
     row.fail(fmt::format("column groups: {} groups do not divide the row's {} blocks", m.shape.groups,
                          m.shape.blocks));
@@ -89,8 +91,9 @@ std::string ratio_cell(double predicted, std::optional<double> measured, double 
 
 std::string shape_text(const traces::ProbeShape& s) {
   const std::string groups = traces::rewrites_halves(s.mode) ? fmt::format(" {}g", s.groups) : "";
-  return fmt::format("{} {:g} MiB x{} {}b{}", traces::probe_mode_name(s.mode),
-                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups);
+  const std::string fences = s.fence_every > 1 ? fmt::format(" f{}", s.fence_every) : "";
+  return fmt::format("{} {:g} MiB x{} {}b{}{}", traces::probe_mode_name(s.mode),
+                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups, fences);
 }
 
 }  // namespace
@@ -145,12 +148,12 @@ std::vector<ProbeComparison> compare_probes(Machine& machine, const std::vector<
 void print_probe_comparison(std::ostream& out, const std::string& path,
                             const std::vector<ProbeComparison>& rows) {
   out << "measured: " << path << " (whole chip; each column predicted, measured, predicted / measured)\n";
-  out << fmt::format("{:<26} {:>28} {:>28} {:>28} {:>28} {:>28}\n", "probe", "DRAM read MB",
+  out << fmt::format("{:<34} {:>28} {:>28} {:>28} {:>28} {:>28}\n", "probe", "DRAM read MB",
                      "DRAM written MB", "L2 fabric M sectors", "L2 lookup miss M sectors", "time us");
   for (const ProbeComparison& r : rows) {
     const MeasuredProbe& m = r.measured;
     out << fmt::format(
-        "{:<26} {} {} {} {} {}\n", shape_text(m.shape), ratio_cell(r.dram_read, m.dram_read, 1e6),
+        "{:<34} {} {} {} {} {}\n", shape_text(m.shape), ratio_cell(r.dram_read, m.dram_read, 1e6),
         ratio_cell(r.dram_written, m.dram_written, 1e6), ratio_cell(r.fabric, m.fabric, 1e6),
         ratio_cell(r.lookup_misses, m.lookup_misses, 1e6), ratio_cell(r.time_ns, m.time_ns, 1e3));
   }

@@ -34,6 +34,14 @@ std::string_view probe_mode_name(ProbeMode mode) {
       return "rfence";
     case ProbeMode::ReadFenceOther:
       return "rfenceother";
+    case ProbeMode::ReadFenceAsync:
+      return "rfenceasync";
+    case ProbeMode::ReadFenceWeak:
+      return "rfenceweak";
+    case ProbeMode::ReadFenceOtherAsync:
+      return "rfenceotherasync";
+    case ProbeMode::ReadFenceOtherWeak:
+      return "rfenceotherweak";
     case ProbeMode::Spread:
       return "spread";
     case ProbeMode::Private:
@@ -307,6 +315,16 @@ bool rewrites(ProbeMode mode) {
 
 }  // namespace
 
+bool reader_fences(ProbeMode mode) {
+  return mode == ProbeMode::ReadFence || mode == ProbeMode::ReadFenceAsync ||
+         mode == ProbeMode::ReadFenceWeak;
+}
+
+bool others_fence(ProbeMode mode) {
+  return mode == ProbeMode::ReadFenceOther || mode == ProbeMode::ReadFenceOtherAsync ||
+         mode == ProbeMode::ReadFenceOtherWeak;
+}
+
 bool rewrites_halves(ProbeMode mode) {
   return mode == ProbeMode::RmwHalf || mode == ProbeMode::RmwLock || mode == ProbeMode::RmwFence;
 }
@@ -326,6 +344,7 @@ isa::Program l2_probe(const ProbeShape& s) {
   const int64_t blocks = one_block ? 1 : s.blocks;
   if (chunks < 1) throw std::invalid_argument("l2 probe: bytes must be at least one 16 KiB chunk");
   check_counts(s.passes, blocks);
+  if (s.fence_every < 1) throw std::invalid_argument("l2 probe: fence_every must be at least 1");
   if (private_slices && chunks < blocks)
     throw std::invalid_argument("l2 probe: private mode needs at least one 16 KiB chunk per block");
   Builder b("<l2-probe>");
@@ -339,7 +358,7 @@ isa::Program l2_probe(const ProbeShape& s) {
     if (s.mode == ProbeMode::Spread) start = block * chunks / blocks;
     for (int64_t pass = 0; pass < s.passes; ++pass)
       for (int64_t i = 0; i < count; ++i) {
-        if (s.mode == ProbeMode::ReadFenceOther && block > 0) {
+        if (others_fence(s.mode) && block > 0) {
           b.emit(Opcode::Fence, {});
           continue;
         }
@@ -349,7 +368,7 @@ isa::Program l2_probe(const ProbeShape& s) {
           b.emit(Opcode::Store, {b.buf(buffer), slice});
         else
           b.emit(Opcode::Load, {slice, b.buf(buffer)});
-        if (s.mode == ProbeMode::ReadFence) b.emit(Opcode::Fence, {});
+        if (reader_fences(s.mode) && (i + 1) % s.fence_every == 0) b.emit(Opcode::Fence, {});
       }
   }
   return b.take();

@@ -15,18 +15,27 @@ namespace attnsim::traces {
 enum class ProbeMode {
   Single,          // one block reads the whole tensor `passes` times
   Shared,          // `blocks` blocks each read the whole tensor `passes` times from its start
-  ReadFence,       // as Shared, a FENCE after each 16 KiB chunk (validation/l2_probe.cu's rfence)
+  ReadFence,       // as Shared, a FENCE after every `fence_every` 16 KiB chunks (validation/l2_probe.cu's
+                   // rfence, FENCE_EVERY)
   ReadFenceOther,  // block 0 reads the tensor `passes` times; blocks 1 .. blocks - 1 each issue as many
                    // FENCEs as it reads chunks (the GPU's rfenceother: fences in a loop until it is done)
-  Spread,          // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
-  Private,         // block b reads its own 1 / blocks of the tensor `passes` times
-  WritePrivate,    // block b stores its own 1 / blocks of the tensor `passes` times
-  WriteSingle,     // one block stores the whole tensor `passes` times
-  Rmw,             // block b loads, adds to and stores back its own 1 / blocks of the tensor `passes` times
-  RmwSpread,       // every block loads and stores back the whole tensor `passes` times, from Spread's offset
-  RmwHalf,         // `groups` groups of consecutive blocks, each with its own part of the tensor: per step a
-            // block loads a chunk of its part's first half, then loads and stores back the chunk at the
-            // same place in the second half, `passes` times, block r of a group from r / (its blocks)
+  // The GPU's rfence and rfenceother with loads through cp.async (the memory-efficient backward's tile
+  // loads) or weak ld.global where theirs are ld.global.cg: the model's LOAD is one kind, so these run as
+  // ReadFence and ReadFenceOther (on an H200 the three kinds' counters are equal, validation/data/
+  // h200_l2_probe_fenceasync.csv)
+  ReadFenceAsync,
+  ReadFenceWeak,
+  ReadFenceOtherAsync,
+  ReadFenceOtherWeak,
+  Spread,         // as Shared, block b starting at chunk b * chunks / blocks and wrapping around
+  Private,        // block b reads its own 1 / blocks of the tensor `passes` times
+  WritePrivate,   // block b stores its own 1 / blocks of the tensor `passes` times
+  WriteSingle,    // one block stores the whole tensor `passes` times
+  Rmw,            // block b loads, adds to and stores back its own 1 / blocks of the tensor `passes` times
+  RmwSpread,      // every block loads and stores back the whole tensor `passes` times, from Spread's offset
+  RmwHalf,        // `groups` groups of consecutive blocks, each with its own part of the tensor: per step a
+                  // block loads a chunk of its part's first half, then loads and stores back the chunk at the
+                  // same place in the second half, `passes` times, block r of a group from r / (its blocks)
   RmwLock,        // as RmwHalf, each rewrite under a lock per chunk (LOCK, FENCE, load, store, FENCE,
                   // UNLOCK), the tensor `coherent`: the memory-efficient backward's AtomicLock on its dQ tile
   RmwFence,       // as RmwLock without the lock: the fences and the coherent loads alone
@@ -65,6 +74,7 @@ struct ProbeShape {
   uint64_t hot_bytes = 12ull << 20;    // Stale, WriteBetween, ReadBetween: whole 16 KiB chunks
   int64_t hot_passes = 8;              // Stale, WriteBetween, ReadBetween
   int64_t groups = 1;                  // RmwHalf, RmwLock, RmwFence: divides `blocks`
+  int64_t fence_every = 1;             // ReadFence: chunks a block reads between two FENCEs
 };
 
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
@@ -81,11 +91,16 @@ uint64_t scattered_line(uint64_t i);
 
 std::optional<ProbeMode> find_probe_mode(
     std::string_view name);  // single, shared, spread, private, wprivate, wsingle, rmw, rmwspread,
-                             // rmwhalf, rmwlock, rmwfence, rfence, rfenceother,
+                             // rmwhalf, rmwlock, rmwfence, rfence, rfenceother, rfenceasync,
+                             // rfenceweak, rfenceotherasync, rfenceotherweak,
                              // wthenread, rthenread, scatter, retouch,
                              // heads, copies, stale, wbetween, rbetween
 std::string_view probe_mode_name(ProbeMode mode);
 // RmwHalf, RmwLock and RmwFence: the modes whose blocks form `groups`.
 bool rewrites_halves(ProbeMode mode);
+// ReadFence and its twins: one reader FENCEs after every `fence_every` chunks.
+bool reader_fences(ProbeMode mode);
+// ReadFenceOther and its twins: block 0 reads, the other blocks FENCE.
+bool others_fence(ProbeMode mode);
 
 }  // namespace attnsim::traces

@@ -825,7 +825,9 @@ int cmd_probe(const std::vector<std::string>& args) {
   desc.add_options()("config,c", po::value(&config_path)->required(), "whole-chip YAML (configs/h100.yaml)")(
       "mode", po::value(&mode)->default_value("shared"),
       "single (one block), shared (every block reads the buffer from its start), rfence (as shared, a "
-      "fence after every 16 KiB chunk), rfenceother (block 0 reads, the others fence as often), spread "
+      "fence after every --fence-every 16 KiB chunks), rfenceother (block 0 reads, the others fence as "
+      "often), rfenceasync, rfenceweak, rfenceotherasync, rfenceotherweak (the GPU's loads through cp.async "
+      "or weak ld.global; the model's loads are one kind: as rfence and rfenceother), spread "
       "(block b starts at "
       "b/blocks of it), private (block b reads its own 1/blocks), wprivate (block b stores its own "
       "1/blocks), "
@@ -853,8 +855,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "copies", po::value(&shape.copies)->default_value(17), "copies mode: blocks read")(
       "groups", po::value(&shape.groups)->default_value(1),
       "rmwhalf, rmwlock, rmwfence: groups of consecutive blocks, each with its own part of the buffer "
-      "(divides --blocks)")("stride-mib", po::value(&stride_mib)->default_value(2),
-                            "copies mode: distance between blocks in MiB")(
+      "(divides --blocks)")("fence-every", po::value(&shape.fence_every)->default_value(1),
+                            "rfence: 16 KiB chunks a block reads between two fences")(
+      "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
       "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
       "hot-passes", po::value(&shape.hot_passes)->default_value(8),
       "stale, wbetween, rbetween: times the hot part is read first")(
@@ -883,7 +886,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   auto parsed =
       parse("probe", desc, pos, args,
             "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-            "[--copies 17] [--stride-mib 2] [--groups 1] [--hot-mib 12] [--hot-passes 8] [--bracket-mib 0] "
+            "[--copies 17] [--stride-mib 2] [--groups 1] [--fence-every 1] [--hot-mib 12] [--hot-passes 8] "
+            "[--bracket-mib 0] "
             "[--measured FILE] [-p key=value]");
   if (parsed.help) return 0;
   if (!measured_path.empty()) {
@@ -895,7 +899,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   if (!found)
     throw InputError(
         "attnsim probe", {},
-        "--mode must be single, shared, rfence, rfenceother, spread, private, wprivate, wsingle, rmw, "
+        "--mode must be single, shared, rfence, rfenceother, rfenceasync, rfenceweak, rfenceotherasync, "
+        "rfenceotherweak, spread, private, wprivate, wsingle, rmw, "
         "rmwspread, rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads, "
         "copies, stale, wbetween or rbetween");
   const auto bytes_of = [](double value, const std::string& option) {

@@ -203,7 +203,8 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   const std::string h100 = std::string(ATTNSIM_SOURCE_DIR) + "/configs/h100.yaml";
   expect_input_error(
       run({"probe", "-c", h100, "--mode", "sharde"}), "attnsim probe: error: ",
-      {"--mode must be single, shared, rfence, rfenceother, spread, private, wprivate, wsingle, rmw, "
+      {"--mode must be single, shared, rfence, rfenceother, rfenceasync, rfenceweak, rfenceotherasync, "
+       "rfenceotherweak, spread, private, wprivate, wsingle, rmw, "
        "rmwspread, rmwhalf, rmwlock, rmwfence, wthenread, rthenread, scatter, retouch, heads, "
        "copies, stale, wbetween or rbetween"});
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});

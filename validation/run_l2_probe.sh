@@ -29,6 +29,8 @@
 #   SET=fenceasync bash validation/run_l2_probe.sh (fenced reads through ld.global.cg, cp.async (the
 #                                             memory-efficient backward's tile loads) and weak ld.global:
 #                                             which loads a fence makes check their copies)
+#   SET=fencerate bash validation/run_l2_probe.sh (rfence with a fence every 1 to 64 chunks, 2 to 132 SMs;
+#                                             rfenceother beside 1 to 32 fencing SMs)
 #   SET=dirty3 bash validation/run_l2_probe.sh (wthenread/rthenread at 40 and 48 MiB from 2, 8, 33, 66 SMs)
 #   SET=pair bash validation/run_l2_probe.sh (SM 128 beside each other SM: which partition each is attached to)
 #   SET=pairs bash validation/run_l2_probe.sh (the same for the pairs PAIRS="A,B ..." names)
@@ -82,7 +84,7 @@ HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sector
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
 [ "$SET" = rmwhalf ] || [ "$SET" = rmwlock ] || [ "$SET" = rmwfence ] && HEADER="$HEADER,groups"
 [ "$SET" = rmwknee ] && HEADER="$HEADER,offset_bytes,groups"
-[ "$SET" = fenceasync ] && HEADER="$HEADER,fence_every"
+[ "$SET" = fenceasync ] || [ "$SET" = fencerate ] && HEADER="$HEADER,fence_every"
 echo "$HEADER" > "$CSV"
 MB=$((1 << 20))
 run() {  # mode bytes passes [blocks]
@@ -112,7 +114,7 @@ if os.environ.get("SET") == "rmwknee":
     line += [fields.get("offset", "0")]
 if os.environ.get("SET") in ("rmwhalf", "rmwknee", "rmwlock", "rmwfence"):
     line += [fields.get("groups", "1")]
-if os.environ.get("SET") == "fenceasync":
+if os.environ.get("SET") in ("fenceasync", "fencerate"):
     line += [fields.get("fence_every", "1")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
@@ -188,6 +190,12 @@ elif [ "$SET" = fenceasync ]; then
   done
   for f in 4 16 64; do for m in rfence rfenceasync rfenceweak; do FENCE_EVERY=$f run $m $((16 * MB)) 3; done; done
   for m in shared rfence rfenceasync rfenceweak; do run $m $((16 * MB)) 1 132; done
+elif [ "$SET" = fencerate ]; then
+  # How a fence's checks scale: one SM with a fence every 1 to 64 chunks; 2 to 132 SMs in step with a fence
+  # every chunk; one reader beside 1 to 32 fencing SMs.
+  for f in 1 2 4 8 16 64; do FENCE_EVERY=$f run rfence $((16 * MB)) 3; done
+  for blocks in 2 8 33 132; do run shared $((16 * MB)) 1 "$blocks"; run rfence $((16 * MB)) 1 "$blocks"; done
+  for s in 8 16; do for blocks in 2 8 33; do run rfenceother $((s * MB)) 3 "$blocks"; done; done
 elif [ "$SET" = rmwfence ]; then
   for g in 1 12; do for s in 16 28 32 40; do for m in rmwhalf rmwplain rmwfence rmwcgfence; do
     GROUP_COUNT=$g run $m $((s * MB)) 1

@@ -71,6 +71,19 @@ uint64_t first_line_homed_in(L2Cache& l2, int partition) {
   return line;
 }
 
+// The first line after `line` homed in the same partition.
+uint64_t next_line_homed_with(L2Cache& l2, uint64_t line) {
+  const int partition = l2.partition_of(line * kLine);
+  do ++line;
+  while (l2.partition_of(line * kLine) != partition);
+  return line;
+}
+
+// A read of the whole of `line` by `core`.
+void read_line(Rig& rig, uint64_t line, int core) {
+  rig.l2.access(MemAccess{0, line * kLine, 1, kLine, kLine, false, core}, 0);
+}
+
 TEST(L2, SecondReadHitsAndReachesDramOnce) {
   Rig rig(tiny(4, 16));
   rig.l2.access(range(0, 4096), 0);
@@ -500,11 +513,8 @@ TEST(L2, AFenceMakesACopyBeCheckedAtHome) {
     p.fence_revalidates = rule;
     Rig rig(p);
     const uint64_t line = first_line_homed_in(rig.l2, 1);
-    uint64_t other = line + 1;
-    while (rig.l2.partition_of(other * kLine) != 1) ++other;
-    auto read = [&](uint64_t l, int core) {
-      rig.l2.access(MemAccess{0, l * kLine, 1, kLine, kLine, false, core}, 0);
-    };
+    const uint64_t other = next_line_homed_with(rig.l2, line);
+    auto read = [&](uint64_t l, int core) { read_line(rig, l, core); };
     read(line, 0);
     read(other, 1);  // evicts `line` at home; core 0's copy stays
     EXPECT_EQ(rig.dram.read, 2u * kLine);
@@ -533,12 +543,8 @@ TEST(L2, EachFenceLetsAFixedNumberOfSectorsBeChecked) {
   p.fence_revalidates = L2Cache::Params::FenceRevalidates::Budget;
   p.fence_check_sectors = 6;
   Rig rig(p);
-  const uint64_t a = first_line_homed_in(rig.l2, 1);
-  uint64_t b = a + 1;
-  while (rig.l2.partition_of(b * kLine) != 1) ++b;
-  auto read = [&](uint64_t l, int core) {
-    rig.l2.access(MemAccess{0, l * kLine, 1, kLine, kLine, false, core}, 0);
-  };
+  const uint64_t a = first_line_homed_in(rig.l2, 1), b = next_line_homed_with(rig.l2, a);
+  auto read = [&](uint64_t l, int core) { read_line(rig, l, core); };
   read(a, 0), read(b, 0);  // the copies: 8 sectors across the fabric
   read(a, 0), read(b, 0);  // no fence yet: the copies serve
   EXPECT_EQ(rig.l2.fabric_read_sectors, 8u);

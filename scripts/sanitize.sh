@@ -33,6 +33,7 @@ heavy+='|Validation\.TensorCoreFlash2(KeyOrder|KeyOrderAtTwoBlocksPerSm|TwoBlock
 heavy+='|L2Probe\.RewrittenBuffer(CrossesAsIfCopiesWereKept|CrossesLessThanIfTheHomeSideDroppedCopies|OnTheMeasuredPartitions.*)'
 heavy+='|L2Probe\.HalfReadHalfRewrittenReadsItsFootprintWhileItFits'  # 13 whole-chip probe runs: 26 s in Release
 heavy+='|L2Probe\.AFenceByAnySmMakesEveryCopyBeCheckedAtHome'  # 8 whole-chip probe runs: 13 s in Release
+heavy+='|L2Probe\.ABudgetOfChecksAFenceMeetsOneAndManyFencedReaders'  # 6 whole-chip probe runs (two of 132 SMs): 10 s in Release
 heavy+='|H200/MemEfficientSms\..*'
 heavy+='|HtmlPage\.LargeRunShowsTheFirstTenThousandAndSaysSo|Sweep\.InterruptedSweepResumes'
 heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*'

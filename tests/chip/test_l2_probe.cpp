@@ -639,6 +639,32 @@ TEST(L2Probe, WithoutChecksAFencedReaderCrossesLessThanHalfAsOften) {
   EXPECT_EQ(compared, 2);
 }
 
+// A budget of checks a fence (l2.fence_revalidates: budget, fence_check_sectors as configs/h100.yaml sets
+// it from these rows): the one-SM fenced reader three times over 8 and 16 MiB and 132 SMs reading 16 and
+// 32 MiB in step, each fencing after every chunk (h100_l2_probe_fences.csv). One budget meets both (fabric
+// 0.9-1.1 and 0.95-1.15 of the measured); `all`, which checks every copy after every fence, crosses half
+// again as often as the GPU on the in-step rows.
+TEST(L2Probe, ABudgetOfChecksAFenceMeetsOneAndManyFencedReaders) {
+  Machine budget(load_config(kSource + "configs/h100.yaml", {"l2.fence_revalidates=budget"}));
+  Machine every_copy(
+      load_config(kSource + "configs/h100.yaml", {"l2.fence_revalidates=all", "l2.acquire_refetches=false"}));
+  int compared = 0;
+  for (const ProbeRow& r : measured_rows("h100_l2_probe_fences.csv")) {
+    if (r.shape.mode != traces::ProbeMode::ReadFence || r.shape.bytes > (32u << 20)) continue;
+    const bool in_step = r.shape.blocks == 132;
+    if (!in_step && r.shape.bytes > (16u << 20)) continue;
+    const double fabric = static_cast<double>(simulate(budget, r.shape).l2_fabric_sectors) / r.fabric;
+    EXPECT_GT(fabric, in_step ? 0.95 : 0.9) << fenced_row_name(r);
+    EXPECT_LT(fabric, in_step ? 1.15 : 1.1) << fenced_row_name(r);
+    if (in_step) {
+      EXPECT_GT(static_cast<double>(simulate(every_copy, r.shape).l2_fabric_sectors) / r.fabric, 1.4)
+          << fenced_row_name(r);
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 4);
+}
+
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
 // 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
 std::set<int> sms_sharing_128(const std::string& file) {

@@ -44,7 +44,7 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
     }
   }
   if (l2) s.l2_lookup_read_miss_sectors = l2->lookup_read_miss_sectors;
-  if (l2) s.l2_fabric_sectors = l2->fabric_read_sectors + l2->fabric_write_sectors;
+  if (l2) s.l2_fabric_sectors = l2->fabric_read_sectors + l2->fabric_write_sectors + l2->fence_fabric_sectors;
   if (l2) s.l2_home_lookup_miss_sectors = l2->home_lookup_miss_sectors;
   s.min_blocks_per_core = UINT64_MAX;
   for (auto& core : chip.cores()) {

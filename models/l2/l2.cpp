@@ -148,6 +148,9 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&revalidated_copies, "revalidated_copies", "lines",
              "copies checked at home after a fence before they served a read (fence_revalidates): their "
              "sectors crossed the fabric again");
+  stats_.add(&fence_fabric_sectors, "fence_fabric_sectors", "sectors",
+             "sectors GPU-scope fences sent between the partitions (fence_fabric_sectors a fence), counted "
+             "with the fabric sectors; no data");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -161,17 +164,16 @@ void L2Cache::reset(const std::vector<std::string>& names) {
     v->assign(names.size(), 0);
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
       home_lookup_miss_sectors = eager_writebacks = second_chances = invalidated_copies =
-          updated_copy_sectors = demoted_copies = refetched_stale_copies = revalidated_copies = 0;
+          updated_copy_sectors = demoted_copies = refetched_stale_copies = revalidated_copies =
+              fence_fabric_sectors = 0;
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
   const bool checks =
-      params_.far_data == FarData::Copy && (params_.fence_revalidates == Params::FenceRevalidates::Own ||
-                                            params_.fence_revalidates == Params::FenceRevalidates::All);
+      params_.far_data == FarData::Copy && params_.fence_revalidates != Params::FenceRevalidates::None;
   checked_.assign(checks ? lines_.size() : 0, 0);
   core_fence_.clear();
   any_fence_ = 0;
-  check_budget_ = 0;
   records_.clear();
   record_keys_.clear();
   free_records_.clear();
@@ -601,7 +603,7 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
   const uint64_t slot = static_cast<uint64_t>(&l - lines_.data());
   // A copy's missing sectors come across the fabric from home; all of them when it must be checked there.
   uint8_t crossing = missing;
-  if (present && serving != home && must_revalidate(slot, miss_.core, sectors(mask))) {
+  if (present && serving != home && !checked_.empty() && must_revalidate(slot, miss_.core)) {
     crossing = mask;
     ++revalidated_copies;
   }
@@ -628,27 +630,18 @@ uint8_t L2Cache::read_line(int near, uint64_t line_index, uint8_t mask, int tens
 }
 
 void L2Cache::fence(int core) {
-  if (params_.fence_revalidates == Params::FenceRevalidates::Budget) {
-    check_budget_ += params_.fence_check_sectors;
-    return;
-  }
+  fence_fabric_sectors += params_.fence_fabric_sectors;
   if (checked_.empty()) return;
   if (static_cast<size_t>(core) >= core_fence_.size()) core_fence_.resize(static_cast<size_t>(core) + 1, 0);
   core_fence_[static_cast<size_t>(core)] = any_fence_ = clock_;
 }
 
 // A copy filled or checked at the clock of a fence or before it was there before the fence.
-bool L2Cache::must_revalidate(uint64_t slot, int core, uint64_t sectors) {
-  if (params_.fence_revalidates == Params::FenceRevalidates::Budget) {
-    if (check_budget_ == 0) return false;
-    check_budget_ -= std::min(check_budget_, sectors);
-    return true;
-  }
-  return !checked_.empty() && checked_[slot] <= fence_clock(core);
+bool L2Cache::must_revalidate(uint64_t slot, int core) const {
+  return checked_[slot] <= fence_clock(core);
 }
 
 bool L2Cache::revalidating(int core) const {
-  if (params_.fence_revalidates == Params::FenceRevalidates::Budget) return check_budget_ > 0;
   return !checked_.empty() && fence_clock(core) > 0;
 }
 
@@ -1185,20 +1178,19 @@ void register_l2_models() {
             "stored sectors in the writer's partition, taking room there as a read's copy does; false: only "
             "the home partition takes it");
         const std::string revalidates =
-            p.choice("fence_revalidates", "none", {"none", "own", "all", "budget"},
+            p.choice("fence_revalidates", "none", {"none", "own", "all"},
                      "far_data: copy: which copies a read may use after a GPU-scope fence (MEMBAR.SC.GPU): "
                      "none (fences change nothing), own (those filled or checked at home since the reader's "
-                     "own last fence), all (since any core's last fence), budget (each fence lets the next "
-                     "fence_check_sectors sectors read from copies be checked); another is checked at home, "
-                     "its sectors crossing the fabric again and those its home lost coming from DRAM");
-        r.fence_revalidates = revalidates == "own"      ? L2Cache::Params::FenceRevalidates::Own
-                              : revalidates == "all"    ? L2Cache::Params::FenceRevalidates::All
-                              : revalidates == "budget" ? L2Cache::Params::FenceRevalidates::Budget
-                                                        : L2Cache::Params::FenceRevalidates::None;
-        r.fence_check_sectors = static_cast<uint64_t>(p.get<int64_t>(
-            "fence_check_sectors", static_cast<int64_t>(d.fence_check_sectors), "sectors",
-            "fence_revalidates: budget: sectors read from copies that each fence lets be checked at home", 0,
-            int64_t{1} << 30));
+                     "own last fence), all (since any core's last fence); another is checked at home, its "
+                     "sectors crossing the fabric again and those its home lost coming from DRAM");
+        r.fence_revalidates = revalidates == "own"   ? L2Cache::Params::FenceRevalidates::Own
+                              : revalidates == "all" ? L2Cache::Params::FenceRevalidates::All
+                                                     : L2Cache::Params::FenceRevalidates::None;
+        r.fence_fabric_sectors = static_cast<uint64_t>(p.get<int64_t>(
+            "fence_fabric_sectors", static_cast<int64_t>(d.fence_fabric_sectors), "sectors",
+            "sectors a GPU-scope fence sends between the partitions, whatever came before it: counted with "
+            "the fabric sectors, no data moved",
+            0, int64_t{1} << 20));
         r.core_partitions = p.get<std::string>(
             "core_partitions", d.core_partitions, "",
             "the partition each core is attached to, one digit per core in the order the block scheduler "

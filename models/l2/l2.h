@@ -108,12 +108,12 @@ class L2Cache : public Component, public MemoryLevel {
     // (none: fences change nothing), or only those filled or checked at home since the reader's own last
     // fence (own) or since any core's last fence (all). A copy that may not serve the read is checked at
     // home: its sectors cross the fabric again (a lookup hit in the near partition, not a miss), and those
-    // its home has lost come from DRAM. budget: each fence (any core's) lets the next
-    // fence_check_sectors sectors that reads take from copies be checked, whichever copies they are (the
-    // GPU's fences check a bounded number of copies each: docs/validation.md).
-    enum class FenceRevalidates : uint8_t { None, Own, All, Budget };
+    // its home has lost come from DRAM.
+    enum class FenceRevalidates : uint8_t { None, Own, All };
     FenceRevalidates fence_revalidates = FenceRevalidates::None;
-    uint64_t fence_check_sectors = 96;
+    // Sectors a GPU-scope fence (MEMBAR.SC.GPU) sends between the partitions, whatever was read or written
+    // before it: counted with the fabric sectors, no line moved (the H100: 160 a fence, measured).
+    uint64_t fence_fabric_sectors = 0;
     // far_data: copy. Where a line that a far core's miss brings into its home partition goes in that
     // partition's replacement order: recent (as any fill) or oldest (the next victim of its set unless
     // touched again: the requester keeps the copy it reads).
@@ -207,6 +207,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t demoted_copies = 0;          // copies made their set's oldest by stores (copies_on_store: demote)
   uint64_t refetched_stale_copies = 0;  // stale copies an acquiring load fetched again (acquire_refetches)
   uint64_t revalidated_copies = 0;      // copies checked at home after a fence (fence_revalidates)
+  uint64_t fence_fabric_sectors = 0;    // sectors fences sent between the partitions
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -292,9 +293,8 @@ class L2Cache : public Component, public MemoryLevel {
   // A read by a load under a lock (MemAccess::acquire) of [begin, end), line by line.
   void acquire_read_range(int near, int tensor, uint64_t begin, uint64_t end);
   bool tracks_stale_copies() const;
-  // fence_revalidates: whether the copy in `slot` must be checked at home before it serves `sectors` to
-  // core `core` (under budget, a check spends the budget).
-  bool must_revalidate(uint64_t slot, int core, uint64_t sectors);
+  // fence_revalidates: whether the copy in `slot` may serve core `core` without a check at home.
+  bool must_revalidate(uint64_t slot, int core) const;
   bool revalidating(int core) const;     // some copy may need a check for this core's reads
   uint64_t fence_clock(int core) const;  // the clock of the last fence that binds this core's reads
   void mark_copies_stale(int near, int home, uint64_t line_index);
@@ -383,7 +383,6 @@ class L2Cache : public Component, public MemoryLevel {
   std::vector<uint64_t> checked_;
   std::vector<uint64_t> core_fence_;
   uint64_t any_fence_ = 0;
-  uint64_t check_budget_ = 0;  // fence_revalidates: budget: sectors the fences so far still let be checked
 };
 
 void register_l2_models();  // YAML type "sectored"

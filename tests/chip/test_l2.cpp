@@ -533,32 +533,23 @@ TEST(L2, AFenceMakesACopyBeCheckedAtHome) {
   }
 }
 
-// fence_revalidates: budget. Core 0 (partition 0) holds copies of two lines homed in partition 1. Each
-// fence, by any core, lets the next fence_check_sectors sectors read from copies be checked at home: a
-// budget of 6 sectors checks the first whole-line read (4 sectors) and the next (the 2 left), then none;
-// two fences let more through. Reads that need no copy (the home side's) spend nothing.
-TEST(L2, EachFenceLetsAFixedNumberOfSectorsBeChecked) {
+// fence_fabric_sectors: a fence sends that many sectors between the partitions whatever came before it
+// and moves no line: core 0 (partition 0) holds a copy of a line homed in partition 1; two fences by either
+// core add 2 x 160 fabric sectors, and the copy still serves the next read.
+TEST(L2, AFenceCrossesTheFabricWithoutMovingALine) {
   L2Cache::Params p = tiny(4, 2, 2);
   p.far_data = L2Cache::FarData::Copy;
-  p.fence_revalidates = L2Cache::Params::FenceRevalidates::Budget;
-  p.fence_check_sectors = 6;
+  p.fence_fabric_sectors = 160;
   Rig rig(p);
   const uint64_t a = first_line_homed_in(rig.l2, 1), b = next_line_homed_with(rig.l2, a);
-  auto read = [&](uint64_t l, int core) { read_line(rig, l, core); };
-  read(a, 0), read(b, 0);  // the copies: 8 sectors across the fabric
-  read(a, 0), read(b, 0);  // no fence yet: the copies serve
+  read_line(rig, a, 0), read_line(rig, b, 0);  // the copies: 8 sectors across the fabric
   EXPECT_EQ(rig.l2.fabric_read_sectors, 8u);
-  rig.l2.fence(1);
-  read(a, 1);  // at home: no copy to check
-  read(a, 0), read(b, 0), read(a, 0);
-  EXPECT_EQ(rig.l2.revalidated_copies, 2u);
-  EXPECT_EQ(rig.l2.fabric_read_sectors, 16u);
   rig.l2.fence(0), rig.l2.fence(1);
-  for (int i = 0; i < 4; ++i) read(i % 2 ? b : a, 0);
-  EXPECT_EQ(rig.l2.revalidated_copies, 5u);  // 12 sectors: three reads of 4
-  EXPECT_EQ(rig.l2.fabric_read_sectors, 28u);
-  EXPECT_EQ(rig.l2.lookup_read_miss_sectors, 8u);  // checks are hits in the near partition
-  EXPECT_EQ(rig.dram.read, 2u * kLine);            // the home kept both lines
+  read_line(rig, a, 0), read_line(rig, b, 0);
+  EXPECT_EQ(rig.l2.fence_fabric_sectors, 320u);
+  EXPECT_EQ(rig.l2.fabric_read_sectors, 8u);  // the copies served
+  EXPECT_EQ(rig.l2.lookup_read_miss_sectors, 8u);
+  EXPECT_EQ(rig.dram.read, 2u * kLine);
 }
 
 // acquire_refetches (copies_on_store: keep): core 0 (partition 0) holds a copy of a line homed in partition

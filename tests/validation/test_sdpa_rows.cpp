@@ -166,13 +166,15 @@ TEST_P(SdpaRowOnTheWholeChip, SmToL2BytesWithinHalfAPercent) {
   // since the program takes each tile's lock (2026-11-30) the 1 x 16 x 4,096 x 64 rows' lookups 1.53-1.54,
   // and 1.61-1.62 since D's prologue runs in registers (2026-12-01; its blocks' steps now begin sooner
   // after their start, which moves the lock's turns; not looked into further). With the H100's paired
-  // regions (fifty-eighth session) the 1 x 8 x 32,768 causal row's fabric sectors come to 0.967.
+  // regions (fifty-eighth session) the 1 x 8 x 32,768 causal row's fabric sectors come to 0.967. Since the
+  // H100's fences count their own 160 fabric sectors each (l2.fence_fabric_sectors, sixty-fifth session):
+  // 0.97-1.07 at d = 128, 1.06-1.22 at d = 64 (0.61-0.97 without them).
   if (memory_efficient_backward(want) && row.measured.l2_lookup_miss_sectors > 0) {
     const L2Ratios ratios = l2_ratios(row);
     EXPECT_GT(ratios.lookups, 0.6);
     EXPECT_LT(ratios.lookups, 1.7);
-    EXPECT_GT(ratios.fabric, 0.5);
-    EXPECT_LT(ratios.fabric, 1.0);
+    EXPECT_GT(ratios.fabric, 0.9);
+    EXPECT_LT(ratios.fabric, 1.3);
   }
   std::printf("SM<-L2 %.4f, SM->L2 %.4f, DRAM read %.3f, time %.3f\n",
               row.predicted_read / row.measured.l1_read_bytes,

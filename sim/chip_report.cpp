@@ -46,6 +46,7 @@ ChipSummary summarize_chip(Chip& chip, const isa::Program& program, double clock
   if (l2) s.l2_lookup_read_miss_sectors = l2->lookup_read_miss_sectors;
   if (l2) s.l2_fabric_sectors = l2->fabric_read_sectors + l2->fabric_write_sectors + l2->fence_fabric_sectors;
   if (l2) s.l2_home_lookup_miss_sectors = l2->home_lookup_miss_sectors;
+  if (l2) s.l2_coalesced_read_sectors = l2->coalesced_read_sectors;
   s.min_blocks_per_core = UINT64_MAX;
   for (auto& core : chip.cores()) {
     s.min_blocks_per_core = std::min(s.min_blocks_per_core, core->blocks_run);
@@ -108,6 +109,11 @@ void print_chip_summary(std::ostream& out, const ChipSummary& s) {
     out << fmt::format(
         "L2 read hits      {} bytes, misses {} bytes (hit rate {:.1f}%)  misses by tensor:{}\n", hit, miss,
         hit + miss ? 100.0 * double(hit) / double(hit + miss) : 0.0, by_name(s.l2_read_miss));
+    if (s.l2_coalesced_read_sectors)
+      out << fmt::format(
+          "L2 coalesced      {} read sectors (whole chip) rode on another SM's request in flight: read "
+          "from L2 without a lookup of their own, in neither the hits nor the misses\n",
+          s.l2_coalesced_read_sectors);
   }
   out << fmt::format("DRAM read         {} bytes (whole chip)  by tensor:{}\n", total(s.dram_read),
                      by_name(s.dram_read));

@@ -36,6 +36,10 @@ struct ChipSummary {
   // Read sectors of copies that missed in their home partition too (read from DRAM): Nsight Compute's
   // lts__t_sectors_lookup_miss less its srcunit_tex part.
   uint64_t l2_home_lookup_miss_sectors = 0;
+  // Read sectors that rode on another core's request in the L2's request coalescer (l2.coalescer_entries):
+  // in the SM <-> L2 reads, in neither the hits nor the misses (Nsight Compute: lrc__xbar2gpc_sectors_op_read
+  // less lrc__lts2lrc_sectors_op_read).
+  uint64_t l2_coalesced_read_sectors = 0;
   TensorBytes dirty_at_kernel_end;     // dirty in L2 when kernels ended: not counted as DRAM writes
   TensorBytes resident_at_kernel_end;  // valid in L2 when kernels ended (a line in two partitions once)
   std::vector<KernelReport> kernels;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -71,6 +72,9 @@ MeasuredProbe read_row(const CsvRow& row) {
   m.lookup_misses = row.optional_number("lts_tex_miss_sectors");
   m.fabric = row.optional_number("lts_fabric_sectors");
   m.time_ns = row.optional_number("time_ns");
+  const auto asked = row.optional_number("lrc_xbar2gpc_read_sectors");
+  const auto looked_up = row.optional_number("lrc_lts2lrc_read_sectors");
+  if (asked && looked_up && *asked > 0) m.coalesced_share = 1 - *looked_up / *asked;
   if (const auto offset = row.optional_number("offset_bytes"))
     m.offset_bytes = static_cast<uint64_t>(*offset);
   if (row.has("sms") && !row.text("sms").empty()) m.sms = row.size("sms");
@@ -138,28 +142,47 @@ std::vector<ProbeComparison> compare_probes(Machine& machine, const std::vector<
     machine.load(program, false, true);
     machine.run();
     const ChipSummary s = summarize_chip(*machine.chip(), program, machine.clock_ghz());
+    const L2Cache* l2 = machine.chip()->l2();
+    const uint64_t read_sectors =
+        l2 ? total(s.sm_l2_read) / static_cast<uint64_t>(l2->params().sector_bytes) : 0;
     out.push_back({m, static_cast<double>(total(s.dram_read)), static_cast<double>(total(s.dram_written)),
                    static_cast<double>(s.l2_lookup_read_miss_sectors),
-                   static_cast<double>(s.l2_fabric_sectors), s.seconds * 1e9});
+                   static_cast<double>(s.l2_fabric_sectors), s.seconds * 1e9,
+                   read_sectors ? static_cast<double>(s.l2_coalesced_read_sectors) / read_sectors : 0.0});
   }
   return out;
 }
 
 void print_probe_comparison(std::ostream& out, const std::string& path,
                             const std::vector<ProbeComparison>& rows) {
+  const bool coalescer = std::any_of(rows.begin(), rows.end(), [](const ProbeComparison& r) {
+    return r.measured.coalesced_share.has_value();
+  });
   out << "measured: " << path << " (whole chip; each column predicted, measured, predicted / measured)\n";
-  out << fmt::format("{:<34} {:>28} {:>28} {:>28} {:>28} {:>28}\n", "probe", "DRAM read MB",
-                     "DRAM written MB", "L2 fabric M sectors", "L2 lookup miss M sectors", "time us");
+  out << fmt::format("{:<34} {:>28} {:>28} {:>28} {:>28} {:>28}{}\n", "probe", "DRAM read MB",
+                     "DRAM written MB", "L2 fabric M sectors", "L2 lookup miss M sectors", "time us",
+                     coalescer ? fmt::format(" {:>16}", "coalesced %") : "");
   for (const ProbeComparison& r : rows) {
     const MeasuredProbe& m = r.measured;
+    const std::string merged =
+        !coalescer ? ""
+        : m.coalesced_share
+            // The L2 may count a few sectors more than the SMs asked for: no merging, not a negative share.
+            ? fmt::format(" {:>7.1f} {:>8.1f}", 100 * r.coalesced_share,
+                          100 * std::max(0.0, *m.coalesced_share))
+            : fmt::format(" {:>7.1f} {:>8}", 100 * r.coalesced_share, "-");
     out << fmt::format(
-        "{:<34} {} {} {} {} {}\n", shape_text(m.shape), ratio_cell(r.dram_read, m.dram_read, 1e6),
+        "{:<34} {} {} {} {} {}{}\n", shape_text(m.shape), ratio_cell(r.dram_read, m.dram_read, 1e6),
         ratio_cell(r.dram_written, m.dram_written, 1e6), ratio_cell(r.fabric, m.fabric, 1e6),
-        ratio_cell(r.lookup_misses, m.lookup_misses, 1e6), ratio_cell(r.time_ns, m.time_ns, 1e3));
+        ratio_cell(r.lookup_misses, m.lookup_misses, 1e6), ratio_cell(r.time_ns, m.time_ns, 1e3), merged);
   }
   out << "DRAM bytes: sector-rounded, during the kernel (written: evictions while it ran, as Nsight Compute "
          "counts them); L2 fabric: sectors between the L2's partitions (copies fetched, stores to a far "
          "home); L2 lookup misses: read sectors missing in the partition looked up first\n";
+  if (coalescer)
+    out << "coalesced: the share of the SMs' read sectors merged in the L2's request coalescer before any "
+           "lookup (predicted with l2.coalescer_entries > 0, else 0; measured 1 - "
+           "lrc__lts2lrc_sectors_op_read / lrc__xbar2gpc_sectors_op_read)\n";
 }
 
 }  // namespace attnsim

@@ -22,6 +22,9 @@ struct MeasuredProbe {
   // lts__t_sectors_srcunit_tex_lookup_miss, lts__t_sectors_srcunit_ltcfabric and gpu__time_duration, where
   // the file has them
   std::optional<double> lookup_misses, fabric, time_ns;
+  // Share of the read sectors the SMs asked for that the L2's request coalescer merged (1 -
+  // lrc__lts2lrc_sectors_op_read / lrc__xbar2gpc_sectors_op_read), where the file has both
+  std::optional<double> coalesced_share;
   std::optional<uint64_t> offset_bytes;  // where the buffer began in its allocation (SET=offsets, pages)
   int64_t sms = 0;                       // the SMs of a green context it ran in; 0: every SM
 };
@@ -37,6 +40,7 @@ struct ProbeComparison {
   double dram_read = 0, dram_written = 0;  // predicted, whole chip, bytes
   double lookup_misses = 0, fabric = 0;    // predicted sectors
   double time_ns = 0;                      // predicted, at the config's clock
+  double coalesced_share = 0;              // predicted: coalesced over all read sectors
 };
 
 // Each row's probe on `machine` (a whole chip), in the file's order, its tensors from the row's offset_bytes
@@ -46,7 +50,8 @@ std::vector<ProbeComparison> compare_probes(Machine& machine, const std::vector<
                                             const std::string& path);
 
 // One line per row: its shape, then predicted / measured (and their ratio) for DRAM reads and writes, fabric
-// sectors, read lookup misses and time; a dash where the file did not measure it.
+// sectors, read lookup misses and time; a dash where the file did not measure it. Files with the L2 request
+// coalescer's counters also get the share of read sectors it merged.
 void print_probe_comparison(std::ostream& out, const std::string& path,
                             const std::vector<ProbeComparison>& rows);
 

@@ -75,6 +75,9 @@
 //            16 of them share a set, so the misses tell over how many set groups the address bits that
 //            STRIDE sets spread them (a bit the set index ignores keeps them all in one group)
 // With OFFSET_BYTES=B in the environment, the buffer of the modes above starts B bytes into its allocation.
+// With STAGGER_NS=S in the environment, block b of single, shared, spread and private starts reading S * b ns
+// after block 0 began (every block waits for block 0's start time): how far apart two readers of one line
+// may be for the L2's request coalescer to merge their requests.
 // With TIMES=file in the environment, each block's SM and the global timer at its start and at the end of
 // every pass are written there (how far co-resident blocks drift apart); with SAMPLES=S as well, at S evenly
 // spaced points of every pass instead of its end only (whether out-of-step readers bunch up).
@@ -309,6 +312,23 @@ __device__ void half_rewritten_mode(int4* buffer, size_t chunks, int passes, int
 
 // Chunks read between two fences in rfence and rfenceasync (FENCE_EVERY in the environment, default 1).
 __device__ int fence_every = 1;
+__device__ unsigned long long stagger_ns = 0;
+__device__ unsigned long long stagger_epoch = 0;  // block 0's start; 0: not yet known
+
+// STAGGER_NS: block b waits until stagger_ns * b after block 0's start (all blocks resident at once).
+__device__ void wait_for_stagger() {
+  if (stagger_ns == 0) return;
+  if (threadIdx.x == 0) {
+    if (blockIdx.x == 0) atomicExch(&stagger_epoch, global_timer());
+    volatile unsigned long long* epoch = &stagger_epoch;
+    while (*epoch == 0) {
+    }
+    const unsigned long long until = *epoch + stagger_ns * blockIdx.x;
+    while (global_timer() < until) {
+    }
+  }
+  __syncthreads();
+}
 
 // The load of one thread's 16 bytes of chunk i in the fenced read modes: `ld.global.cg` (LDG, as
 // read_chunks), cp.async.cg into shared memory (LDGSTS, the memory-efficient backward's tile loads) or a
@@ -462,6 +482,7 @@ __global__ void l2_probe_kernel(int4* __restrict__ buffer, size_t chunks, int pa
   } else if (mode == 2) {  // spread phase
     start = blockIdx.x * chunks / blocks;
   }
+  wait_for_stagger();
   unsigned acc = 0;
   for (int p = 0; p < passes; ++p) {
     int sample = 0;
@@ -622,6 +643,10 @@ int main(int argc, char** argv) {
   const char* fence_every_text = std::getenv("FENCE_EVERY");
   const int fence_interval = fence_every_text ? std::max(1, std::atoi(fence_every_text)) : 1;
   CHECK(cudaMemcpyToSymbol(fence_every, &fence_interval, sizeof fence_interval));
+  const char* stagger_text = std::getenv("STAGGER_NS");
+  const unsigned long long stagger = stagger_text ? std::strtoull(stagger_text, nullptr, 10) : 0, zero = 0;
+  CHECK(cudaMemcpyToSymbol(stagger_ns, &stagger, sizeof stagger));
+  CHECK(cudaMemcpyToSymbol(stagger_epoch, &zero, sizeof zero));
   CHECK(cudaDeviceSynchronize());
   cudaEvent_t t0, t1;
   CHECK(cudaEventCreate(&t0));
@@ -639,9 +664,9 @@ int main(int argc, char** argv) {
                : mode_name;
   std::printf(
       "RESULT mode=%s bytes=%zu passes=%d blocks=%d ms=%.3f sms=%d l2=%d offset=%zu groups=%d "
-      "fence_every=%d\n",
+      "fence_every=%d stagger_ns=%llu\n",
       reported.c_str(), chunks * kChunk, passes, blocks, ms, prop.multiProcessorCount, prop.l2CacheSize,
-      offset, groups, fence_interval);
+      offset, groups, fence_interval, stagger);
   if (times_path) {
     std::vector<unsigned long long> host(time_words);
     CHECK(cudaMemcpy(host.data(), times, time_words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));

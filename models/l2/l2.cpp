@@ -44,7 +44,7 @@ __extension__ using Uint128 = unsigned __int128;
 }  // namespace
 
 L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz)
-    : Component(instance), params_(params) {
+    : Component(instance), params_(params), coalescer_(params.coalescer_entries) {
   set_core_clock_ghz(core_clock_ghz);
   const Params& p = params_;
   if (!power_of_two(p.line_bytes) || !power_of_two(p.sector_bytes) || p.sector_bytes > p.line_bytes ||
@@ -151,6 +151,10 @@ L2Cache::L2Cache(sc_core::sc_module_name instance, const Params& params, double 
   stats_.add(&fence_fabric_sectors, "fence_fabric_sectors", "sectors",
              "sectors GPU-scope fences sent between the partitions (fence_fabric_sectors a fence), counted "
              "with the fabric sectors; no data");
+  stats_.add(&coalesced_read_sectors, "coalesced_read_sectors", "sectors",
+             "read sectors that rode on another core's request in flight in the request coalescer "
+             "(coalescer_entries): counted in read_sectors, not looked up (Nsight Compute: "
+             "lrc__xbar2gpc_sectors_op_read less lrc__lts2lrc_sectors_op_read)");
   stats_.add(&far_accesses, "far_partition_accesses", "accesses",
              "accesses that touched a partition the requesting core is not attached to");
 }
@@ -165,7 +169,8 @@ void L2Cache::reset(const std::vector<std::string>& names) {
   evictions = far_accesses = fabric_read_sectors = lookup_read_miss_sectors = fabric_write_sectors =
       home_lookup_miss_sectors = eager_writebacks = second_chances = invalidated_copies =
           updated_copy_sectors = demoted_copies = refetched_stale_copies = revalidated_copies =
-              fence_fabric_sectors = 0;
+              fence_fabric_sectors = coalesced_read_sectors = 0;
+  coalescer_.clear();
   std::fill(tags_.begin(), tags_.end(), Tag{0});
   std::fill(lines_.begin(), lines_.end(), Line{});
   std::fill(victim_orders_.begin(), victim_orders_.end(), VictimOrder{});
@@ -778,7 +783,7 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
   const int near = near_partition(a.core);
   partition_bytes_.assign(static_cast<size_t>(params_.partitions), 0);
   missed_pages_.clear();
-  fill_wait_ = writeback_accepted_ = 0;
+  fill_wait_ = writeback_accepted_ = ride_wait_ = 0;
   // Rows of whole lines without gaps are one range: the same lines in the same order, and whole pages.
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   const bool at_home = a.atomic_read && params_.atomics_at_home;
@@ -805,9 +810,12 @@ uint64_t L2Cache::access(const MemAccess& a, uint64_t issue_cycle) {
     if (miss_.done >= fill.ready) fill = {issue_cycle, miss_.done};
   }
   const uint64_t done = partition_done(near, issue_cycle);
+  const uint64_t queued = accepted_ - issue_cycle;  // waiting for the slices' bandwidth
   // An eviction's dirty data must have left for DRAM before the slot takes the new line.
   accepted_ = std::max(accepted_, writeback_accepted_);
-  return std::max({done, miss_.done, fill_wait_, writeback_accepted_});
+  const uint64_t own = std::max({done, miss_.done, fill_wait_, writeback_accepted_});
+  coalescer_.settle(own, own - std::min(own, queued));
+  return std::max(own, ride_wait_);
 }
 
 // The latest fill still in flight on the pages of [begin, end): a read of them cannot complete before.
@@ -837,14 +845,29 @@ uint8_t L2Cache::sector_mask(uint64_t line_index, uint64_t begin, uint64_t end) 
 void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
   const uint64_t line_bytes = static_cast<uint64_t>(params_.line_bytes);
   wait_for_pending_fills(begin, end);
+  // Copies that may need a check at home are read line by line (a page record would serve them as hits),
+  // each looked up (a check cannot ride on another core's request).
+  const bool checks = revalidating(miss_.core);
+  const bool coalescing = coalescer_.enabled() && !checks;
   uint64_t li = begin >> line_shift_;
   while (li * line_bytes < end) {
-    // Copies that may need a check at home are read line by line (a page record would serve them as hits).
     const bool whole_page = (li & (kPageLines - 1)) == 0 && li * line_bytes >= begin &&
-                            (li + kPageLines) * line_bytes <= end && !revalidating(miss_.core);
+                            (li + kPageLines) * line_bytes <= end && !checks;
     if (!whole_page) {
-      Tag* tag = nullptr;
-      read_one(near, tensor, li++, begin, end, tag);
+      const uint8_t mask = sector_mask(li, begin, end);
+      const auto line_bit = static_cast<uint16_t>(1u << (li & (kPageLines - 1)));
+      if (!coalescing || !rides(near, tensor, li, line_bit, sectors(mask))) {
+        Tag* tag = nullptr;
+        read_one(near, tensor, li, begin, end, tag);
+        // Only a whole line's request can carry another core's request for any of its sectors.
+        if (coalescing && mask == (1u << sectors_per_line_) - 1)
+          coalescer_.lead(coalescer_key(near, li), line_bit, now_);
+      }
+      ++li;
+      continue;
+    }
+    if (coalescing && rides(near, tensor, li, kAllLines, kPageLines * sectors_per_line_)) {
+      li += kPageLines;
       continue;
     }
     if (!read_recorded_page(near, li, tensor, begin, end)) {
@@ -854,8 +877,18 @@ void L2Cache::read_range(int near, int tensor, uint64_t begin, uint64_t end) {
         page[k] = &read_one(near, tensor, li + k, begin, end, tags[k]);
       record_page(page, tags, li, page_key(near, li));
     }
+    if (coalescing) coalescer_.lead(coalescer_key(near, li), kAllLines, now_);
     li += kPageLines;
   }
+}
+
+bool L2Cache::rides(int near, int tensor, uint64_t first_line, uint16_t lines, uint64_t count) {
+  const uint64_t ready = coalescer_.ride(coalescer_key(near, first_line), lines, now_);
+  if (!ready) return false;
+  ride_wait_ = std::max(ride_wait_, ready);
+  coalesced_read_sectors += count;
+  if (tensor >= 0) read_sectors[static_cast<size_t>(tensor)] += count;
+  return true;
 }
 
 L2Cache::Line& L2Cache::read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end,
@@ -1003,6 +1036,7 @@ void L2Cache::flush() {
   free_records_.clear();
   std::fill(record_hints_.begin(), record_hints_.end(), 0);
   pending_fills_.clear();
+  coalescer_.clear();
 }
 
 namespace {
@@ -1133,6 +1167,12 @@ void register_l2_models() {
         if (r.max_dirty_ways < 0 || r.max_dirty_ways > r.ways) r.max_dirty_ways = r.ways;
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the bandwidth calendars", 1, 1 << 20);
+        r.coalescer_entries = static_cast<uint64_t>(p.get<int64_t>(
+            "coalescer_entries", static_cast<int64_t>(d.coalescer_entries), "pages",
+            "pages of lines (16 lines each) the request coalescer tracks in flight, a power of two: a read "
+            "of lines that another core of the same partition is waiting for rides on its request, without "
+            "a lookup; 0: every request is looked up",
+            0, int64_t{1} << 30));
         r.merge_pending_fills = p.get<bool>(
             "merge_pending_fills", d.merge_pending_fills, "",
             "a read of a line whose DRAM fill is still in flight waits for that fill (measured on "

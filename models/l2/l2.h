@@ -48,6 +48,7 @@
 #include "models/common/memory_level.h"
 #include "models/common/params.h"
 #include "models/common/registry.h"
+#include "models/l2/request_coalescer.h"
 
 namespace attnsim {
 
@@ -75,6 +76,9 @@ class L2Cache : public Component, public MemoryLevel {
     int64_t max_dirty_ways = 16;  // = ways: no limit
     // A read of a line whose fill is still in flight waits for it (a miss merge) instead of hitting.
     bool merge_pending_fills = false;
+    // Pages of lines the request coalescer tracks in flight (request_coalescer.h): a read of lines another
+    // core's read is waiting for, from the same partition, rides on it without a lookup. 0: none.
+    uint64_t coalescer_entries = 0;
     // Which dirty lines chosen as the victim are written back and kept, clean and most recently used, the
     // next oldest leaving instead: none (plain LRU), all, or those last dirtied by a core attached to the
     // other partition (measured on the H100: docs/chip.md, "A dirty victim").
@@ -208,6 +212,7 @@ class L2Cache : public Component, public MemoryLevel {
   uint64_t refetched_stale_copies = 0;  // stale copies an acquiring load fetched again (acquire_refetches)
   uint64_t revalidated_copies = 0;      // copies checked at home after a fence (fence_revalidates)
   uint64_t fence_fabric_sectors = 0;    // sectors fences sent between the partitions
+  uint64_t coalesced_read_sectors = 0;  // read sectors that rode on another request (no lookup)
 
  private:
   using Tag = uint32_t;  // line index + 1 (access() refuses addresses beyond it)
@@ -285,6 +290,12 @@ class L2Cache : public Component, public MemoryLevel {
   void release_record(Line& line, uint64_t line_index);
   // Reads the bytes [begin, end), whole pages through their records.
   void read_range(int near, int tensor, uint64_t begin, uint64_t end);
+  // Whether the read of `lines` of the page at `first_line` (`count` sectors) rides on a request in flight.
+  bool rides(int near, int tensor, uint64_t first_line, uint16_t lines, uint64_t count);
+  uint64_t coalescer_key(int near, uint64_t line_index) const {
+    return (line_index >> kPageShift) * static_cast<uint64_t>(params_.partitions) +
+           static_cast<uint64_t>(near);
+  }
   // Returns the line's slot (valid until the next allocation in its set) and, through `tag`, its tag's.
   Line& read_one(int near, int tensor, uint64_t line_index, uint64_t begin, uint64_t end, Tag*& tag);
   void write_range(int near, int tensor, uint64_t begin, uint64_t end);
@@ -376,8 +387,10 @@ class L2Cache : public Component, public MemoryLevel {
   std::unordered_map<uint64_t, PendingFill> pending_fills_;
   std::vector<uint64_t> missed_pages_;  // per access: pages with sectors fetched from DRAM
   uint64_t fill_wait_ = 0;              // per access: the latest pending fill its reads found
-  uint64_t writeback_accepted_ = 0;     // per access: when DRAM took the dirty lines it evicted
-  uint64_t now_ = 0;  // issue cycle of the access being served (write-backs are issued then)
+  RequestCoalescer coalescer_;
+  uint64_t ride_wait_ = 0;           // per access: when the requests its reads rode on return
+  uint64_t writeback_accepted_ = 0;  // per access: when DRAM took the dirty lines it evicted
+  uint64_t now_ = 0;                 // issue cycle of the access being served (write-backs are issued then)
   // fence_revalidates: per slot, the clock when its copy was filled or last checked at home; per core, and
   // for any core, the clock at the last fence (a copy checked at or before it must be checked again).
   std::vector<uint64_t> checked_;

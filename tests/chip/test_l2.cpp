@@ -1243,4 +1243,72 @@ TEST(L2, AHitOnACopyLeavesTheHomeLineAsItWas) {
   }
 }
 
+// The request coalescer (coalescer_entries): core 1 asks for a page core 0 is still waiting for. It rides
+// on core 0's request: no lookup (neither hit nor miss), no second DRAM read, its data when core 0's come,
+// and its sectors still in the cores' reads. Once core 0's data are back the next read looks the page up.
+TEST(L2, AReadOfLinesInFlightRidesOnTheirRequest) {
+  L2Cache::Params p = tiny(4, 16);
+  p.coalescer_entries = 64;
+  Rig rig(p);
+  const uint64_t page = 16 * kLine;
+  const uint64_t leader_done = rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 0);
+  ASSERT_GT(leader_done, 1000u);  // a miss: the recorder's DRAM answers 1000 cycles after the request
+  EXPECT_EQ(rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 100), leader_done);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
+  EXPECT_EQ(rig.l2.read_sectors[0], 2 * page / kSector);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0], page / kSector);
+  EXPECT_EQ(rig.dram.read, page);
+  // One line of the page rides too; a range reaching into the next page rides only where it is led.
+  EXPECT_EQ(rig.l2.access(MemAccess{0, 3 * kLine, 1, kLine, kLine, false, 2}, 200), leader_done);
+  rig.l2.access(MemAccess{0, 15 * kLine, 1, 2 * kLine, 2 * kLine, false, 3}, 300);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, (page + 2 * kLine) / kSector);
+  EXPECT_EQ(rig.dram.read, page + kLine);
+  // After the leader's data are back: a lookup, a hit.
+  const uint64_t hits = rig.l2.read_hit_sectors[0];
+  rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, leader_done + 1);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0], hits + page / kSector);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, (page + 2 * kLine) / kSector);
+}
+
+// Under temporal decoupling a request may be served after one issued later in simulated time. The two
+// still merge when their flights overlap; the earlier takes its data as much sooner as it was issued
+// before the one that looked the page up (the request it would have led).
+TEST(L2, AnEarlierRequestServedLateRidesOnTheLaterOne) {
+  L2Cache::Params p = tiny(4, 16);
+  p.coalescer_entries = 64;
+  Rig rig(p);
+  const uint64_t page = 16 * kLine;
+  const uint64_t leader_done = rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 5000);
+  ASSERT_LT(leader_done, 7000u);
+  EXPECT_EQ(rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 4800), leader_done - 200);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
+  // Issued so much earlier that the flights do not overlap: a lookup of its own.
+  const uint64_t lookups = rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0];
+  rig.l2.access(MemAccess{0, 0, 1, page, page, false, 2}, 2000);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0], lookups + page / kSector);
+}
+
+// Without a coalescer (the default) every request is looked up; and cores attached to different
+// partitions never merge, since each asks its own partition.
+TEST(L2, OnlyCoresOfOnePartitionMergeAndOnlyWithACoalescer) {
+  for (uint64_t entries : {uint64_t{0}, uint64_t{64}}) {
+    L2Cache::Params p = two_partitions_with_copies();
+    p.coalescer_entries = entries;
+    Rig rig(p);
+    const uint64_t page = 16 * kLine;
+    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 0);
+    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 10);  // the other partition
+    EXPECT_EQ(rig.l2.coalesced_read_sectors, 0u);
+    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 2}, 20);  // core 0's partition
+    EXPECT_EQ(rig.l2.coalesced_read_sectors, entries ? page / kSector : 0u) << entries;
+  }
+}
+
+TEST(L2, TheCoalescerTracksAPowerOfTwoOfPages) {
+  L2Cache::Params p = tiny(4, 16);
+  p.coalescer_entries = 48;
+  EXPECT_THROW(L2Cache("l2", p), std::invalid_argument);
+}
+
 }  // namespace attnsim

@@ -611,6 +611,36 @@ TEST(L2Probe, EveryFenceCrossesTheFabricOnItsOwn) {
   EXPECT_EQ(compared, 8);
 }
 
+// The request coalescer (l2.coalescer_entries, off in the presets): `--measured` reads the share of the SMs'
+// read sectors the GPU's coalescer merged from the lrc counters (shared 32 MiB: 1 - 109,942,400 / 415,256,292
+// = 0.7352), and the model merges none where the GPU merges none (one reader; readers of their own slices:
+// 0.0% in h100_l2_probe_lrc.csv) but does merge in-step readers of one buffer (docs/chip.md, "The coalescer
+// built, not in the presets": far more than the GPU, 98.5% against 29-32% at 8 MiB).
+TEST(L2Probe, OnlyReadersOfTheSameLinesRideOnEachOthersRequests) {
+  const std::vector<MeasuredProbe> rows =
+      read_measured_probes(kSource + "validation/data/h100_l2_probe_lrc.csv");
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"l2.coalescer_entries=65536"}));
+  int compared = 0;
+  for (const MeasuredProbe& m : rows) {
+    ASSERT_TRUE(m.coalesced_share.has_value());
+    if (m.shape.mode == traces::ProbeMode::Shared && m.shape.bytes == (32u << 20)) {
+      EXPECT_NEAR(*m.coalesced_share, 0.7352, 0.0001);
+    }
+    if (m.shape.bytes != (8u << 20) || m.shape.mode == traces::ProbeMode::Spread) continue;
+    const ChipSummary s = simulate(machine, m.shape);
+    const double read_sectors = static_cast<double>(total(s.sm_l2_read)) / 32;
+    const double merged = static_cast<double>(s.l2_coalesced_read_sectors) / read_sectors;
+    if (m.shape.mode == traces::ProbeMode::Shared) {
+      EXPECT_GT(merged, 0.9);
+    } else {
+      EXPECT_LT(std::abs(*m.coalesced_share), 0.001) << traces::probe_mode_name(m.shape.mode);
+      EXPECT_EQ(merged, 0.0) << traces::probe_mode_name(m.shape.mode);
+    }
+    ++compared;
+  }
+  EXPECT_EQ(compared, 3);
+}
+
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
 // 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
 std::set<int> sms_sharing_128(const std::string& file) {

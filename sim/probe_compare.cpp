@@ -79,6 +79,10 @@ MeasuredProbe read_row(const CsvRow& row) {
     m.offset_bytes = static_cast<uint64_t>(*offset);
   if (row.has("sms") && !row.text("sms").empty()) m.sms = row.size("sms");
   if (row.has("groups") && !row.text("groups").empty()) m.shape.groups = row.size("groups");
+  if (row.has("stagger_ns") && !row.text("stagger_ns").empty() && row.number("stagger_ns") != 0)
+    row.fail(
+        "column stagger_ns: blocks started apart (STAGGER_NS) are not simulated: the model's blocks "
+        "start together; keep the rows with stagger_ns 0");
   if (row.has("fence_every") && !row.text("fence_every").empty())
     m.shape.fence_every = row.size("fence_every");
   if (traces::rewrites_halves(m.shape.mode) && m.shape.blocks % m.shape.groups != 0)

@@ -61,6 +61,7 @@
 #   SET=lrcblocks bash validation/run_l2_probe.sh (the coalescer's counters for 2 to 132 in-step readers,
 #                                             and for readers started STAGGER_NS apart: how many requests
 #                                             it merges and for how long a request stays open)
+#   SET=lrcstagger bash validation/run_l2_probe.sh (four readers STAGGER_NS apart, two on each partition)
 # Every launch once under ncu --cache-control all --clock-control base. $OUT gets <gpu>_l2_probe.csv (one
 # row per launch: mode, bytes, passes, blocks, then the counters), <gpu>_l2_probe_env.txt and run.log.
 set -uo pipefail
@@ -79,12 +80,12 @@ SET="${SET:-reads}"
 # that arrive together: sectors in from the L2 (lts2lrc), out towards the SMs (lrc2xbar), out thanks to a
 # merge (coalescing_achieved), and into the GPCs (xbar2gpc).
 LRC_METRICS=lrc__lts2lrc_sectors_op_read.sum,lrc__lrc2xbar_sectors_op_read.sum,lrc__lrc2xbar_sectors_op_read_coalescing_achieved.sum,lrc__xbar2gpc_sectors_op_read.sum
-[ "$SET" = lrc ] || [ "$SET" = lrcblocks ] && METRICS="$METRICS,$LRC_METRICS"
+[ "$SET" = lrc ] || [ "$SET" = lrcblocks ] || [ "$SET" = lrcstagger ] && METRICS="$METRICS,$LRC_METRICS"
 export LRC_METRICS SET
 CSV="$OUT/${G}_l2_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns"
-[ "$SET" = lrc ] || [ "$SET" = lrcblocks ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
-[ "$SET" = lrcblocks ] && HEADER="$HEADER,stagger_ns"
+[ "$SET" = lrc ] || [ "$SET" = lrcblocks ] || [ "$SET" = lrcstagger ] && HEADER="$HEADER,lrc_lts2lrc_read_sectors,lrc_lrc2xbar_read_sectors,lrc_coalesced_read_sectors,lrc_xbar2gpc_read_sectors"
+[ "$SET" = lrcblocks ] || [ "$SET" = lrcstagger ] && HEADER="$HEADER,stagger_ns"
 [ "$SET" = offsets ] || [ "$SET" = pages ] && HEADER="$HEADER,offset_bytes,repeat"
 [ "$SET" = rmwhalf ] || [ "$SET" = rmwlock ] || [ "$SET" = rmwfence ] && HEADER="$HEADER,groups"
 [ "$SET" = rmwknee ] && HEADER="$HEADER,offset_bytes,groups"
@@ -108,7 +109,7 @@ names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcuni
          "lts__t_sectors_srcunit_tex_lookup_hit.sum", "lts__t_sectors_srcunit_tex_lookup_miss.sum",
          "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
          "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
-if os.environ.get("SET") in ("lrc", "lrcblocks"):
+if os.environ.get("SET") in ("lrc", "lrcblocks", "lrcstagger"):
     names += os.environ["LRC_METRICS"].split(",")
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values
@@ -120,7 +121,7 @@ if os.environ.get("SET") in ("rmwhalf", "rmwknee", "rmwlock", "rmwfence"):
     line += [fields.get("groups", "1")]
 if os.environ.get("SET") in ("fenceasync", "fencerate"):
     line += [fields.get("fence_every", "1")]
-if os.environ.get("SET") == "lrcblocks":
+if os.environ.get("SET") in ("lrcblocks", "lrcstagger"):
     line += [fields.get("stagger_ns", "0")]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))
@@ -316,6 +317,12 @@ elif [ "$SET" = lrcblocks ]; then
   done
   # 132 readers each STAGGER_NS after the one before (readers 0.1 to 26 us apart in all).
   for ns in 1 5 20 50 200; do STAGGER_NS=$ns run shared $((8 * MB)) 3 132; done
+elif [ "$SET" = lrcstagger ]; then
+  # Four readers, each STAGGER_NS after the one before: two on each partition (two readers, one on each,
+  # never merge: SET=lrcblocks), so each partition's pair starts 2 x STAGGER_NS apart or more.
+  for s in 8 32; do
+    for ns in 0 100 400 1600 6400 25600 102400; do STAGGER_NS=$ns run shared $((s * MB)) 3 4; done
+  done
 elif [ "$SET" = lrc ]; then
   for mode in spread shared single private; do
     for s in 8 16 24 32 40 48 64; do run "$mode" $((s * MB)) 3; done

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "isa/diagnostics.h"
 #include "sim/chip_report.h"
 #include "sim/config.h"
 #include "sim/machine.h"
@@ -639,6 +640,17 @@ TEST(L2Probe, OnlyReadersOfTheSameLinesRideOnEachOthersRequests) {
     ++compared;
   }
   EXPECT_EQ(compared, 3);
+}
+
+// Readers started STAGGER_NS apart (SET=lrcblocks) are not what the model runs: its blocks start together.
+TEST(L2Probe, StaggeredReadersAreRefusedNotRunAsInStep) {
+  try {
+    read_measured_probes(kSource + "validation/data/h100_l2_probe_lrcblocks.csv");
+    FAIL() << "the staggered rows were read";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("h100_l2_probe_lrcblocks.csv:17:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("stagger_ns"), std::string::npos) << e.what();
+  }
 }
 
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about

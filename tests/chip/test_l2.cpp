@@ -1246,14 +1246,24 @@ TEST(L2, AHitOnACopyLeavesTheHomeLineAsItWas) {
 // The request coalescer (coalescer_entries): core 1 asks for a page core 0 is still waiting for. It rides
 // on core 0's request: no lookup (neither hit nor miss), no second DRAM read, its data when core 0's come,
 // and its sectors still in the cores' reads. Once core 0's data are back the next read looks the page up.
-TEST(L2, AReadOfLinesInFlightRidesOnTheirRequest) {
-  L2Cache::Params p = tiny(4, 16);
+L2Cache::Params coalescing(L2Cache::Params p) {
   p.coalescer_entries = 64;
-  Rig rig(p);
-  const uint64_t page = 16 * kLine;
-  const uint64_t leader_done = rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 0);
+  return p;
+}
+
+constexpr uint64_t kPage = 16 * kLine;
+
+// Core `core` reads the first page at `cycle`; returns when its data are back.
+uint64_t read_first_page(Rig& rig, int core, uint64_t cycle) {
+  return rig.l2.access(MemAccess{0, 0, 1, kPage, kPage, false, core}, cycle);
+}
+
+TEST(L2, AReadOfLinesInFlightRidesOnTheirRequest) {
+  Rig rig(coalescing(tiny(4, 16)));
+  const uint64_t page = kPage;
+  const uint64_t leader_done = read_first_page(rig, 0, 0);
   ASSERT_GT(leader_done, 1000u);  // a miss: the recorder's DRAM answers 1000 cycles after the request
-  EXPECT_EQ(rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 100), leader_done);
+  EXPECT_EQ(read_first_page(rig, 1, 100), leader_done);
   EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
   EXPECT_EQ(rig.l2.read_sectors[0], 2 * page / kSector);
   EXPECT_EQ(rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0], page / kSector);
@@ -1265,7 +1275,7 @@ TEST(L2, AReadOfLinesInFlightRidesOnTheirRequest) {
   EXPECT_EQ(rig.dram.read, page + kLine);
   // After the leader's data are back: a lookup, a hit.
   const uint64_t hits = rig.l2.read_hit_sectors[0];
-  rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, leader_done + 1);
+  read_first_page(rig, 1, leader_done + 1);
   EXPECT_EQ(rig.l2.read_hit_sectors[0], hits + page / kSector);
   EXPECT_EQ(rig.l2.coalesced_read_sectors, (page + 2 * kLine) / kSector);
 }
@@ -1274,19 +1284,16 @@ TEST(L2, AReadOfLinesInFlightRidesOnTheirRequest) {
 // still merge when their flights overlap; the earlier takes its data as much sooner as it was issued
 // before the one that looked the page up (the request it would have led).
 TEST(L2, AnEarlierRequestServedLateRidesOnTheLaterOne) {
-  L2Cache::Params p = tiny(4, 16);
-  p.coalescer_entries = 64;
-  Rig rig(p);
-  const uint64_t page = 16 * kLine;
-  const uint64_t leader_done = rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 5000);
+  Rig rig(coalescing(tiny(4, 16)));
+  const uint64_t leader_done = read_first_page(rig, 0, 5000);
   ASSERT_LT(leader_done, 7000u);
-  EXPECT_EQ(rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 4800), leader_done - 200);
-  EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
+  EXPECT_EQ(read_first_page(rig, 1, 4800), leader_done - 200);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, kPage / kSector);
   // Issued so much earlier that the flights do not overlap: a lookup of its own.
   const uint64_t lookups = rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0];
-  rig.l2.access(MemAccess{0, 0, 1, page, page, false, 2}, 2000);
-  EXPECT_EQ(rig.l2.coalesced_read_sectors, page / kSector);
-  EXPECT_EQ(rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0], lookups + page / kSector);
+  read_first_page(rig, 2, 2000);
+  EXPECT_EQ(rig.l2.coalesced_read_sectors, kPage / kSector);
+  EXPECT_EQ(rig.l2.read_hit_sectors[0] + rig.l2.read_miss_sectors[0], lookups + kPage / kSector);
 }
 
 // Without a coalescer (the default) every request is looked up; and cores attached to different
@@ -1296,12 +1303,11 @@ TEST(L2, OnlyCoresOfOnePartitionMergeAndOnlyWithACoalescer) {
     L2Cache::Params p = two_partitions_with_copies();
     p.coalescer_entries = entries;
     Rig rig(p);
-    const uint64_t page = 16 * kLine;
-    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 0}, 0);
-    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 1}, 10);  // the other partition
+    read_first_page(rig, 0, 0);
+    read_first_page(rig, 1, 10);  // the other partition
     EXPECT_EQ(rig.l2.coalesced_read_sectors, 0u);
-    rig.l2.access(MemAccess{0, 0, 1, page, page, false, 2}, 20);  // core 0's partition
-    EXPECT_EQ(rig.l2.coalesced_read_sectors, entries ? page / kSector : 0u) << entries;
+    read_first_page(rig, 2, 20);  // core 0's partition
+    EXPECT_EQ(rig.l2.coalesced_read_sectors, entries ? kPage / kSector : 0u) << entries;
   }
 }
 

@@ -468,7 +468,7 @@ void Chip::conductor() {
         if (noc_) noc_->forget_before(settled);
         if (l2_) l2_->forget_before(settled);
         locks_.set_floor(settled);
-        if (BandwidthCalendar* c = hbm_.calendar()) c->forget_before(settled);
+        hbm_.forget_before(settled);
         const sc_core::sc_time target = time_of_cycle(run_start, settled);
         if (target > sc_core::sc_time_stamp()) sc_core::wait(target - sc_core::sc_time_stamp());
       }

@@ -33,6 +33,7 @@ heavy+='|Validation\.TensorCoreFlash2(KeyOrder|KeyOrderAtTwoBlocksPerSm|TwoBlock
 heavy+='|L2Probe\.RewrittenBuffer(CrossesAsIfCopiesWereKept|CrossesLessThanIfTheHomeSideDroppedCopies|OnTheMeasuredPartitions.*)'
 heavy+='|L2Probe\.HalfReadHalfRewrittenReadsItsFootprintWhileItFits'  # 13 whole-chip probe runs: 26 s in Release
 heavy+='|L2Probe\.EveryFenceCrossesTheFabricOnItsOwn'  # 10 whole-chip probe runs (four of 2-132 SMs)
+heavy+='|L2Probe\.OutOfStepReaders(HoldOverTheQuantum|RideOnTheQuantum).*'  # three 132-SM runs each: 12-23 s in Release
 heavy+='|H200/MemEfficientSms\..*'
 heavy+='|HtmlPage\.LargeRunShowsTheFirstTenThousandAndSaysSo|Sweep\.InterruptedSweepResumes'
 heavy+='|Golden\.ChipRunIsDeterministic|Reference/Golden\.StatsEqualTheCommittedCopy/.*_chip_.*'

@@ -1,5 +1,6 @@
 #include "models/hbm/hbm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -101,8 +102,40 @@ void Hbm::set_core_clock_ghz(double ghz) {
 
 void Hbm::use_calendar(uint64_t window_cycles) {
   calendar_window_ = window_cycles;
-  calendar_ = std::make_unique<BandwidthCalendar>(params_.timing.peak_bandwidth_gbps / core_clock_ghz_,
-                                                  window_cycles);  // GB/s / GHz = bytes/cycle
+  const double bytes_per_cycle = params_.timing.peak_bandwidth_gbps / core_clock_ghz_;  // GB/s / GHz
+  calendar_ = std::make_unique<BandwidthCalendar>(bytes_per_cycle, window_cycles);
+  channel_calendars_.clear();
+  if (params_.chip_channels == Params::ChipChannels::Pooled) return;
+  channel_calendars_.reserve(params_.timing.channels);
+  for (uint32_t c = 0; c < params_.timing.channels; ++c)
+    channel_calendars_.emplace_back(bytes_per_cycle / params_.timing.channels, window_cycles);
+}
+
+void Hbm::forget_before(uint64_t cycle) {
+  if (calendar_) calendar_->forget_before(cycle);
+  for (BandwidthCalendar& c : channel_calendars_) c.forget_before(cycle);
+}
+
+uint32_t Hbm::chip_channel_of(uint64_t addr) const {
+  const uint64_t channels = params_.timing.channels;
+  uint64_t unit = addr / params_.timing.interleave_bytes;
+  // Hashed: each pass over the channels XORs a multiplicative hash of its index (Knuth's 2^32 / phi) into
+  // the unit, so that streams a multiple of a pass apart do not meet on the same channels in step.
+  if (params_.chip_channels == Params::ChipChannels::Hashed) unit ^= (unit / channels * 0x9E3779B1ull) >> 7;
+  return static_cast<uint32_t>(unit % channels);
+}
+
+// Books [begin, end) (sector-aligned) on the channels its interleave units go to; returns when the last
+// byte is through.
+uint64_t Hbm::serve_on_channels(uint64_t begin, uint64_t end, uint64_t issue_cycle) {
+  const uint64_t unit = params_.timing.interleave_bytes;
+  uint64_t accepted = issue_cycle;
+  for (uint64_t at = begin; at < end;) {
+    const uint64_t piece_end = std::min(end, (at / unit + 1) * unit);
+    accepted = std::max(accepted, channel_calendars_[chip_channel_of(at)].serve(issue_cycle, piece_end - at));
+    at = piece_end;
+  }
+  return accepted;
 }
 
 // Sector-rounded bytes of each row through the calendar; the completion adds the fixed latency.
@@ -116,12 +149,16 @@ uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes
         fmt::format("access of {} rows of {} bytes from address {} reaches past {}.capacity_bytes", rows,
                     row_bytes, addr, basename()));
   transferred = 0;
+  uint64_t on_channels = issue_cycle;
   for (uint64_t r = 0; r < rows; ++r) {
-    const uint64_t begin = addr + r * stride_bytes;
-    transferred += (begin + row_bytes + sector - 1) / sector * sector - begin / sector * sector;
+    const uint64_t begin = (addr + r * stride_bytes) / sector * sector;
+    const uint64_t end = (addr + r * stride_bytes + row_bytes + sector - 1) / sector * sector;
+    transferred += end - begin;
+    if (!channel_calendars_.empty())
+      on_channels = std::max(on_channels, serve_on_channels(begin, end, issue_cycle));
   }
   const double latency = params_.timing.latency_ns * core_clock_ghz_;
-  accepted_ = calendar_->serve(issue_cycle, transferred);
+  accepted_ = channel_calendars_.empty() ? calendar_->serve(issue_cycle, transferred) : on_channels;
   return accepted_ + static_cast<uint64_t>(std::ceil(latency));
 }
 
@@ -229,6 +266,15 @@ void register_hbm_models() {
                            "where the first tensor starts (rounded up to the alignment): memory an earlier "
                            "allocation holds, to see how much a figure moves with the placement",
                            0, 1ll << 50));
+        const std::string channels = p.choice(
+            "chip_channels", "pooled", {"pooled", "interleaved", "hashed"},
+            "whole-chip runs: DRAM bandwidth as one calendar over all channels (pooled), or one per channel, "
+            "addresses dealt by interleave_bytes (interleaved, as the single-core timing deals them) or "
+            "each pass over the channels hashed (hashed); per channel, requests at different addresses "
+            "queue apart");
+        params.chip_channels = channels == "pooled"        ? Hbm::Params::ChipChannels::Pooled
+                               : channels == "interleaved" ? Hbm::Params::ChipChannels::Interleaved
+                                                           : Hbm::Params::ChipChannels::Hashed;
         try {
           return std::make_unique<Hbm>(instance, params, ctx.clock_ghz);
         } catch (const std::invalid_argument& e) {

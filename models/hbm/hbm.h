@@ -27,6 +27,10 @@ class Hbm : public Component, public MemoryLevel {
     // segment), and the L2's set and partition hashes see them.
     uint64_t tensor_alignment_bytes = 0;
     uint64_t first_tensor_address = 0;
+    // Whole-chip runs (use_calendar): one bandwidth calendar over all channels, or one per channel with
+    // addresses dealt to the channels by interleave_bytes or hashed over them (docs/models/hbm.md).
+    enum class ChipChannels { Pooled, Interleaved, Hashed };
+    ChipChannels chip_channels = ChipChannels::Pooled;
   };
   Hbm(sc_core::sc_module_name instance, const Params& params, double core_clock_ghz);
   const Params& params() const { return params_; }
@@ -50,15 +54,19 @@ class Hbm : public Component, public MemoryLevel {
   uint64_t last_accepted_cycle() const override { return accepted_; }
 
   // Whole-chip mode: cores run ahead of each other (temporal decoupling), so requests arrive out of time
-  // order and the channel model's busy-until times are not causal. Decoupled, every request is timed by a
-  // bandwidth calendar over all channels (peak bandwidth) plus the fixed latency; the ledger is the same.
+  // order and the channel model's busy-until times are not causal. Decoupled, every request is timed by
+  // bandwidth calendars plus the fixed latency (one over all channels at the peak bandwidth, or one per
+  // channel: Params::chip_channels); the ledger is the same.
   void use_calendar(uint64_t window_cycles);
+  // No request will arrive before `cycle` any more (the calendars drop older windows).
+  void forget_before(uint64_t cycle);
+  // The channel an address's interleave unit goes to under Params::chip_channels (per-channel calendars).
+  uint32_t chip_channel_of(uint64_t addr) const;
   // The core clock that turns the DRAM's nanoseconds into cycles; takes effect at the next place().
   void set_core_clock_ghz(double ghz);
   // Where the next allocate() puts the first tensor (Params::first_tensor_address): the same program at
   // another placement, without building the machine again (attnsim validate --placements).
   void set_first_tensor_address(uint64_t address) { params_.first_tensor_address = address; }
-  BandwidthCalendar* calendar() { return calendar_.get(); }
 
   const hbm::HbmTiming& timing() const { return *timing_; }
 
@@ -79,10 +87,12 @@ class Hbm : public Component, public MemoryLevel {
   std::string file_;  // the program allocate() laid out, for errors from transfer2d
   std::unique_ptr<hbm::HbmTiming> timing_;
   std::unique_ptr<BandwidthCalendar> calendar_;
+  std::vector<BandwidthCalendar> channel_calendars_;  // per channel, unless chip_channels is Pooled
   uint64_t accepted_ = 0;
   uint64_t calendar_window_ = 0;
   uint64_t calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
                              uint64_t issue_cycle, uint64_t& transferred);
+  uint64_t serve_on_channels(uint64_t begin, uint64_t end, uint64_t issue_cycle);
 };
 
 void register_hbm_models();  // YAML type "hbm"; the core clock comes from the BuildContext

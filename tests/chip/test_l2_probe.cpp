@@ -653,6 +653,43 @@ TEST(L2Probe, StaggeredReadersAreRefusedNotRunAsInStep) {
   }
 }
 
+// Out-of-step readers past the L2 (spread, 32 MiB x 3, 132 SMs; the GPU reads 140 MB from DRAM) over three
+// quanta. One calendar over all DRAM channels serves every reader alike, so they stay evenly spaced until
+// the quantum bunches them and the reads ride on the quantum (1,809 / 1,323 / 675 MB at 100 / 300 / 1,000
+// cycles). A calendar per channel makes readers at different addresses queue apart: they form convoys at
+// every quantum and the reads hold within a fifth (539 / 536 / 457 with hashed channels; docs/chip.md,
+// "DRAM channels break the readers' step").
+std::vector<double> spread_reads_over_quanta(const std::string& channels) {
+  traces::ProbeShape shape;
+  shape.mode = traces::ProbeMode::Spread;
+  shape.bytes = 32u << 20;
+  shape.passes = 3;
+  shape.blocks = 132;
+  Machine machine(load_config(kSource + "configs/h100.yaml", {"hbm.chip_channels=" + channels}));
+  std::vector<double> reads;
+  for (int64_t quantum : {100, 300, 1000}) {
+    machine.chip()->set_quantum(quantum);
+    reads.push_back(static_cast<double>(total(simulate(machine, shape).dram_read)) / 1e6);
+  }
+  return reads;
+}
+
+double max_over_min(const std::vector<double>& v) {
+  return *std::max_element(v.begin(), v.end()) / *std::min_element(v.begin(), v.end());
+}
+
+TEST(L2Probe, OutOfStepReadersHoldOverTheQuantumWithADramCalendarPerChannel) {
+  const std::vector<double> reads = spread_reads_over_quanta("hashed");
+  EXPECT_LT(max_over_min(reads), 1.25) << reads[0] << " " << reads[1] << " " << reads[2] << " MB";
+  // Still far from the GPU's 140 MB: convoys form, but fewer than on the GPU.
+  for (double mb : reads) EXPECT_GT(mb, 2 * 140.1);
+}
+
+TEST(L2Probe, OutOfStepReadersRideOnTheQuantumWithOneDramCalendar) {
+  const std::vector<double> reads = spread_reads_over_quanta("pooled");
+  EXPECT_GT(max_over_min(reads), 2.0) << reads[0] << " " << reads[1] << " " << reads[2] << " MB";
+}
+
 // The SMs attached to SM 128's partition: the pairs whose two 20 MiB halves thrash in one partition, about
 // 80 MiB of DRAM reads (on two partitions the H100 reads 120, the larger H200 42).
 std::set<int> sms_sharing_128(const std::string& file) {

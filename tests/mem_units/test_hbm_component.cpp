@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "models/common/registry.h"
 #include "models/hbm/hbm.h"
@@ -250,6 +251,81 @@ TEST(HbmComponent, AccessPastCapacityIsAnInputErrorNamingTheTensor) {
     EXPECT_NE(e.message().find("hbm.capacity_bytes"), std::string::npos) << e.what();
   }
   EXPECT_EQ(hbm.bytes_read, 0u);  // nothing is charged for a rejected transfer
+}
+
+TEST(HbmComponent, ChipChannelsKeyIsReadAndChecked) {
+  auto p = test::reader_for("chip_channels: hashed\n", "hbm");
+  auto hbm = build(p);
+  p.finish();
+  EXPECT_EQ(hbm->params().chip_channels, Hbm::Params::ChipChannels::Hashed);
+  auto plain = test::reader_for("", "hbm");
+  EXPECT_EQ(build(plain)->params().chip_channels, Hbm::Params::ChipChannels::Pooled);
+  auto bad = test::reader_for("chip_channels: striped\n", "hbm");
+  try {
+    build(bad);
+    FAIL() << "expected an InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(e.message().find("hbm.chip_channels"), std::string::npos) << e.what();
+    EXPECT_NE(e.message().find("pooled | interleaved | hashed"), std::string::npos) << e.what();
+  }
+}
+
+// Whole-chip timing (use_calendar): a request's completion, 256 bytes at cycle 0 on small_params' four
+// channels of 16 bytes a cycle each (64 pooled), plus the 100-cycle latency.
+TEST(HbmComponent, PerChannelCalendarsQueueOnlyRequestsOfOneChannel) {
+  constexpr uint64_t kLatency = kLatencyNs * static_cast<uint64_t>(kClockGhz);
+  constexpr uint64_t kOnOneChannel = kInterleave / kChannelBytesPerCycle;          // 16 cycles
+  constexpr uint64_t kPooled = kInterleave / (kChannels * kChannelBytesPerCycle);  // 4 cycles
+  const uint64_t same_channel = kChannels * kInterleave, other_channel = kInterleave;
+  Hbm::Params params = small_params();
+  params.chip_channels = Hbm::Params::ChipChannels::Interleaved;
+  Hbm split("hbm", params, kClockGhz);
+  split.use_calendar(64);
+  split.allocate({"X"}, {64 * kInterleave}, "t.s");
+  EXPECT_EQ(split.transfer2d(0, 0, 1, kInterleave, kInterleave, false, 0), kOnOneChannel + kLatency);
+  EXPECT_EQ(split.transfer2d(0, same_channel, 1, kInterleave, kInterleave, false, 0),
+            2 * kOnOneChannel + kLatency);
+  EXPECT_EQ(split.transfer2d(0, other_channel, 1, kInterleave, kInterleave, false, 0),
+            kOnOneChannel + kLatency);
+  // One calendar over all channels: every request queues behind the ones before it, at four times the rate.
+  Hbm pooled("hbm", small_params(), kClockGhz);
+  pooled.use_calendar(64);
+  pooled.allocate({"X"}, {64 * kInterleave}, "t.s");
+  EXPECT_EQ(pooled.transfer2d(0, 0, 1, kInterleave, kInterleave, false, 0), kPooled + kLatency);
+  EXPECT_EQ(pooled.transfer2d(0, same_channel, 1, kInterleave, kInterleave, false, 0),
+            2 * kPooled + kLatency);
+  EXPECT_EQ(pooled.transfer2d(0, other_channel, 1, kInterleave, kInterleave, false, 0),
+            3 * kPooled + kLatency);
+  // A request over all four channels is through when its last channel is.
+  EXPECT_EQ(split.transfer2d(0, 8 * kInterleave, 1, kChannels * kInterleave, 0, false, 0),
+            3 * kOnOneChannel + kLatency);  // channel 0 carries its third 256 bytes
+  EXPECT_EQ(split.transferred_read, 3 * kInterleave + kChannels * kInterleave);
+}
+
+TEST(HbmComponent, HashedChannelsDealEachPassToEveryChannelInAnotherOrder) {
+  Hbm::Params params = small_params();
+  params.chip_channels = Hbm::Params::ChipChannels::Hashed;
+  const Hbm hashed("hbm", params, kClockGhz);
+  params.chip_channels = Hbm::Params::ChipChannels::Interleaved;
+  const Hbm interleaved("hbm", params, kClockGhz);
+  int reordered = 0;
+  for (uint64_t pass = 0; pass < 64; ++pass) {
+    std::vector<uint32_t> seen;
+    bool same = true;
+    for (uint64_t c = 0; c < kChannels; ++c) {
+      const uint64_t addr = (pass * kChannels + c) * kInterleave + kSector;  // any byte of the unit
+      seen.push_back(hashed.chip_channel_of(addr));
+      same = same && seen.back() == interleaved.chip_channel_of(addr);
+      EXPECT_EQ(interleaved.chip_channel_of(addr), c);
+    }
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, (std::vector<uint32_t>{0, 1, 2, 3})) << "pass " << pass;  // a power of two: a permutation
+    if (pass == 0) {
+      EXPECT_TRUE(same);  // the first pass is the interleave itself
+    }
+    reordered += same ? 0 : 1;
+  }
+  EXPECT_GT(reordered, 32);
 }
 
 }  // namespace

@@ -103,9 +103,12 @@ void Hbm::set_core_clock_ghz(double ghz) {
 void Hbm::use_calendar(uint64_t window_cycles) {
   calendar_window_ = window_cycles;
   const double bytes_per_cycle = params_.timing.peak_bandwidth_gbps / core_clock_ghz_;  // GB/s / GHz
-  calendar_ = std::make_unique<BandwidthCalendar>(bytes_per_cycle, window_cycles);
+  calendar_.reset();
   channel_calendars_.clear();
-  if (params_.chip_channels == Params::ChipChannels::Pooled) return;
+  if (params_.chip_channels == Params::ChipChannels::Pooled) {
+    calendar_ = std::make_unique<BandwidthCalendar>(bytes_per_cycle, window_cycles);
+    return;
+  }
   channel_calendars_.reserve(params_.timing.channels);
   for (uint32_t c = 0; c < params_.timing.channels; ++c)
     channel_calendars_.emplace_back(bytes_per_cycle / params_.timing.channels, window_cycles);
@@ -154,11 +157,10 @@ uint64_t Hbm::calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes
     const uint64_t begin = (addr + r * stride_bytes) / sector * sector;
     const uint64_t end = (addr + r * stride_bytes + row_bytes + sector - 1) / sector * sector;
     transferred += end - begin;
-    if (!channel_calendars_.empty())
-      on_channels = std::max(on_channels, serve_on_channels(begin, end, issue_cycle));
+    if (!calendar_) on_channels = std::max(on_channels, serve_on_channels(begin, end, issue_cycle));
   }
   const double latency = params_.timing.latency_ns * core_clock_ghz_;
-  accepted_ = channel_calendars_.empty() ? calendar_->serve(issue_cycle, transferred) : on_channels;
+  accepted_ = calendar_ ? calendar_->serve(issue_cycle, transferred) : on_channels;
   return accepted_ + static_cast<uint64_t>(std::ceil(latency));
 }
 
@@ -171,7 +173,7 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
   uint64_t done = 0;
   uint64_t calendar_bytes = 0;
   try {
-    if (calendar_)
+    if (calendar_window_)
       done = calendar_transfer(addr, rows, row_bytes, stride_bytes, issue_cycle, calendar_bytes);
     else
       done = timing_->transfer2d(addr, rows, row_bytes, stride_bytes, is_write, issue_cycle);
@@ -188,7 +190,7 @@ uint64_t Hbm::transfer2d(int tensor, uint64_t addr, uint64_t rows, uint64_t row_
                                  tensor >= 0 ? tensor_names[tensor] : "(none)", e.what()));
   }
   const uint64_t transferred =
-      calendar_
+      calendar_window_
           ? calendar_bytes
           : (is_write ? timing_->bytes_written_transferred() : timing_->bytes_read_transferred()) - before;
   const uint64_t requested = rows * row_bytes;  // fits: the timing model checked the range

@@ -86,10 +86,10 @@ class Hbm : public Component, public MemoryLevel {
   double core_clock_ghz_;
   std::string file_;  // the program allocate() laid out, for errors from transfer2d
   std::unique_ptr<hbm::HbmTiming> timing_;
-  std::unique_ptr<BandwidthCalendar> calendar_;
+  std::unique_ptr<BandwidthCalendar> calendar_;       // chip_channels: pooled
   std::vector<BandwidthCalendar> channel_calendars_;  // per channel, unless chip_channels is Pooled
   uint64_t accepted_ = 0;
-  uint64_t calendar_window_ = 0;
+  uint64_t calendar_window_ = 0;  // non-zero: whole-chip timing (use_calendar)
   uint64_t calendar_transfer(uint64_t addr, uint64_t rows, uint64_t row_bytes, uint64_t stride_bytes,
                              uint64_t issue_cycle, uint64_t& transferred);
   uint64_t serve_on_channels(uint64_t begin, uint64_t end, uint64_t issue_cycle);

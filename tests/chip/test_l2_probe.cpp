@@ -317,7 +317,8 @@ TEST(L2Probe, TheH100PresetKeepsThePartTheGpuLoses) {
 
 // Every SM storing the same 16 MiB after the part (132 blocks): with copies kept as stores leave them the
 // model loses the whole part (1.40 of the measured); dropping the other partitions' copies at a store
-// (l2.copies_on_store=writer_keeps, what the H200's coherence probe found) reads 0.84. One machine a
+// (l2.copies_on_store=writer_keeps, what the H200's coherence probe found) reads 0.81 (0.84 with one DRAM
+// calendar before the preset's calendar per channel). One machine a
 // process (SystemC), so two tests.
 double many_h100_writers_over_measured(const std::string& copies_on_store) {
   Machine machine(load_config(kSource + "configs/h100.yaml",
@@ -334,7 +335,7 @@ TEST(L2Probe, ManyH100WritersWithKeptCopiesLoseThePart) {
 }
 
 TEST(L2Probe, ManyH100WritersDroppingEachOthersCopiesKeepMoreOfIt) {
-  EXPECT_NEAR(many_h100_writers_over_measured("writer_keeps"), 0.84, 0.03);
+  EXPECT_NEAR(many_h100_writers_over_measured("writer_keeps"), 0.81, 0.03);
 }
 
 // The same rows under other replacements: at parts of 8 to 12 MiB, where the GPU reads within 1.3% of

@@ -101,9 +101,10 @@ void check_probe_loop(const std::string& gpu) {
     const auto launch = static_cast<uint64_t>(machine.chip()->params().kernel_launch_cycles);
     const double simulated = static_cast<double>(s.cycles - launch) / static_cast<double>(r.n / 64);
     const double ratio = simulated / r.cycles_per_key_block;
-    // The load's DRAM latency is the preset's 500 ns estimate (docs/calibration.md): loads 1.17-1.28.
+    // The load's DRAM latency is the preset's 500 ns estimate (docs/calibration.md): loads 1.17-1.28 with
+    // one DRAM calendar, H100 1.20-1.31 with a calendar per channel (a tile's load waits for its slowest).
     EXPECT_GT(ratio, 0.8) << r.mode << " n " << r.n << " blocks " << r.blocks;
-    EXPECT_LT(ratio, 1.3) << r.mode << " n " << r.n << " blocks " << r.blocks;
+    EXPECT_LT(ratio, 1.35) << r.mode << " n " << r.n << " blocks " << r.blocks;
     if (r.blocks == 1) lone[r.mode] = simulated;
     if (r.blocks == 1 && r.mode == "store") {
       EXPECT_NEAR(ratio, 1.0, 0.05);  // 32 B/clk

@@ -6,13 +6,15 @@
 // attnsim_rows_and_totals): for each GPU (ATTNSIM_PLACEMENT_H100 picks the H100, else the H200) the rows (one
 // ctest each, leaving their medians in ATTNSIM_ROWS_DIR) and, with ATTNSIM_ROWS_TOTALS, the NRMSE and r over
 // all of them. Label `slow` (outside CI, scripts/slow-bounds.sh): 65-75 minutes of one core a GPU.
-// - H200 (2026-12-02 sweeps): NRMSE 0.093, r 0.998. Its one-pass files predate the clock counter, so each row
+// - H200 (2026-12-02 sweeps): NRMSE 0.098, r 0.998. Its one-pass files predate the clock counter, so each row
 //   runs at the clock of h200_sdpa_cases.csv; the same as: attnsim validate -c configs/h200.yaml --placements
 //   3 --gpu-median validation/data/h200_sdpa_onepass_pad*[0-9].csv --clocks-from
-//   validation/data/h200_sdpa_cases.csv (2026-12-03: NRMSE 0.0929, r 0.99815).
-// - H100 (2026-12-06 sweeps, GPU-a141fcf4): NRMSE 0.199, r 0.995: the issue's 0.10 is NOT met on the H100;
-//   four memory-efficient backward rows at d = 128 carry 98% of the squared error (docs/validation.md, "The
-//   H100 on medians"). Each row runs at its median clock; the same as: attnsim validate -c configs/h100.yaml
+//   validation/data/h200_sdpa_cases.csv (2026-12-07, a DRAM calendar per channel: NRMSE 0.0984, r 0.99794;
+//   with one calendar 0.0929, r 0.99815, but FlashAttention-2's causal forward at 32,768 outside 10%).
+// - H100 (2026-12-06 sweeps, GPU-a141fcf4): NRMSE 0.177, r 0.996 (2026-12-07, a DRAM calendar per channel;
+//   0.199 with one calendar): the issue's 0.10 is NOT met on the H100; memory-efficient backward rows at
+//   d = 128 carry most of the squared error (docs/validation.md, "The H100 on medians"). Each row runs at its
+//   median clock; the same as: attnsim validate -c configs/h100.yaml
 //   --placements 3 --gpu-median validation/data/h100_sdpa_onepass_pad*[0-9].csv.
 #include <gtest/gtest.h>
 
@@ -75,26 +77,25 @@ bool is_memeff_bwd_d128(const SdpaRow& r, int64_t n, bool causal) {
          r.causal == causal;
 }
 
-// Within 10% of the GPU's median but four rows, held in bands around their figures as of 2026-12-02: the
-// memory-efficient backward at 1 x 16 x 8,192 x 128 without the mask (1.106), cuDNN's and the
-// memory-efficient forward at 1 x 8 x 32,768 x 128 without the mask (1.209, 1.269: one pass reads 6-11% less
-// than the replayed sweeps, where they were 1.07 and 1.15) and FlashAttention-2's causal forward there
-// (1.149: the model's placements 502-708 MB spread wider than the GPU's 512-607).
+// Within 10% of the GPU's median, every FlashAttention row included, but three rows, held in bands around
+// their figures as of 2026-12-07: the memory-efficient backward at 1 x 16 x 8,192 x 128 without the mask
+// (1.101), cuDNN's and the memory-efficient forward at 1 x 8 x 32,768 x 128 without the mask (1.211, 1.327:
+// one pass reads 6-11% less than the replayed sweeps). FlashAttention-2's causal forward there, 1.149 with
+// one DRAM calendar (the model's placements spread wider than the GPU's), reads 1.077 with a calendar per
+// channel.
 bool in_h200_band(const SdpaRow& r, double ratio, bool& known) {
   const bool long_forward = r.pass == "fwd" && r.n == 32768;
-  known = is_memeff_bwd_d128(r, 8192, false) ||
-          (long_forward && !r.causal && r.backend != "FLASH_ATTENTION") ||
-          (long_forward && r.causal && r.backend == "FLASH_ATTENTION");
+  known = is_memeff_bwd_d128(r, 8192, false) || (long_forward && !r.causal && r.backend != "FLASH_ATTENTION");
   if (!known) return std::abs(ratio - 1.0) <= 0.10;
   if (r.pass == "bwd") return ratio > 1.0 && ratio < 1.2;
-  if (r.backend == "FLASH_ATTENTION") return ratio > 1.05 && ratio < 1.25;
-  return ratio > 1.1 && ratio < 1.35;
+  return ratio > 1.1 && ratio < 1.4;
 }
 
 // Within 10% of the GPU's median but four memory-efficient backward rows at d = 128, held in bands around
-// their figures as of 2026-12-06: 8 x 32 x 2,048 without the mask 0.854 and causal 0.771, 1 x 16 x 8,192
-// causal 0.740 (where the model reads short, the GPU writes about as much more as it reads more), 1 x 8 x
-// 32,768 without the mask 1.113 (the GPU keeps more of a buffer all SMs read out of step).
+// their figures as of 2026-12-07 (a DRAM calendar per channel): 8 x 32 x 2,048 without the mask 0.853 and
+// causal 0.772, 1 x 16 x 8,192 causal 0.737 (where the model reads short, the GPU writes about as much more
+// as it reads more), 1 x 8 x 32,768 without the mask 1.086 (the GPU keeps more of a buffer all SMs read out
+// of step; 1.113 with one DRAM calendar).
 bool in_h100_band(const SdpaRow& r, double ratio, bool& known) {
   known = true;
   if (is_memeff_bwd_d128(r, 2048, false)) return ratio > 0.80 && ratio < 0.91;
@@ -149,7 +150,7 @@ ATTNSIM_INSTANTIATE(ATTNSIM_PLACEMENT_GPU, SdpaPlacements, ::testing::ValuesIn(a
                     sdpa_test_name);
 #else
 // Over the 72 rows, from the files this build's row tests left (older ones refused). The H200 meets the
-// issue's bound; the H100 is held just above where it stands (NRMSE 0.199 on 2026-12-06), so that a change
+// issue's bound; the H100 is held just above where it stands (NRMSE 0.177 on 2026-12-07), so that a change
 // that makes it worse is seen.
 TEST(ATTNSIM_CAT(SdpaPlacements, ATTNSIM_PLACEMENT_GPU), MediansDramReadsNrmseAndPearson) {
   std::vector<double> predicted, measured;
@@ -158,7 +159,7 @@ TEST(ATTNSIM_CAT(SdpaPlacements, ATTNSIM_PLACEMENT_GPU), MediansDramReadsNrmseAn
   ASSERT_EQ(predicted.size(), 72u);
   const double error = nrmse(predicted, measured), r = pearson(predicted, measured);
   std::printf("DRAM reads over 72 %s rows, medians: NRMSE %.4f, Pearson r %.5f\n", kGpu, error, r);
-  EXPECT_LE(error, kH100 ? 0.21 : 0.10);
+  EXPECT_LE(error, kH100 ? 0.19 : 0.10);
   EXPECT_GE(r, 0.98);
 }
 #endif

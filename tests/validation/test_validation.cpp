@@ -47,9 +47,9 @@ TEST(Validation, PredictedBytesEqualMeasuredSmToL2Traffic) {
 
 // The whole H100 against validation/data/h100_dram_sweep.csv (28 configurations of the project's kernels,
 // Nsight Compute, caches flushed before each kernel, each launch's measured occupancy): the bounds.
-// The two rows at N = 131,072 take a minute each to simulate: they are 0.945 (497 MB measured; the next
-// test holds it) and 2.07 (causal, 84 MB measured) of the measured DRAM reads; over all 28 rows DRAM reads
-// have NRMSE 0.101 (2026-12-04; docs/chip.md).
+// The two rows at N = 131,072 take a minute each to simulate: they are 0.966 (497 MB measured; the next
+// test holds it) and 1.79 (causal, 84 MB measured) of the measured DRAM reads; over all 28 rows DRAM reads
+// have NRMSE 0.074 (2026-12-07, a DRAM calendar per channel; 0.086 with one; docs/chip.md).
 TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
   const std::string data = kRoot + "/validation/data/h100_dram_sweep.csv";
   std::vector<Measurement> rows;
@@ -76,12 +76,12 @@ TEST(Validation, WholeChipDramBytesMatchTheH100Sweep) {
 
 // The longest FlashAttention row, N = 131,072 without a mask (K and V 33.5 MB, three blocks per SM): the GPU
 // reads K and V about 15 times (497 MB), once per group of co-resident blocks at its own phase, and the
-// model about 14 times (0.951; 0.949 before the presets' store path). Within the 10% for every
-// FlashAttention row, and below 1 as long as the model's blocks drift apart less than the GPU's. It depends
-// on how far a core's blocks drift apart, which the FFMA kernel's measured block times fix without the
-// tensor-core code's result latencies (the next test); simulated with them (as validate did for these rows
-// from 051bd3d, which gave the presets those latencies, to 2026-11-26), the row came out at 0.43. About a
-// minute.
+// model about 14 times (0.966 with the presets' DRAM calendar per channel; 0.951 with one). Within the
+// issue's 10% for every FlashAttention row, and below 1 as long as the model's blocks drift apart less than
+// the GPU's. It depends on how far a core's blocks drift apart, which the FFMA kernel's measured block times
+// fix without the tensor-core code's result latencies (the next test); simulated with them (as validate did
+// for these rows from 051bd3d, which gave the presets those latencies, to 2026-11-26), the row came out at
+// 0.43. About a minute.
 TEST(Validation, TheLongestFlashRowReadsKAndVOncePerGroupOfResidentBlocks) {
   const std::string data = kRoot + "/validation/data/h100_dram_sweep.csv";
   std::vector<Measurement> rows;

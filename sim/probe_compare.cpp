@@ -83,8 +83,13 @@ MeasuredProbe read_row(const CsvRow& row) {
     row.fail(
         "column stagger_ns: blocks started apart (STAGGER_NS) are not simulated: the model's blocks "
         "start together; keep the rows with stagger_ns 0");
+  if (row.has("sleep_ns") && !row.text("sleep_ns").empty() && row.number("sleep_ns") != 0)
+    row.fail(
+        "column sleep_ns: readers that sleep between chunks (validation/tight_probe.cu's SLEEP_NS) are not "
+        "simulated; keep the rows with sleep_ns 0");
   if (row.has("fence_every") && !row.text("fence_every").empty())
     m.shape.fence_every = row.size("fence_every");
+  if (row.has("in_flight") && !row.text("in_flight").empty()) m.shape.in_flight = row.size("in_flight");
   if (traces::rewrites_halves(m.shape.mode) && m.shape.blocks % m.shape.groups != 0)
     row.fail(fmt::format("column groups: {} groups do not divide the row's {} blocks", m.shape.groups,
                          m.shape.blocks));
@@ -100,8 +105,9 @@ std::string ratio_cell(double predicted, std::optional<double> measured, double 
 std::string shape_text(const traces::ProbeShape& s) {
   const std::string groups = traces::rewrites_halves(s.mode) ? fmt::format(" {}g", s.groups) : "";
   const std::string fences = s.fence_every > 1 ? fmt::format(" f{}", s.fence_every) : "";
-  return fmt::format("{} {:g} MiB x{} {}b{}{}", traces::probe_mode_name(s.mode),
-                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups, fences);
+  const std::string in_flight = s.in_flight > 1 ? fmt::format(" k{}", s.in_flight) : "";
+  return fmt::format("{} {:g} MiB x{} {}b{}{}{}", traces::probe_mode_name(s.mode),
+                     static_cast<double>(s.bytes) / (1 << 20), s.passes, s.blocks, groups, fences, in_flight);
 }
 
 }  // namespace

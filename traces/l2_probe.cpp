@@ -1,6 +1,7 @@
 #include "traces/l2_probe.h"
 
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -325,11 +326,21 @@ bool others_fence(ProbeMode mode) {
          mode == ProbeMode::ReadFenceOtherWeak;
 }
 
+bool keeps_chunks_in_flight(ProbeMode mode) {
+  return mode == ProbeMode::Single || mode == ProbeMode::Shared || mode == ProbeMode::Spread ||
+         mode == ProbeMode::Private || reader_fences(mode) || others_fence(mode);
+}
+
 bool rewrites_halves(ProbeMode mode) {
   return mode == ProbeMode::RmwHalf || mode == ProbeMode::RmwLock || mode == ProbeMode::RmwFence;
 }
 
 isa::Program l2_probe(const ProbeShape& s) {
+  if (s.in_flight < 1 || s.in_flight > kMaxProbeInFlight)
+    throw std::invalid_argument(fmt::format("l2 probe: in_flight must be 1..{}", kMaxProbeInFlight));
+  if (s.in_flight > 1 && !keeps_chunks_in_flight(s.mode))
+    throw std::invalid_argument(
+        "l2 probe: in_flight applies to single, shared, spread, private and the rfence modes");
   if (s.mode == ProbeMode::Scatter) return scatter_probe(s);
   if (s.mode == ProbeMode::Retouch) return retouch_probe(s);
   if (s.mode == ProbeMode::Stale || s.mode == ProbeMode::WriteBetween || s.mode == ProbeMode::ReadBetween)
@@ -349,7 +360,11 @@ isa::Program l2_probe(const ProbeShape& s) {
     throw std::invalid_argument("l2 probe: private mode needs at least one 16 KiB chunk per block");
   Builder b("<l2-probe>");
   const int x = b.tensor("X", chunks * kChunkRows, kRowFloats, Dtype::F32, false, 0);
-  const int buffer = b.buffer("B", kChunkRows, kRowFloats, Dtype::F32);
+  std::vector<int> buffers;
+  for (int64_t k = 0; k < s.in_flight; ++k)
+    buffers.push_back(
+        b.buffer(s.in_flight == 1 ? "B" : fmt::format("B{}", k), kChunkRows, kRowFloats, Dtype::F32));
+  const int buffer = buffers.front();
   const int kernel = b.kernel("l2_probe", {blocks, 1, 1});
   for (int64_t block = 0; block < blocks; ++block) {
     b.begin_block(kernel, {block, 0, 0});
@@ -367,7 +382,7 @@ isa::Program l2_probe(const ProbeShape& s) {
         if (stores)
           b.emit(Opcode::Store, {b.buf(buffer), slice});
         else
-          b.emit(Opcode::Load, {slice, b.buf(buffer)});
+          b.emit(Opcode::Load, {slice, b.buf(buffers[static_cast<size_t>(i % s.in_flight)])});
         if (reader_fences(s.mode) && (i + 1) % s.fence_every == 0) b.emit(Opcode::Fence, {});
       }
   }

@@ -75,10 +75,17 @@ struct ProbeShape {
   int64_t hot_passes = 8;              // Stale, WriteBetween, ReadBetween
   int64_t groups = 1;                  // RmwHalf, RmwLock, RmwFence: divides `blocks`
   int64_t fence_every = 1;             // ReadFence: chunks a block reads between two FENCEs
+  // Single, Shared, Spread, Private and the rfence modes: chunks a block keeps in flight. Its loads go to
+  // this many SRAM buffers in turn, so load i + in_flight waits only for load i (validation/pace_probe.cu's
+  // UNROLL: the GPU kernel issues that many chunks before it uses the first). 1 to kMaxProbeInFlight.
+  int64_t in_flight = 1;
 };
 
+inline constexpr int64_t kMaxProbeInFlight = 8;
+
 // One kernel "l2_probe" of grid (blocks, 1, 1); each block LOADs 16 KiB chunks (4 rows of 1024 f32) of
-// tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu.
+// tensor X into one SRAM buffer (or STOREs them from it), in the order of validation/l2_probe.cu; with
+// in_flight > 1, into buffers B0, B1, ... in turn.
 // Rmw, RmwSpread, RmwHalf, RmwLock, RmwFence, WriteThenRead, ReadThenRead: each block also stores its 4 KiB
 // row of tensor `sink` at the end, as the kernel does. RmwLock: chunk c of a group's written half has the
 // lock word at row (group * half + c) of tensor `locks`, 128 bytes a row. Heads: chunk j of head h's K is
@@ -102,5 +109,7 @@ bool rewrites_halves(ProbeMode mode);
 bool reader_fences(ProbeMode mode);
 // ReadFenceOther and its twins: block 0 reads, the other blocks FENCE.
 bool others_fence(ProbeMode mode);
+// The reading modes that take ProbeShape::in_flight > 1.
+bool keeps_chunks_in_flight(ProbeMode mode);
 
 }  // namespace attnsim::traces

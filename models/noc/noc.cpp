@@ -58,6 +58,11 @@ uint64_t Noc::access(const MemAccess& a, uint64_t issue_cycle) {
     depart = stores_leave_[core];
   }
   auto& port = a.is_write && !write_ports_.empty() ? write_ports_[core] : ports_[core];
+  // Store and forward: the level's last byte, then the port's time for all of them. A level streams a
+  // tile far faster than one port takes it (an L2 slice 1,500 B/clk, a tile's DRAM channels in parallel),
+  // so this is short of pipelining by the level's own streaming time only.
+  if (!a.is_write && params_.load_data_after_level)
+    return port.serve(next_->access(a, depart + latency) + latency, bytes);
   const uint64_t port_done = port.serve(depart, bytes);
   const uint64_t level_done = next_->access(a, depart + latency) + latency;
   // A store's data leave the core when its port has sent them and the next level has taken them in.
@@ -91,6 +96,11 @@ void register_noc_models() {
                         "before it has left the core");
         r.window_cycles = p.get<int64_t>("window_cycles", d.window_cycles, "cycles",
                                          "granularity of the port bandwidth calendars", 1, 1 << 20);
+        r.load_data_after_level =
+            p.get<bool>("load_data_after_level", d.load_data_after_level, "",
+                        "a load's data cross the core's port after the next level has served them, so a "
+                        "lone load takes the level's latency plus its bytes over the port; false: the port "
+                        "is booked from the request's departure and the two overlap");
         r.atomics_in_l2 =
             p.choice("atomics", "core", {"core", "l2"},
                      "where STORE_ADD reads the old tile: at the core (the read crosses the "

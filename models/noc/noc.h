@@ -29,6 +29,10 @@ class Noc : public Component, public MemoryLevel {
     // would) or in the L2, as a GPU's L2 executes red.global.add (only the addend crosses; Nsight Compute
     // counts atomics in l1tex__m_l1tex2xbar_write_bytes and nothing in the read direction).
     bool atomics_in_l2 = false;
+    // A load's data cross the core's port once the next level has served them (the port booked from the
+    // level's completion), so a lone load's latency and its transfer add as on a real port. false: the
+    // port is booked from the request's departure, and the two overlap.
+    bool load_data_after_level = false;
   };
   Noc(sc_core::sc_module_name instance, const Params& params);
   const Params& params() const { return params_; }

@@ -857,6 +857,9 @@ int cmd_probe(const std::vector<std::string>& args) {
       "rmwhalf, rmwlock, rmwfence: groups of consecutive blocks, each with its own part of the buffer "
       "(divides --blocks)")("fence-every", po::value(&shape.fence_every)->default_value(1),
                             "rfence: 16 KiB chunks a block reads between two fences")(
+      "in-flight", po::value(&shape.in_flight)->default_value(1),
+      "single, shared, spread, private, rfence modes: 16 KiB chunks a block keeps in flight (its loads go "
+      "to that many SRAM buffers in turn; validation/pace_probe.cu's UNROLL), 1 to 8")(
       "stride-mib", po::value(&stride_mib)->default_value(2), "copies mode: distance between blocks in MiB")(
       "hot-mib", po::value(&hot_mib)->default_value(12), "stale, wbetween, rbetween: the hot part in MiB")(
       "hot-passes", po::value(&shape.hot_passes)->default_value(8),
@@ -886,7 +889,8 @@ int cmd_probe(const std::vector<std::string>& args) {
   auto parsed =
       parse("probe", desc, pos, args,
             "-c CONFIG [--mode shared] [--mib 32] [--passes 3] [--blocks 132] [--heads 6] [--head-mib 8] "
-            "[--copies 17] [--stride-mib 2] [--groups 1] [--fence-every 1] [--hot-mib 12] [--hot-passes 8] "
+            "[--copies 17] [--stride-mib 2] [--groups 1] [--fence-every 1] [--in-flight 1] [--hot-mib 12] "
+            "[--hot-passes 8] "
             "[--bracket-mib 0] "
             "[--measured FILE] [-p key=value]");
   if (parsed.help) return 0;

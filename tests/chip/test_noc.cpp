@@ -77,5 +77,21 @@ TEST(Noc, AnAtomicsReadCrossesOnlyWhenTheCoreAdds) {
   }
 }
 
+// A lone 8 KiB load behind a level that answers after 100 cycles: the port's 128 cycles overlap the level's
+// 100 unless the data cross the port after the level has served them; stores are not affected.
+TEST(Noc, LoadDataAfterTheLevelAddLatencyAndTransfer) {
+  Noc::Params p;
+  p.core_bytes_per_cycle = 64;
+  p.window_cycles = 1;
+  Rig overlapped(p);
+  EXPECT_EQ(overlapped.noc.access(tile(8192, false), 0), 128u);
+  p.load_data_after_level = true;
+  Rig after(p);
+  EXPECT_EQ(after.noc.access(tile(8192, false), 0), 100u + 128u);
+  EXPECT_EQ(after.noc.access(tile(8192, false, 1), 1000), 1000u + 100u + 128u);  // another core's port
+  EXPECT_EQ(after.noc.access(tile(8192, false), 0), 100u + 256u);     // behind the first on the same port
+  EXPECT_EQ(after.noc.access(tile(8192, true), 2000), 2000u + 128u);  // a store's data leave first
+}
+
 }  // namespace
 }  // namespace attnsim

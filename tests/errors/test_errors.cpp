@@ -210,6 +210,10 @@ TEST_F(Cli, ProbeRejectsAnUnknownModeAndAnEmptyBuffer) {
   expect_input_error(run({"probe", "-c", h100, "--mib", "0"}), "attnsim probe: error: ", {"--mib"});
   expect_input_error(run({"probe", "-c", h100, "--mode", "rmwhalf", "--groups", "5"}),
                      "attnsim probe: error: ", {"rmwhalf's groups must divide its blocks"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "single", "--mib", "1", "--in-flight", "9"}),
+                     "attnsim probe: error: ", {"in_flight must be 1..8"});
+  expect_input_error(run({"probe", "-c", h100, "--mode", "heads", "--in-flight", "2"}),
+                     "attnsim probe: error: ", {"in_flight applies to single, shared, spread, private"});
 }
 
 // attnsim probe --measured: a probe file's every row against the model; a row the model's probe cannot run

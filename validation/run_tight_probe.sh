@@ -3,6 +3,8 @@
 #   bash validation/run_tight_probe.sh             (from the repository root; $OUT comes back)
 #   SET=sleep bash validation/run_tight_probe.sh   (spread at 32 and 48 MiB with each thread sleeping 0 to
 #                                                  1,600 ns after every chunk: DRAM bytes against the pace)
+#   SET=one bash validation/run_tight_probe.sh     (the reads with the sleeping loop at 0 ns: one load a
+#                                                  thread in flight)
 # $OUT gets <gpu>_tight_probe.csv in validation/data/<gpu>_l2_probe.csv's layout plus a column in_flight (4:
 # the chunks a block has in flight, the compiler's unroll of the loop, from the SASS; 1 for SET=sleep, whose
 # loop the compiler does not unroll), which `attnsim probe --measured` runs as `--in-flight 4`; <gpu>_tight_probe_sass.txt (the loop's loads and
@@ -22,6 +24,8 @@ cuobjdump -sass "$WORK/tight_probe" | grep -E "Function|LDG|BRA|ISETP" > "$OUT/$
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_lookup_hit.sum,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum,lts__t_sectors_lookup_hit.sum,lts__t_sectors_lookup_miss.sum,gpu__time_duration.sum
 SET="${SET:-reads}"
 export SET
+[ "$SET" = one ] && export SLEEP_NS=0
+[ "$SET" = reads ] && unset SLEEP_NS
 CSV="$OUT/${G}_tight_probe$([ "$SET" = reads ] || echo "_$SET").csv"
 HEADER="mode,bytes,passes,blocks,dram_read_bytes,dram_write_bytes,l2_read_sectors,lts_tex_hit_sectors,lts_tex_miss_sectors,lts_fabric_sectors,lts_hit_sectors,lts_miss_sectors,time_ns,in_flight"
 [ "$SET" = sleep ] && HEADER="$HEADER,sleep_ns"
@@ -43,9 +47,9 @@ names = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sectors_srcuni
          "lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_lookup_hit.sum",
          "lts__t_sectors_lookup_miss.sum", "gpu__time_duration.sum"]
 values = [str(int(float(row[n].replace(",", "")))) for n in names]
-sleeping = os.environ.get("SET") == "sleep"  # the sleeping loop keeps one load a thread in flight
+sleeping = "SLEEP_NS" in os.environ  # the sleeping loop keeps one load a thread in flight
 line = [fields["mode"], fields["bytes"], fields["passes"], fields["blocks"]] + values + ["1" if sleeping else "4"]
-if sleeping:
+if os.environ.get("SET") == "sleep":
     line += [fields["sleep_ns"]]
 open(out, "a").write(",".join(line) + "\n")
 print(" ".join(line))

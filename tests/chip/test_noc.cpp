@@ -52,11 +52,16 @@ TEST(Noc, ALoadOfAnotherCoreOrBeforeTheStoresDoesNotWait) {
   EXPECT_EQ(rig.noc.load_cycles_behind_stores, 0u);
 }
 
-TEST(Noc, WithoutTheOptionsLoadsAndStoresShareOnePortAndOverlap) {
+// One port of 64 B/cycle shared by loads and stores, no other option.
+Noc::Params one_port() {
   Noc::Params p;
   p.core_bytes_per_cycle = 64;
   p.window_cycles = 1;
-  Rig rig(p);
+  return p;
+}
+
+TEST(Noc, WithoutTheOptionsLoadsAndStoresShareOnePortAndOverlap) {
+  Rig rig(one_port());
   EXPECT_EQ(rig.noc.access(tile(16384, true), 0), 256u);
   EXPECT_EQ(rig.noc.access(tile(8192, false), 0), 256u + 128u);  // the port's bandwidth, not the order
   EXPECT_EQ(rig.noc.load_cycles_behind_stores, 0u);
@@ -80,9 +85,7 @@ TEST(Noc, AnAtomicsReadCrossesOnlyWhenTheCoreAdds) {
 // A lone 8 KiB load behind a level that answers after 100 cycles: the port's 128 cycles overlap the level's
 // 100 unless the data cross the port after the level has served them; stores are not affected.
 TEST(Noc, LoadDataAfterTheLevelAddLatencyAndTransfer) {
-  Noc::Params p;
-  p.core_bytes_per_cycle = 64;
-  p.window_cycles = 1;
+  Noc::Params p = one_port();
   Rig overlapped(p);
   EXPECT_EQ(overlapped.noc.access(tile(8192, false), 0), 128u);
   p.load_data_after_level = true;

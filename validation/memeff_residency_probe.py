@@ -1,13 +1,14 @@
 # What the L2 still holds, tensor by tensor, when PyTorch's memory-efficient backward kernel ends. For each
 # case and each tensor the backward (torch.ops.aten._efficient_attention_backward, as SDPA calls it, after a
 # 512 MiB read that evicts everything else) runs once, then residency_read (memeff_residency_read.cu, loaded
-# through ctypes) reads every STRIDE-th (5th) line of that one tensor; run under ncu --cache-control none
-# --profile-from-start off -k regex:residency_read, that read's DRAM bytes over the bytes it read are the
-# share of the tensor's lines no longer in L2. The f32 dQ workspace and D (delta), which the call allocates
-# and frees, are found in PyTorch's allocator history of the call just before each read, by size. Lines:
-# "PROBE case target address bytes stride" in the order ncu profiles the reads. SMS=S runs the backward in
-# a CUDA green context of S SMs, so that fewer heads run at a time (cases named ..._sS); the reads of tensors
-# run on every SM, and local memory is not read (ncu failed to profile the local kernels in the context).
+# through ctypes) reads every STRIDE-th line of that one tensor (about 1 MiB of it); run under ncu
+# --cache-control none --profile-from-start off -k regex:residency_read, that read's DRAM bytes over the bytes
+# it read are the share of the tensor's lines no longer in L2. The f32 dQ workspace and D (delta), which the
+# call allocates and frees, are found in PyTorch's allocator history of the call just before each read, by
+# size. Lines: "PROBE case target address bytes stride" in the order ncu profiles the reads. SMS=S runs the
+# backward in a CUDA green context of S SMs, so that fewer heads run at a time (cases named ..._sS); the reads
+# of tensors run on every SM, and local memory is not read (ncu failed to profile the local kernels in the
+# context).
 import ctypes, os, sys
 import torch
 
@@ -21,7 +22,22 @@ op_b = torch.ops.aten._efficient_attention_backward
 # Every 5th line: O, dO and the gradients are (b, n, h, d), so a head's lines recur every 2h lines and a
 # power-of-two stride would read some heads only (every 4th line reads the even heads of 8 or 16, 256 bytes
 # a row each); 5 shares no factor with them.
-STRIDE = int(os.environ.get("STRIDE", "5"))
+# STRIDE=auto (the default) reads about 1 MiB of each tensor of 4 MiB or more: the read's own misses fill the
+# L2 and push out what it has yet to look at, so reading every 5th line of a 268 MB workspace (54 MB, twice
+# that with the far partition's copies) finds nothing of it even where the kernel left its last heads' lines.
+# An odd stride shares no factor with the 2h lines of a row. STRIDE=N reads every Nth line of the same
+# tensors.
+STRIDE = os.environ.get("STRIDE", "auto")
+READ_BUDGET = 1 << 20
+
+
+def stride_for(nbytes):
+    if nbytes < (4 << 20):
+        return 1
+    if STRIDE != "auto":
+        return int(STRIDE)
+    stride = max(5, -(-nbytes // READ_BUDGET))
+    return stride if stride % 2 else stride + 1
 CASES = os.environ.get("CASES", " ".join([f"1,{h},8192,128,0" for h in (1, 2, 4, 8, 16)] + [
     "1,16,8192,128,1", "1,1,16384,128,0", "1,8,32768,128,0", "1,8,32768,128,1", "8,32,2048,128,0", "8,32,2048,128,1"]))
 # The forward kernel (fmha_cutlassF) as a check of the method where the model's DRAM reads agree with the GPU's.
@@ -93,9 +109,9 @@ for label in ("after_sum", "first_read", "second_read", "after_fill", "after_fil
         x.fill_(1.0)
     if label in ("after_sum", "after_fill_sum"):
         x.sum()
-    read(x.data_ptr(), x.untyped_storage().nbytes(), STRIDE)
-    print(f"PROBE control x_{label} {x.data_ptr():#x} {x.untyped_storage().nbytes()} {STRIDE}",
-          flush=True)
+    stride = stride_for(x.untyped_storage().nbytes())
+    read(x.data_ptr(), x.untyped_storage().nbytes(), stride)
+    print(f"PROBE control x_{label} {x.data_ptr():#x} {x.untyped_storage().nbytes()} {stride}", flush=True)
 # Local memory: frames written by one block per SM, read back by one block per SM (the same slots) and by four
 # (every warp slot of the SM).
 LOCAL_READS = () if SUBSET else (("local_one_per_sm", ONE_PER_SM), ("local_four_per_sm", FOUR_PER_SM))
@@ -154,7 +170,7 @@ for spec in CASES.split():
             addr = workspace[1]
         elif label == "D" or label.startswith("temp_"):
             addr = next(a for s, a in temps if s == nbytes and (s, a) != workspace)
-        stride = STRIDE if nbytes >= (4 << 20) else 1
+        stride = stride_for(nbytes)
         read(addr, nbytes, stride)
         print(f"PROBE {name} {label} {addr:#x} {nbytes} {stride}", flush=True)
     for label, smem in LOCAL_READS:
@@ -176,7 +192,7 @@ for spec in FWD_CASES.split():
         res, _ = allocations_during(forward)
         t = {"Q": q, "K": k, "V": v, "O": res[0], "L": res[1]}[label]
         addr, nbytes = t.untyped_storage().data_ptr(), t.untyped_storage().nbytes()
-        stride = STRIDE if nbytes >= (4 << 20) else 1
+        stride = stride_for(nbytes)
         read(addr, nbytes, stride)
         print(f"PROBE {name} {label} {addr:#x} {nbytes} {stride}", flush=True)
     del q, k, v, res

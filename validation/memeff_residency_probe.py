@@ -19,14 +19,12 @@ lib.launch_residency_read.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c
 lib.launch_local.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p]
 op_f = torch.ops.aten._efficient_attention_forward
 op_b = torch.ops.aten._efficient_attention_backward
-# Every 5th line: O, dO and the gradients are (b, n, h, d), so a head's lines recur every 2h lines and a
-# power-of-two stride would read some heads only (every 4th line reads the even heads of 8 or 16, 256 bytes
-# a row each); 5 shares no factor with them.
-# STRIDE=auto (the default) reads about 1 MiB of each tensor of 4 MiB or more: the read's own misses fill the
-# L2 and push out what it has yet to look at, so reading every 5th line of a 268 MB workspace (54 MB, twice
-# that with the far partition's copies) finds nothing of it even where the kernel left its last heads' lines.
-# An odd stride shares no factor with the 2h lines of a row. STRIDE=N reads every Nth line of the same
-# tensors.
+# Tensors below 4 MiB are read whole. STRIDE=auto (the default) reads about 1 MiB of each larger one: the
+# read's own misses fill the L2 and push out what it has yet to look at, so every 5th line of a 268 MB
+# workspace (54 MB, twice that with the far partition's copies) finds nothing of it even where the kernel
+# left its last heads' lines. The stride is odd: O, dO and the gradients are (b, n, h, d), so a head's lines
+# recur every 2h lines and a power-of-two stride would read some heads only (every 4th line reads the even
+# heads of 8 or 16). STRIDE=N reads every Nth line (5 until the seventieth session).
 STRIDE = os.environ.get("STRIDE", "auto")
 READ_BUDGET = 1 << 20
 
@@ -38,6 +36,8 @@ def stride_for(nbytes):
         return int(STRIDE)
     stride = max(5, -(-nbytes // READ_BUDGET))
     return stride if stride % 2 else stride + 1
+
+
 CASES = os.environ.get("CASES", " ".join([f"1,{h},8192,128,0" for h in (1, 2, 4, 8, 16)] + [
     "1,16,8192,128,1", "1,1,16384,128,0", "1,8,32768,128,0", "1,8,32768,128,1", "8,32,2048,128,0", "8,32,2048,128,1"]))
 # The forward kernel (fmha_cutlassF) as a check of the method where the model's DRAM reads agree with the GPU's.

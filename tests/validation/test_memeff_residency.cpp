@@ -60,20 +60,17 @@ ValidationRow simulate_heads_row(int heads, const std::string& config,
   return s.rows.empty() ? ValidationRow{} : s.rows[0];
 }
 
-// MiB of the kernel's tensors and local frames held at the end.
-constexpr const char* kHeld[] = {"Q", "K", "V", "O", "dO", "dQaccum", "dQ", "dK", "dV"};
-
-double measured_mib(const std::map<std::string, double>& gpu) {
-  double bytes = gpu.count("local_one_per_sm") ? gpu.at("local_one_per_sm") : 0;
-  for (const char* name : kHeld) bytes += gpu.count(name) ? gpu.at(name) : 0;
+// MiB of the kernel's tensors and local frames (named `local` on each side) held at the end.
+template <typename Bytes>
+double held_mib(const std::map<std::string, Bytes>& held, const std::string& local) {
+  double bytes = 0;
+  for (const std::string name : {"Q", "K", "V", "O", "dO", "dQaccum", "dQ", "dK", "dV", local.c_str()})
+    bytes += held.count(name) ? static_cast<double>(held.at(name)) : 0;
   return bytes / (1 << 20);
 }
 
 double model_mib(const ValidationRow& row) {
-  const std::map<std::string, uint64_t>& held = row.predicted_l2_resident_by_tensor;
-  double bytes = held.count("local") ? static_cast<double>(held.at("local")) : 0;
-  for (const char* name : kHeld) bytes += held.count(name) ? static_cast<double>(held.at(name)) : 0;
-  return bytes / (1 << 20);
+  return held_mib(row.predicted_l2_resident_by_tensor, "local");
 }
 
 TEST(MemEfficientResidency, OneHeadEndsWithEverythingInL2AsOnTheH200) {
@@ -101,7 +98,8 @@ TEST(MemEfficientResidency, OneHeadEndsWithEverythingInL2AsOnTheH200) {
 // every longer row measured (docs/validation.md, "The residency probe read itself out"). Two tests: a
 // process builds one machine.
 double two_heads_on_the_h100_mib() {
-  return measured_mib(measured_resident("fmha_cutlassB", 2, 8192, 0, "h100_memeff_residency_auto.csv"));
+  return held_mib(measured_resident("fmha_cutlassB", 2, 8192, 0, "h100_memeff_residency_auto.csv"),
+                  "local_one_per_sm");
 }
 
 // If this breaks, the preset has moved towards the GPU: update the docs' table.

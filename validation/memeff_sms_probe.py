@@ -29,6 +29,8 @@ def smids(blocks):
 
 
 torch.manual_seed(0)
+# PAD_MIB: that much device memory taken first and held, so that the tensors lie elsewhere (as sdpa_measure.py)
+pad = torch.empty(int(os.environ.get("PAD_MIB", "0")) << 20, dtype=torch.uint8, device="cuda")
 contexts = {s: green_context.create(s) for s in SMS if s}
 for spec in CASES.split():
     b, h, n, d, causal = (int(x) for x in spec.split(","))

@@ -5,9 +5,10 @@
 # there, a row of the same kernel with its shape and grid) with the measured bytes,
 # time and SM count replaced, the provenance of ENV, and three columns of its own: sms, sm_ids (the SMs in the
 # order blocks landed) and core_partitions (for -p l2.core_partitions: each of those SMs' L2 partition, 0 for
-# SM 128's, read from PAIR_CSV, a SET=pair probe: 80 MiB of DRAM reads where an SM shares SM 128's partition,
-# 42 where not; which partition an SM number has differs from GPU to GPU, so it holds only if PAIR_CSV was
-# measured on the GPU of RUN_LOG: docs/chip.md, "Sixteen SMs of a green context").
+# SM 128's, read from PAIR_CSV, a SET=pair probe: twice its buffer, 80 MiB, of DRAM reads where an SM shares
+# SM 128's partition (both SMs' lines thrash in one), else less on an H200 (42: its L2 holds both) and more on
+# an H100 (118-120: both partitions thrash); which partition an SM number has differs from GPU to GPU, so it
+# holds only if PAIR_CSV was measured on the GPU of RUN_LOG: docs/chip.md, "Sixteen SMs of a green context").
 #   python3 validation/summarize_memeff_sms.py ENV RUN_LOG RAW_CSV BASE_CSV PAIR_CSV > <gpu>_memeff_sms_cases.csv
 # PASS=fwd: the launches are the forward's (run_memeff_sms.sh PASS=fwd KERNEL=fmha_cutlassF); with
 # BACKEND=CUDNN_ATTENTION or FLASH_ATTENTION, that backend's (run_memeff_sms.sh PASS=sdpa_cudnn or sdpa_flash).
@@ -38,7 +39,7 @@ def partitions(pair_path):
     out = {}
     for r in csv.DictReader(open(pair_path)):
         sm = int(r["mode"].split(":")[2])
-        out[sm] = "0" if int(r["dram_read_bytes"]) > 60 << 20 else "1"
+        out[sm] = "0" if abs(int(r["dram_read_bytes"]) / (2 * int(r["bytes"])) - 1) < 0.1 else "1"
     out[int(r["mode"].split(":")[1])] = "0"
     return out
 

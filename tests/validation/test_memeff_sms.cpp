@@ -15,6 +15,7 @@
 #include <ostream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/validate.h"
@@ -483,6 +484,87 @@ TEST_P(FlashForwardSms, WithoutTheMaskAsTheGpuAtEveryCount) {
 }
 
 INSTANTIATE_TEST_SUITE_P(H200, FlashForwardSms, ::testing::Values(64, 96, 120, 128, 132));
+
+// The GPU's waves of 8 x 32 x 2,048 x 128 on 96 SMs of an H100: the second launch of each case in
+// validation/data/h100_block_ends_s96.csv.gz (bash validation/run_block_ends.sh, 2026-12-07), one block per
+// SM, 16 a head, %globaltimer ns.
+Waves h100_gpu_waves_on_96(bool causal) {
+  std::ifstream in(kRoot + "/validation/data/h100_block_ends_memeff_8x32x2048x128_s96.csv");
+  std::string line;
+  std::getline(in, line);  // causal,block,end_ns
+  std::vector<double> ends;
+  std::vector<int64_t> heads;
+  while (std::getline(in, line)) {
+    std::stringstream cells(line);
+    std::string c, block, end;
+    std::getline(cells, c, ','), std::getline(cells, block, ','), std::getline(cells, end, ',');
+    if ((c == "1") != causal) continue;
+    ends.push_back(std::stod(end));
+    heads.push_back(std::stoll(block) / 16);
+  }
+  EXPECT_EQ(ends.size(), 4096u);
+  return ends.size() == 4096 ? waves(ends, heads, 96) : Waves{};
+}
+
+Waves model_waves(std::vector<BlockRecord> blocks, size_t slots) {
+  std::sort(blocks.begin(), blocks.end(), [](const BlockRecord& a, const BlockRecord& b) {
+    return std::tie(a.index[2], a.index[1], a.index[0]) < std::tie(b.index[2], b.index[1], b.index[0]);
+  });
+  std::vector<double> ends;
+  std::vector<int64_t> heads;
+  for (const BlockRecord& b : blocks)
+    ends.push_back(static_cast<double>(b.end_cycle)), heads.push_back(b.index[2] * 1000 + b.index[1]);
+  return waves(ends, heads, slots);
+}
+
+// Where the causal row leaves the model, on 96 SMs of an H100 (docs/validation.md, "The causal row on 96
+// SMs"): the GPU's blocks run as the model's (heads in flight 6.2 without the mask and 10.3 causal on both
+// sides, the causal blocks' p10-p90 0.30-1.66 against 0.33-1.61), and over five placements of its tensors
+// (validation/data/h100_memeff_sms_pads_cases.csv) the GPU's causal launch reads 1.006-1.060 of its
+// unmasked one (DRAM, 1,141-1,169 MB against 1,103-1,148), the model's 0.980. A known miss held in place:
+// the unmasked row 0.93-1.02 of every placement (0.945-0.984 as of 2026-12-07), the causal row 0.88-0.96,
+// and the model's ratio under the GPU's lowest; a change that closes the gap fails here and must say why.
+TEST(MemEfficientSmsH100, CausalBlocksRunAsTheGpusButReadLessOn96Sms) {
+  const std::string cases = kRoot + "/validation/data/h100_memeff_sms_pads_cases.csv";
+  std::vector<Measurement> rows;
+  std::map<bool, std::vector<double>> gpu_reads;
+  for (const Measurement& m : read_measurements(cases)) {
+    if (m.sm_count != 96) continue;
+    gpu_reads[m.causal].push_back(m.dram_read_bytes);
+    if (gpu_reads[m.causal].size() == 1) rows.push_back(m);  // the first placement's row stands for all
+  }
+  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(gpu_reads[false].size(), 5u);
+  ASSERT_EQ(gpu_reads[true].size(), 5u);
+  const ValidationSummary s = validate(kRoot + "/configs/h100.yaml", cases, rows, {"chip.cores=96"}, true);
+  ASSERT_EQ(s.rows.size(), 2u);
+  std::map<bool, double> model_reads;
+  for (const ValidationRow& row : s.rows) {
+    const bool causal = row.measured.causal;
+    const Waves model = model_waves(row.blocks, 96), gpu = h100_gpu_waves_on_96(causal);
+    std::printf("%s: GPU p10 %.3f p90 %.3f heads %.2f; model %.3f %.3f %.2f\n", causal ? "causal" : "full",
+                gpu.p10, gpu.p90, gpu.heads, model.p10, model.p90, model.heads);
+    EXPECT_NEAR(model.heads, gpu.heads, 0.3);
+    EXPECT_NEAR(model.p10, gpu.p10, 0.06);
+    EXPECT_NEAR(model.p90, gpu.p90, 0.06);
+    model_reads[causal] = row.predicted_dram_read;
+  }
+  double lowest_gpu_ratio = 2;
+  for (size_t p = 0; p < 5; ++p)
+    lowest_gpu_ratio = std::min(lowest_gpu_ratio, gpu_reads[true][p] / gpu_reads[false][p]);
+  const double model_ratio = model_reads[true] / model_reads[false];
+  std::printf("causal over unmasked DRAM reads: model %.3f, GPU at least %.3f\n", model_ratio,
+              lowest_gpu_ratio);
+  for (const double measured : gpu_reads[false]) {
+    EXPECT_GT(model_reads[false] / measured, 0.93);
+    EXPECT_LT(model_reads[false] / measured, 1.02);
+  }
+  for (const double measured : gpu_reads[true]) {
+    EXPECT_GT(model_reads[true] / measured, 0.88);
+    EXPECT_LT(model_reads[true] / measured, 0.96);
+  }
+  EXPECT_LT(model_ratio, lowest_gpu_ratio);
+}
 #endif
 
 }  // namespace

@@ -23,6 +23,8 @@ METRICS=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 METRICS+=,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
 METRICS+=,lts__t_sectors_srcunit_tex_lookup_miss.sum,lts__t_sectors_srcunit_ltcfabric.sum
 METRICS+=,launch__grid_size,sm__ctas_launched.sum,sm__ctas_launched.max,gpc__cycles_elapsed.max
+# all lookup misses (the home partition's for copies' fetches too): summarize_memeff_sms.py's lts_miss_sectors
+METRICS+=,lts__t_sectors_lookup_miss.sum
 echo "ncu --cache-control all --clock-control base --metrics $METRICS" | tee -a "$ENV"
 "$NCU" --cache-control all --clock-control base --profile-from-start off -k "regex:${KERNEL:-fmha_cutlassB}" \
   --metrics "$METRICS" -o "$WORK/sms" python3 validation/memeff_sms_probe.py "$WORK/probe.so" \

@@ -66,7 +66,12 @@ def main(env_path, log_path, raw_path, base_path, pair_path):
         sys.exit(f"{len(probes)} PROBE lines but {len(data)} profiled launches")
     base_rows = list(csv.DictReader(open(base_path)))
     part = partitions(pair_path)
-    dropped = CLEARED + ["attn_" + c for c in CLEARED]  # not measured here
+    # lts_miss_sectors: measured since the seventy-first session (run_memeff_sms.sh), cleared in older files
+    measured = dict(MEASURED)
+    if "lts__t_sectors_lookup_miss.sum" in header:
+        measured["lts_miss_sectors"] = ("lts__t_sectors_lookup_miss.sum", 1)
+    cleared = [c for c in CLEARED if c not in measured]
+    dropped = cleared + ["attn_" + c for c in cleared]  # not measured here
     fields = [f for f in base_rows[0] if f not in dropped] + ["sms", "sm_ids", "core_partitions"]
     out = csv.DictWriter(sys.stdout, fieldnames=fields, lineterminator="\n")
     out.writeheader()
@@ -76,7 +81,7 @@ def main(env_path, log_path, raw_path, base_path, pair_path):
         new.update(gpu=env["gpu"], driver=env["driver"], cuda=env["cuda (nvcc)"], ncu=env["ncu"],
                    torch=env["torch"].split()[0], date=env["date"][:10], kernels="1", attention_kernels="1",
                    kernel_names=new["main_kernel"])
-        for col, (metric, scale) in MEASURED.items():
+        for col, (metric, scale) in measured.items():
             value = str(int(float(row[header.index(metric)].replace(",", "")) * scale))
             new[col] = new["attn_" + col] = value
         for col in dropped:

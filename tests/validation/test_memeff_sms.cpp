@@ -242,10 +242,10 @@ Waves waves(const std::vector<double>& ends, const std::vector<int64_t>& heads, 
           weighted / (sorted.back() - t0)};
 }
 
-// The GPU's: validation/data/h200_block_ends_memeff_1x16x8192x128.csv (the second launch of each case in
-// h200_block_ends.csv.gz: bash validation/run_block_ends.sh, 128 SMs, one block per SM, 64 a head).
-Waves gpu_waves(bool causal) {
-  std::ifstream in(kRoot + "/validation/data/h200_block_ends_memeff_1x16x8192x128.csv");
+// A GPU's waves from a file of block ends (causal,block,end_ns: one launch of each case, blocks in launch
+// order), `per_head` blocks a head and `slots` resident at a time; `blocks` expected of each case.
+Waves gpu_waves_from(const std::string& file, bool causal, int64_t per_head, size_t slots, size_t blocks) {
+  std::ifstream in(kRoot + "/validation/data/" + file);
   std::string line;
   std::getline(in, line);  // causal,block,end_ns
   std::vector<double> ends;
@@ -256,10 +256,16 @@ Waves gpu_waves(bool causal) {
     std::getline(cells, c, ','), std::getline(cells, block, ','), std::getline(cells, end, ',');
     if ((c == "1") != causal) continue;
     ends.push_back(std::stod(end));
-    heads.push_back(std::stoll(block) / 64);
+    heads.push_back(std::stoll(block) / per_head);
   }
-  EXPECT_EQ(ends.size(), 1024u);
-  return ends.size() == 1024 ? waves(ends, heads, 128) : Waves{};
+  EXPECT_EQ(ends.size(), blocks);
+  return ends.size() == blocks ? waves(ends, heads, slots) : Waves{};
+}
+
+// The GPU's: validation/data/h200_block_ends_memeff_1x16x8192x128.csv (the second launch of each case in
+// h200_block_ends.csv.gz: bash validation/run_block_ends.sh, 128 SMs, one block per SM, 64 a head).
+Waves gpu_waves(bool causal) {
+  return gpu_waves_from("h200_block_ends_memeff_1x16x8192x128.csv", causal, 64, 128, 1024);
 }
 
 class MemEfficientWaves : public ::testing::TestWithParam<bool> {};
@@ -489,21 +495,7 @@ INSTANTIATE_TEST_SUITE_P(H200, FlashForwardSms, ::testing::Values(64, 96, 120, 1
 // validation/data/h100_block_ends_s96.csv.gz (bash validation/run_block_ends.sh, 2026-12-07), one block per
 // SM, 16 a head, %globaltimer ns.
 Waves h100_gpu_waves_on_96(bool causal) {
-  std::ifstream in(kRoot + "/validation/data/h100_block_ends_memeff_8x32x2048x128_s96.csv");
-  std::string line;
-  std::getline(in, line);  // causal,block,end_ns
-  std::vector<double> ends;
-  std::vector<int64_t> heads;
-  while (std::getline(in, line)) {
-    std::stringstream cells(line);
-    std::string c, block, end;
-    std::getline(cells, c, ','), std::getline(cells, block, ','), std::getline(cells, end, ',');
-    if ((c == "1") != causal) continue;
-    ends.push_back(std::stod(end));
-    heads.push_back(std::stoll(block) / 16);
-  }
-  EXPECT_EQ(ends.size(), 4096u);
-  return ends.size() == 4096 ? waves(ends, heads, 96) : Waves{};
+  return gpu_waves_from("h100_block_ends_memeff_8x32x2048x128_s96.csv", causal, 16, 96, 4096);
 }
 
 Waves model_waves(std::vector<BlockRecord> blocks, size_t slots) {

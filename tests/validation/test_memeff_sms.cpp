@@ -516,6 +516,7 @@ Waves model_waves(std::vector<BlockRecord> blocks, size_t slots) {
 // unmasked one (DRAM, 1,141-1,169 MB against 1,103-1,148), the model's 0.980. A known miss held in place:
 // the unmasked row 0.93-1.02 of every placement (0.945-0.984 as of 2026-12-07), the causal row 0.88-0.96,
 // and the model's ratio under the GPU's lowest; a change that closes the gap fails here and must say why.
+// (Another H100 read the causal row at 0.99-1.00 of the unmasked one: h100_memeff_sms_miss_cases.csv.)
 TEST(MemEfficientSmsH100, CausalBlocksRunAsTheGpusButReadLessOn96Sms) {
   const std::string cases = kRoot + "/validation/data/h100_memeff_sms_pads_cases.csv";
   std::vector<Measurement> rows;
